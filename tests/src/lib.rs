@@ -1,0 +1,1 @@
+//! Helpers for Kairos integration tests: locating the built binaries and the shared data.
