@@ -1,0 +1,289 @@
+//! Exact optimal m-fetch schedule on the cyclic slot grid.
+//!
+//! # Problem
+//! Choose `m` distinct boundaries `x_0 < … < x_{m−1}` in `[0, N)` minimizing
+//! `Σ_i cost(x_i, x_{i+1})` with `x_m = x_0 + N`. All three metrics' interval costs satisfy
+//! the quadrangle (Monge) inequality `c(a,c) + c(b,d) ≤ c(a,d) + c(b,c)` for `a ≤ b ≤ c ≤ d`
+//! (see `DESIGN.md` §3), which this solver relies on twice.
+//!
+//! # Phases
+//! 1. **Anchored DP.** With one fetch pinned at boundary `s`, the best path
+//!    `s → x_1 → … → s + N` is an m-link shortest path. For Monge costs the leftmost optimal
+//!    predecessor of `x` is non-decreasing in `x`, so each DP layer is filled by
+//!    divide & conquer in `O(W log W)` for a layer of width `W`, instead of `O(W²)`.
+//! 2. **Anchor search by interleaving.** For Monge costs, optimal anchored solutions for
+//!    different anchors can be chosen to interleave: if `X` is optimal for anchor `x_0`,
+//!    some global optimum has a point in every gap `[x_j, x_{j+1}]`, and the solution for
+//!    any anchor in that gap has its `i`-th point in `[x_{j+i}, x_{j+i+1}]`. So only anchors
+//!    in the *shortest* gap of `X` (at most `N/m` of them) need trying, and solving the
+//!    middle anchor first splits the point ranges for the two halves (divide & conquer
+//!    over anchors). Each level of that recursion touches about `N` boundaries in total.
+//!
+//! The result is the exact optimum at slot resolution; `brute.rs` and the property tests
+//! check it against exhaustive enumeration on small grids.
+
+use super::cost::CostTable;
+
+/// A cyclic schedule: sorted fetch boundaries in `[0, N)` and its expected cost per period.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlotSchedule {
+    /// Fetch boundaries, strictly increasing, each in `[0, N)`.
+    pub slots: Vec<u32>,
+    /// Expected cost per period under the table's metric.
+    pub cost: f64,
+}
+
+/// Reusable buffers for the anchored DP, so a batch of solves allocates once per thread.
+#[derive(Default)]
+pub struct ExactSolver {
+    lo: Vec<usize>,
+    hi: Vec<usize>,
+    /// Per-layer offsets into `f` and `arg`.
+    off: Vec<usize>,
+    f: Vec<f64>,
+    arg: Vec<u32>,
+}
+
+impl ExactSolver {
+    /// A solver with empty buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The optimal schedule with `m` fetches per period (`m` is clamped to `[1, N]`).
+    pub fn solve(&mut self, table: &CostTable, m: usize) -> SlotSchedule {
+        let n = table.n();
+        let m = m.clamp(1, n);
+        if m == n {
+            let slots: Vec<u32> = (0..n as u32).collect();
+            let cost = table.schedule_cost(&slots);
+            return SlotSchedule { slots, cost };
+        }
+        if m == 1 {
+            let mut best = (0usize, f64::INFINITY);
+            for s in 0..n {
+                let v = table.cost(s, s + n);
+                if v < best.1 {
+                    best = (s, v);
+                }
+            }
+            return SlotSchedule {
+                slots: vec![best.0 as u32],
+                cost: best.1,
+            };
+        }
+
+        // Phase 1: anchor at boundary 0 with the widest feasible ranges.
+        let lo: Vec<usize> = (0..=m).map(|i| i).collect();
+        let hi: Vec<usize> = (0..=m).map(|i| n - (m - i)).collect();
+        let (cost0, x) = self
+            .anchored(table, 0, m, &lo, &hi)
+            .expect("the unrestricted anchored problem is always feasible");
+
+        // The shortest gap of X bounds the anchors worth trying.
+        let mut xs: Vec<usize> = x.clone();
+        xs.push(n);
+        let j = (0..m).min_by_key(|&j| xs[j + 1] - xs[j]).unwrap_or(0);
+        // Unwrapped bounds: the i-th point of any anchor in [x_j, x_{j+1}] lies in
+        // [b_i, b_{i+1}], where b_i = x_{(j+i) mod m} shifted by N once it wraps.
+        let b: Vec<usize> = (0..=m + 1)
+            .map(|i| {
+                let k = j + i;
+                xs[k % m] + (k / m) * n
+            })
+            .collect();
+        let mut best = (cost0, x);
+        // Every anchor of the gap, both ends included (X is optimal for anchor 0 only, not
+        // for its other points), except boundary 0 itself, already solved.
+        let s_lo = if b[0] == 0 { 1 } else { b[0] };
+        let s_hi = if b[1] == n { n - 1 } else { b[1] };
+        if s_lo <= s_hi {
+            let lower: Vec<usize> = b[..=m].to_vec();
+            let upper: Vec<usize> = b[1..=m + 1].to_vec();
+            self.anchor_search(table, m, s_lo, s_hi, &lower, &upper, &mut best);
+        }
+
+        let mut slots: Vec<u32> = best.1.iter().map(|&p| (p % n) as u32).collect();
+        slots.sort_unstable();
+        SlotSchedule {
+            slots,
+            cost: best.0,
+        }
+    }
+
+    /// Divide & conquer over anchors `s ∈ [s_lo, s_hi]`, whose `i`-th points are known to
+    /// lie in `[lower_i, upper_i]` (index 0 is the anchor itself, index m its copy + N).
+    #[allow(clippy::too_many_arguments)]
+    fn anchor_search(
+        &mut self,
+        table: &CostTable,
+        m: usize,
+        s_lo: usize,
+        s_hi: usize,
+        lower: &[usize],
+        upper: &[usize],
+        best: &mut (f64, Vec<usize>),
+    ) {
+        if s_lo > s_hi {
+            return;
+        }
+        let n = table.n();
+        let s = s_lo + (s_hi - s_lo) / 2;
+        let lo: Vec<usize> = (0..=m)
+            .map(|i| {
+                if i == 0 {
+                    s
+                } else if i == m {
+                    s + n
+                } else {
+                    lower[i].max(s + i)
+                }
+            })
+            .collect();
+        let hi: Vec<usize> = (0..=m)
+            .map(|i| {
+                if i == 0 {
+                    s
+                } else if i == m {
+                    s + n
+                } else {
+                    upper[i].min(s + n - (m - i))
+                }
+            })
+            .collect();
+        match self.anchored(table, s, m, &lo, &hi) {
+            Some((cost, pts)) => {
+                if cost < best.0 {
+                    *best = (cost, pts.clone());
+                }
+                let mut mid: Vec<usize> = pts;
+                mid.push(s + n);
+                if s > s_lo {
+                    self.anchor_search(table, m, s_lo, s - 1, lower, &mid, best);
+                }
+                self.anchor_search(table, m, s + 1, s_hi, &mid, upper, best);
+            }
+            // No feasible path inside the bounds: this anchor is dominated; split without
+            // tightening (ranges stay valid for both halves).
+            None => {
+                if s > s_lo {
+                    self.anchor_search(table, m, s_lo, s - 1, lower, upper, best);
+                }
+                self.anchor_search(table, m, s + 1, s_hi, lower, upper, best);
+            }
+        }
+    }
+
+    /// Best path `s = x_0 < x_1 < … < x_{m−1} < s + N` with `x_i ∈ [lo_i, hi_i]`.
+    /// Returns its cost and points `x_0..x_{m−1}` (unwrapped), or `None` if infeasible.
+    fn anchored(
+        &mut self,
+        table: &CostTable,
+        s: usize,
+        m: usize,
+        lo: &[usize],
+        hi: &[usize],
+    ) -> Option<(f64, Vec<usize>)> {
+        let end = s + table.n();
+        self.lo.clear();
+        self.hi.clear();
+        self.off.clear();
+        self.lo.push(s);
+        self.hi.push(s);
+        for i in 1..m {
+            if lo[i] > hi[i] {
+                return None;
+            }
+            self.lo.push(lo[i]);
+            self.hi.push(hi[i]);
+        }
+        let mut total = 0;
+        for i in 0..m {
+            self.off.push(total);
+            total += self.hi[i] - self.lo[i] + 1;
+        }
+        self.f.clear();
+        self.f.resize(total, f64::INFINITY);
+        self.arg.clear();
+        self.arg.resize(total, 0);
+        self.f[0] = 0.0;
+        self.arg[0] = s as u32;
+        for i in 1..m {
+            let (xl, xr) = (self.lo[i], self.hi[i]);
+            let (ol, or) = (self.lo[i - 1], self.hi[i - 1]);
+            self.fill_layer(table, i, xl, xr, ol, or);
+        }
+        // Close the cycle at s + N.
+        let last = m - 1;
+        let mut best = (f64::INFINITY, usize::MAX);
+        for y in self.lo[last]..=self.hi[last] {
+            let fy = self.f[self.off[last] + y - self.lo[last]];
+            if !fy.is_finite() {
+                continue;
+            }
+            let v = fy + table.cost(y, end);
+            if v < best.0 {
+                best = (v, y);
+            }
+        }
+        if best.1 == usize::MAX {
+            return None;
+        }
+        let mut pts = vec![0usize; m];
+        pts[last] = best.1;
+        for i in (1..m).rev() {
+            let x = pts[i];
+            pts[i - 1] = self.arg[self.off[i] + x - self.lo[i]] as usize;
+        }
+        debug_assert_eq!(pts[0], s);
+        Some((best.0, pts))
+    }
+
+    /// Fills DP layer `i` for `x ∈ [xl, xr]` from predecessors `y ∈ [ol, or]`, `y < x`,
+    /// using the monotonicity of the leftmost optimal predecessor.
+    fn fill_layer(
+        &mut self,
+        table: &CostTable,
+        i: usize,
+        xl: usize,
+        xr: usize,
+        ol: usize,
+        or: usize,
+    ) {
+        // Explicit stack instead of recursion: (x range, predecessor range).
+        let mut stack = vec![(xl, xr, ol, or)];
+        let (prev_off, prev_lo) = (self.off[i - 1], self.lo[i - 1]);
+        let (cur_off, cur_lo) = (self.off[i], self.lo[i]);
+        while let Some((a, b, ylo, yhi)) = stack.pop() {
+            if a > b {
+                continue;
+            }
+            let x = a + (b - a) / 2;
+            let top = yhi.min(x.saturating_sub(1));
+            let mut best = (f64::INFINITY, ylo);
+            if x > 0 {
+                for y in ylo..=top {
+                    let fy = self.f[prev_off + y - prev_lo];
+                    if !fy.is_finite() {
+                        continue;
+                    }
+                    let v = fy + table.cost(y, x);
+                    if v < best.0 {
+                        best = (v, y);
+                    }
+                }
+            }
+            self.f[cur_off + x - cur_lo] = best.0;
+            self.arg[cur_off + x - cur_lo] = best.1 as u32;
+            if x > a {
+                stack.push((a, x - 1, ylo, best.1));
+            }
+            stack.push((x + 1, b, best.1, yhi));
+        }
+    }
+}
+
+/// Convenience wrapper: the optimal `m`-fetch schedule with fresh buffers.
+pub fn solve_exact(table: &CostTable, m: usize) -> SlotSchedule {
+    ExactSolver::new().solve(table, m)
+}

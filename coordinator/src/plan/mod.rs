@@ -1,0 +1,21 @@
+//! The planner: pure, synchronous and deterministic. No I/O, no clock: time is an input.
+//!
+//! * [`cost`] — interval costs of the three metrics in O(1) from prefix sums;
+//! * [`exact`] — the exact cyclic m-fetch schedule (Monge DP + anchor interleaving);
+//! * [`search`] — the papers' baselines: uniform spacing and the optimality-condition search;
+//! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
+//! * [`brute`] — exhaustive reference solver for tests and benchmarks.
+//!
+//! The algorithm is written down in `docs/PLANNER.md`.
+
+pub mod alloc;
+pub mod brute;
+pub mod cost;
+pub mod exact;
+pub mod search;
+
+pub use cost::{CostTable, Metric};
+pub use exact::{solve_exact, ExactSolver, SlotSchedule};
+
+#[cfg(test)]
+mod tests;
