@@ -172,3 +172,145 @@ fn constant_rates_give_uniform_spacing() {
         }
     }
 }
+
+/// Slot masses of a continuous rate on `[0, period)`, integrated per slot (Simpson).
+fn discretize(rate: impl Fn(f64) -> f64, n: usize, period: f64) -> Vec<f64> {
+    let h = period / n as f64;
+    (0..n)
+        .map(|j| {
+            let (a, b) = (j as f64 * h, (j + 1) as f64 * h);
+            (rate(a) + 4.0 * rate((a + b) / 2.0) + rate(b)) * h / 6.0
+        })
+        .collect()
+}
+
+#[test]
+fn tkde_example_1_best_half_at_one_worst_three_halves() {
+    // λ = 1 on [0, 1), 0 on [1, 2), period 2, one fetch per period.
+    let n = 2000;
+    let p: Vec<f64> = (0..n)
+        .map(|j| if j < n / 2 { 2.0 / n as f64 } else { 0.0 })
+        .collect();
+    let t = CostTable::new(Metric::Delay, &p, &[], 2.0 / n as f64);
+    let best = solve_exact(&t, 1);
+    assert_eq!(best.slots, vec![1000], "best fetch at t = 1");
+    assert!(
+        (best.cost - 0.5).abs() < 1e-9,
+        "best total delay 1/2, got {}",
+        best.cost
+    );
+    let worst = (0..n).map(|a| t.cost(a, a + n)).fold(0.0f64, f64::max);
+    // Worst is just after t = 0: 3/2 in the limit; one slot (0.001) from it here.
+    assert!(
+        (worst - 1.5).abs() < 2e-3,
+        "worst total delay 3/2, got {worst}"
+    );
+}
+
+/// Largest relative violation of a metric's optimality condition at each fetch of a cyclic
+/// schedule, evaluated on the continuous rates (not the slot model).
+fn condition_residual(
+    metric: Metric,
+    lam: &dyn Fn(f64) -> f64,
+    u: &dyn Fn(f64) -> f64,
+    taus: &[f64],
+) -> f64 {
+    let integrate = |f: &dyn Fn(f64) -> f64, a: f64, b: f64| {
+        let k = 2000;
+        let h = (b - a) / k as f64;
+        (0..k).map(|i| f(a + (i as f64 + 0.5) * h)).sum::<f64>() * h
+    };
+    let m = taus.len();
+    let mut worst: f64 = 0.0;
+    for j in 0..m {
+        let prev = if j == 0 {
+            taus[m - 1] - 1.0
+        } else {
+            taus[j - 1]
+        };
+        let tau = taus[j];
+        let next = if j + 1 == m {
+            taus[0] + 1.0
+        } else {
+            taus[j + 1]
+        };
+        let (lhs, rhs) = match metric {
+            Metric::Delay => (lam(tau) * (next - tau), integrate(lam, prev, tau)),
+            Metric::Miss => (
+                lam(tau) * integrate(u, tau, next),
+                u(tau) * integrate(lam, prev, tau),
+            ),
+            Metric::AccessDelay => (
+                lam(tau) * integrate(&|t| (t - tau) * u(t), tau, next),
+                u(tau) * integrate(&|f| (tau - f) * lam(f), prev, tau),
+            ),
+        };
+        worst = worst.max((lhs - rhs).abs() / rhs.abs().max(1e-12));
+    }
+    worst
+}
+
+#[test]
+fn optimality_conditions_hold_at_the_exact_optimum() {
+    use std::f64::consts::PI;
+    let n = 1440;
+    // TKDE Example 2 (delay) and ICWSM Example 2 (miss, access-delay): six fetches a period.
+    let cases: [(Metric, fn(f64) -> f64, fn(f64) -> f64); 3] = [
+        (Metric::Delay, |t| 2.0 + 2.0 * (2.0 * PI * t).sin(), |_| 1.0),
+        (
+            Metric::Miss,
+            |t| 2.0 + (2.0 * PI * t).sin(),
+            |t| 2.0 + (2.0 * PI * t).cos(),
+        ),
+        (
+            Metric::AccessDelay,
+            |t| 2.0 + (2.0 * PI * t).sin(),
+            |t| 2.0 + (2.0 * PI * t).cos(),
+        ),
+    ];
+    for (metric, lam, u) in cases {
+        let p = discretize(lam, n, 1.0);
+        let q = discretize(u, n, 1.0);
+        let t = CostTable::new(metric, &p, &q, 1.0 / n as f64);
+        let best = solve_exact(&t, 6);
+        let taus: Vec<f64> = best.slots.iter().map(|&s| s as f64 / n as f64).collect();
+        let at_opt = condition_residual(metric, &lam, &u, &taus);
+        let uniform: Vec<f64> = (0..6).map(|i| i as f64 / 6.0).collect();
+        let at_uniform = condition_residual(metric, &lam, &u, &uniform);
+        // One slot moves a point by 1/1440 of the period; over ~1/6-period intervals that
+        // is at most a few percent of either side of the condition.
+        assert!(
+            at_opt < 0.03,
+            "{metric}: residual {at_opt} at the optimum {:?}",
+            best.slots
+        );
+        assert!(
+            at_uniform > 0.15,
+            "{metric}: uniform spacing should violate it ({at_uniform})"
+        );
+    }
+}
+
+#[test]
+fn paper_search_never_beats_exact_and_finds_it_on_smooth_rates() {
+    use super::search::condition_search;
+    use std::f64::consts::PI;
+    let n = 288;
+    let p = discretize(|t| 2.0 + 2.0 * (2.0 * PI * t).sin(), n, 1.0);
+    let q = discretize(|t| 2.0 + (2.0 * PI * t).cos(), n, 1.0);
+    for metric in Metric::ALL {
+        let t = CostTable::new(metric, &p, &q, 1.0 / n as f64);
+        for m in [2usize, 3, 6] {
+            let exact = solve_exact(&t, m);
+            let out = condition_search(&t, &p, &q, m, 2);
+            let found = out.schedule.expect("a smooth pattern has closing plans");
+            assert!(found.cost >= exact.cost * (1.0 - 1e-12));
+            assert!(
+                found.cost <= exact.cost * 1.01,
+                "{metric} m={m}: search {} vs exact {}",
+                found.cost,
+                exact.cost
+            );
+        }
+    }
+}
