@@ -1,1 +1,572 @@
+//! Splitting a budget of `M` fetches per period across feeds.
+//!
+//! A feed's fetch frequency is a [`Level`]: `L ≥ 1` is `L` fetches per period, `L ≤ 0` is one
+//! fetch every `2 − L` periods (so quiet feeds can drop below once a period, down to a
+//! floor). Three allocators:
+//!
+//! * [`Allocator::uniform`] — every feed the same rate;
+//! * [`Allocator::closed_form`] — rate ∝ a per-feed score: `√(w λ)` for `delay` (TKDE
+//!   Theorem 1), `√(w λ_p λ_c)` for `miss`, `∛(w λ_p λ_c)` for `access-delay` (He & Parker);
+//!   each is the optimum when rates are constant over the period;
+//! * [`Allocator::optimal`] — the exact joint optimum on the feeds' exact cost curves
+//!   `D_f(L)`, by greedy exchange from the closed form: move one step of budget from the
+//!   feed that loses least to the feed that gains most while that lowers the total.
+//!
+//! For curves convex in the rate, a state where no single exchange helps is the global
+//! optimum of the separable problem (the classic marginal-allocation argument), and with
+//! whole-fetch levels the allocation sums to exactly `M`. Convexity is checked on every
+//! pair of neighbouring steps the search evaluates; feeds where it fails are counted in
+//! [`AllocStats::nonconvex_feeds`], and the result is then a local optimum (no single
+//! exchange improves it), reported as such rather than claimed optimal. Sub-period levels
+//! have unequal steps (½ − ⅓ ≠ 1); with them the final leftover can be less than one step,
+//! so the allocation then sums to at most `M`.
+//!
+//! Constraints: per-feed minimum and maximum level, and an optional cap on the summed rate
+//! of the feeds of one host (politeness).
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A fetch frequency: `L ≥ 1` fetches per period, or one fetch every `2 − L` periods.
+pub type Level = i32;
+
+/// Fetches per period at a level.
+pub fn level_rate(l: Level) -> f64 {
+    if l >= 1 {
+        l as f64
+    } else {
+        1.0 / (2 - l) as f64
+    }
+}
+
+/// Periods between fetches for a sub-period level (`1` for `L ≥ 1`).
+pub fn level_period_multiple(l: Level) -> u32 {
+    if l >= 1 {
+        1
+    } else {
+        (2 - l) as u32
+    }
+}
+
+/// The largest level whose rate is at most `rate` (+ a tolerance), never below `floor`.
+pub fn floor_level(rate: f64, floor: Level) -> Level {
+    let eps = 1e-9;
+    let l = if rate >= 1.0 - eps {
+        (rate + eps).floor() as Level
+    } else if rate <= 0.0 {
+        floor
+    } else {
+        // 1/k ≤ rate  ⇔  k ≥ 1/rate.
+        let k = (1.0 / rate - eps).ceil() as Level;
+        2 - k
+    };
+    l.max(floor)
+}
+
+/// The smallest level whose rate is at least `rate`.
+pub fn ceil_level(rate: f64) -> Level {
+    let eps = 1e-9;
+    if rate > 1.0 + eps {
+        (rate - eps).ceil() as Level
+    } else if rate > eps {
+        let k = (1.0 / rate + eps).floor() as Level;
+        2 - k.max(1)
+    } else {
+        Level::MIN / 2
+    }
+}
+
+/// Per-feed inputs of the allocation.
+#[derive(Clone, Debug)]
+pub struct AllocFeed {
+    /// Closed-form score (rate ∝ score); ignored by the uniform allocator.
+    pub score: f64,
+    /// Lowest allowed level.
+    pub min: Level,
+    /// Highest allowed level (≥ `min`).
+    pub max: Level,
+    /// Politeness group, for the per-host cap.
+    pub host: Option<u32>,
+}
+
+/// Why an allocation cannot be made.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum AllocError {
+    /// The minimum levels alone need more than the budget.
+    #[error(
+        "budget of {budget} fetches per period is below the {needed:.3} the per-feed minimums need"
+    )]
+    BudgetBelowMinimums { budget: f64, needed: f64 },
+    /// A host's minimum levels alone exceed the host cap.
+    #[error("host {host}: the per-feed minimums need {needed:.3} fetches per period, above the host cap {cap}")]
+    HostCapBelowMinimums { host: u32, needed: f64, cap: f64 },
+}
+
+/// What the optimal allocator saw.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AllocStats {
+    /// Cost-curve evaluations (exact solves) made.
+    pub evaluations: usize,
+    /// Budget moves made by the exchange after the closed-form start.
+    pub exchanges: usize,
+    /// Feeds whose evaluated curve is not convex somewhere.
+    pub nonconvex_feeds: usize,
+}
+
+/// Allocation problem: feeds, a budget in fetches per period, an optional host cap.
+pub struct Allocator<'a> {
+    feeds: &'a [AllocFeed],
+    budget: f64,
+    host_cap: Option<f64>,
+}
+
+const EPS: f64 = 1e-9;
+
+impl<'a> Allocator<'a> {
+    /// Checks feasibility of the minimums against the budget and host cap.
+    pub fn new(
+        feeds: &'a [AllocFeed],
+        budget: f64,
+        host_cap: Option<f64>,
+    ) -> Result<Self, AllocError> {
+        let needed: f64 = feeds.iter().map(|f| level_rate(f.min)).sum();
+        if needed > budget + EPS {
+            return Err(AllocError::BudgetBelowMinimums { budget, needed });
+        }
+        if let Some(cap) = host_cap {
+            let mut per_host: std::collections::HashMap<u32, f64> = Default::default();
+            for f in feeds {
+                if let Some(h) = f.host {
+                    *per_host.entry(h).or_default() += level_rate(f.min);
+                }
+            }
+            if let Some((&host, &needed)) = per_host
+                .iter()
+                .filter(|(_, &v)| v > cap + EPS)
+                .min_by_key(|(h, _)| **h)
+            {
+                return Err(AllocError::HostCapBelowMinimums { host, needed, cap });
+            }
+        }
+        Ok(Allocator {
+            feeds,
+            budget,
+            host_cap,
+        })
+    }
+
+    /// Every feed the same rate (as far as bounds, caps and rounding allow).
+    pub fn uniform(&self) -> Vec<Level> {
+        let scores = vec![1.0; self.feeds.len()];
+        self.proportional(&scores)
+    }
+
+    /// Rate proportional to each feed's `score`.
+    pub fn closed_form(&self) -> Vec<Level> {
+        let scores: Vec<f64> = self.feeds.iter().map(|f| f.score.max(0.0)).collect();
+        self.proportional(&scores)
+    }
+
+    /// Continuous water-filling `x_f = clamp(k·s_f, min_f, max_f)` with `Σ x_f = M`, then
+    /// rounded down to levels and topped up by largest shortfall.
+    fn proportional(&self, scores: &[f64]) -> Vec<Level> {
+        let lo: Vec<f64> = self.feeds.iter().map(|f| level_rate(f.min)).collect();
+        let hi: Vec<f64> = self.feeds.iter().map(|f| level_rate(f.max)).collect();
+        let total = |k: f64| -> f64 {
+            (0..self.feeds.len())
+                .map(|i| (k * scores[i]).clamp(lo[i], hi[i]))
+                .sum()
+        };
+        let (mut a, mut b) = (0.0f64, 1.0f64);
+        while total(b) < self.budget && b < 1e300 {
+            b *= 2.0;
+        }
+        for _ in 0..200 {
+            let mid = (a + b) / 2.0;
+            if total(mid) < self.budget {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        let target: Vec<f64> = (0..self.feeds.len())
+            .map(|i| (b * scores[i]).clamp(lo[i], hi[i]))
+            .collect();
+        let mut levels: Vec<Level> = self
+            .feeds
+            .iter()
+            .zip(&target)
+            .map(|(f, &x)| floor_level(x, f.min).min(f.max))
+            .collect();
+        self.enforce_host_cap(&mut levels, |i| target[i]);
+        // Top up: feeds furthest below their target first, while the step fits.
+        let mut used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
+        let mut host_used = self.host_usage(&levels);
+        let mut order: Vec<usize> = (0..levels.len()).collect();
+        loop {
+            order.sort_by(|&i, &j| {
+                let di = target[i] - level_rate(levels[i]);
+                let dj = target[j] - level_rate(levels[j]);
+                dj.partial_cmp(&di)
+                    .unwrap_or(Ordering::Equal)
+                    .then(i.cmp(&j))
+            });
+            let mut moved = false;
+            for &i in &order {
+                let l = levels[i];
+                if l >= self.feeds[i].max {
+                    continue;
+                }
+                let step = level_rate(l + 1) - level_rate(l);
+                if used + step > self.budget + EPS || !self.host_fits(&host_used, i, step) {
+                    continue;
+                }
+                levels[i] = l + 1;
+                used += step;
+                if let Some(h) = self.feeds[i].host {
+                    *host_used.entry(h).or_default() += step;
+                }
+                moved = true;
+                break;
+            }
+            if !moved {
+                return levels;
+            }
+        }
+    }
+
+    fn host_usage(&self, levels: &[Level]) -> std::collections::HashMap<u32, f64> {
+        let mut m = std::collections::HashMap::new();
+        for (f, &l) in self.feeds.iter().zip(levels) {
+            if let Some(h) = f.host {
+                *m.entry(h).or_insert(0.0) += level_rate(l);
+            }
+        }
+        m
+    }
+
+    fn host_fits(&self, used: &std::collections::HashMap<u32, f64>, i: usize, step: f64) -> bool {
+        match (self.host_cap, self.feeds[i].host) {
+            (Some(cap), Some(h)) => used.get(&h).copied().unwrap_or(0.0) + step <= cap + EPS,
+            _ => true,
+        }
+    }
+
+    /// Lowers levels on hosts above the cap, taking first from the feed whose level is
+    /// furthest above `want(i)`. Feasible by the check in [`Allocator::new`].
+    fn enforce_host_cap(&self, levels: &mut [Level], want: impl Fn(usize) -> f64) {
+        let Some(cap) = self.host_cap else { return };
+        let mut by_host: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+        for (i, f) in self.feeds.iter().enumerate() {
+            if let Some(h) = f.host {
+                by_host.entry(h).or_default().push(i);
+            }
+        }
+        for members in by_host.values() {
+            let mut used: f64 = members.iter().map(|&i| level_rate(levels[i])).sum();
+            while used > cap + EPS {
+                let pick = members
+                    .iter()
+                    .copied()
+                    .filter(|&i| levels[i] > self.feeds[i].min)
+                    .max_by(|&i, &j| {
+                        let ei = level_rate(levels[i]) - want(i);
+                        let ej = level_rate(levels[j]) - want(j);
+                        ei.partial_cmp(&ej).unwrap_or(Ordering::Equal)
+                    })
+                    .expect("minimums fit under the cap");
+                used -= level_rate(levels[pick]) - level_rate(levels[pick] - 1);
+                levels[pick] -= 1;
+            }
+        }
+    }
+
+    /// The exact joint optimum on cost curves `eval(feed, level)` (weighted cost per
+    /// period), starting from the closed form. `eval` may be expensive; it is called in
+    /// parallel for the starting neighbourhood and lazily afterwards.
+    pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
+    where
+        E: Fn(usize, Level) -> f64 + Sync,
+    {
+        let start = self.closed_form();
+        let mut caches: Vec<CurveCache> = start.iter().map(|&l| CurveCache::new(l)).collect();
+        self.exchange(start, &mut caches, &eval).map_caches(caches)
+    }
+
+    /// Greedy exchange from `levels`, reusing (and extending) `caches` of known costs.
+    /// Used directly by incremental replans, whose caches are mostly still valid.
+    pub fn exchange<E>(
+        &self,
+        mut levels: Vec<Level>,
+        caches: &mut [CurveCache],
+        eval: &E,
+    ) -> ExchangeResult
+    where
+        E: Fn(usize, Level) -> f64 + Sync,
+    {
+        use rayon::prelude::*;
+        let n = self.feeds.len();
+        let mut stats = AllocStats::default();
+        // Evaluate the starting neighbourhood of every feed in parallel.
+        let needed: Vec<(usize, Level)> = (0..n)
+            .flat_map(|i| {
+                let l = levels[i];
+                [l - 1, l, l + 1]
+                    .into_iter()
+                    .filter(move |&x| x >= self.feeds[i].min && x <= self.feeds[i].max)
+                    .map(move |x| (i, x))
+            })
+            .filter(|&(i, l)| caches[i].get(l).is_none())
+            .collect();
+        let values: Vec<f64> = needed.par_iter().map(|&(i, l)| eval(i, l)).collect();
+        stats.evaluations += values.len();
+        for (&(i, l), v) in needed.iter().zip(values) {
+            caches[i].set(l, v);
+        }
+        let mut cost =
+            |i: usize, l: Level, caches: &mut [CurveCache], stats: &mut AllocStats| -> f64 {
+                if let Some(v) = caches[i].get(l) {
+                    return v;
+                }
+                let v = eval(i, l);
+                stats.evaluations += 1;
+                caches[i].set(l, v);
+                v
+            };
+
+        let mut used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
+        let mut host_used = self.host_usage(&levels);
+        let mut version = vec![0u32; n];
+        let mut ups = BinaryHeap::new();
+        let mut downs = BinaryHeap::new();
+        let push = |i: usize,
+                    levels: &[Level],
+                    caches: &mut [CurveCache],
+                    stats: &mut AllocStats,
+                    version: &[u32],
+                    ups: &mut BinaryHeap<Move>,
+                    downs: &mut BinaryHeap<Move>,
+                    cost: &mut dyn FnMut(
+            usize,
+            Level,
+            &mut [CurveCache],
+            &mut AllocStats,
+        ) -> f64| {
+            let l = levels[i];
+            let here = cost(i, l, caches, stats);
+            let mut up_value = None;
+            if l < self.feeds[i].max {
+                let step = level_rate(l + 1) - level_rate(l);
+                let gain = here - cost(i, l + 1, caches, stats);
+                up_value = Some(gain / step);
+                ups.push(Move {
+                    value: gain / step,
+                    feed: i,
+                    version: version[i],
+                    gain,
+                    step,
+                });
+            }
+            if l > self.feeds[i].min {
+                let step = level_rate(l) - level_rate(l - 1);
+                let loss = cost(i, l - 1, caches, stats) - here;
+                // Max-heap of negated value = min-heap of loss per unit.
+                downs.push(Move {
+                    value: -loss / step,
+                    feed: i,
+                    version: version[i],
+                    gain: loss,
+                    step,
+                });
+                if let Some(up) = up_value {
+                    if up > loss / step + EPS * (1.0 + here.abs()) {
+                        caches[i].nonconvex = true;
+                    }
+                }
+            }
+        };
+        for i in 0..n {
+            push(
+                i, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
+            );
+        }
+        let mut blocked: std::collections::HashMap<u32, Vec<usize>> = Default::default();
+        loop {
+            // Drop stale and host-blocked tops.
+            while let Some(top) = ups.peek() {
+                if top.version != version[top.feed] {
+                    ups.pop();
+                } else if !self.host_fits(&host_used, top.feed, top.step) {
+                    let t = ups.pop().unwrap();
+                    blocked
+                        .entry(self.feeds[t.feed].host.unwrap_or(0))
+                        .or_default()
+                        .push(t.feed);
+                } else {
+                    break;
+                }
+            }
+            while downs.peek().is_some_and(|d| d.version != version[d.feed]) {
+                downs.pop();
+            }
+            let Some(up) = ups.peek().cloned() else { break };
+            // Losers to take budget from: cheapest per unit first, as many as the step
+            // needs (sub-period steps free less than one fetch each).
+            let mut losers: Vec<Move> = Vec::new();
+            if !(used + up.step <= self.budget + EPS && up.gain > 0.0) {
+                let (mut freed, mut loss) = (0.0, 0.0);
+                let mut skipped = Vec::new();
+                while used - freed + up.step > self.budget + EPS {
+                    let Some(d) = downs.pop() else { break };
+                    if d.version != version[d.feed] {
+                        continue;
+                    }
+                    if d.feed == up.feed || losers.iter().any(|l| l.feed == d.feed) {
+                        skipped.push(d);
+                        continue;
+                    }
+                    freed += d.step;
+                    loss += d.gain;
+                    losers.push(d);
+                }
+                let tol = EPS * (1.0 + up.gain.abs().max(loss.abs()));
+                let fits = used - freed + up.step <= self.budget + EPS;
+                let worth = up.gain > loss + tol;
+                downs.extend(skipped);
+                if !(fits && worth) || losers.is_empty() {
+                    downs.extend(losers);
+                    break;
+                }
+            }
+            let gainer = up.feed;
+            for loser in losers {
+                let g = loser.feed;
+                let step = level_rate(levels[g]) - level_rate(levels[g] - 1);
+                levels[g] -= 1;
+                used -= step;
+                version[g] += 1;
+                if let Some(h) = self.feeds[g].host {
+                    *host_used.entry(h).or_default() -= step;
+                    for i in blocked.remove(&h).unwrap_or_default() {
+                        version[i] += 1;
+                        push(
+                            i, &levels, caches, &mut stats, &version, &mut ups, &mut downs,
+                            &mut cost,
+                        );
+                    }
+                }
+                push(
+                    g, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
+                );
+            }
+            let step = level_rate(levels[gainer] + 1) - level_rate(levels[gainer]);
+            levels[gainer] += 1;
+            used += step;
+            version[gainer] += 1;
+            if let Some(h) = self.feeds[gainer].host {
+                *host_used.entry(h).or_default() += step;
+            }
+            push(
+                gainer, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
+            );
+            stats.exchanges += 1;
+        }
+        stats.nonconvex_feeds = caches.iter().filter(|c| c.nonconvex).count();
+        ExchangeResult { levels, stats }
+    }
+}
+
+/// Levels and statistics from [`Allocator::exchange`].
+pub struct ExchangeResult {
+    /// The chosen level of each feed.
+    pub levels: Vec<Level>,
+    /// What the search did.
+    pub stats: AllocStats,
+}
+
+impl ExchangeResult {
+    fn map_caches(self, caches: Vec<CurveCache>) -> (Vec<Level>, Vec<CurveCache>, AllocStats) {
+        (self.levels, caches, self.stats)
+    }
+}
+
+/// Known points of one feed's cost curve, around the level it was last allocated.
+#[derive(Clone, Debug)]
+pub struct CurveCache {
+    base: Level,
+    values: Vec<f64>,
+    /// Set when two evaluated neighbouring steps violate convexity.
+    pub nonconvex: bool,
+}
+
+impl CurveCache {
+    /// An empty cache centred on `level`.
+    pub fn new(level: Level) -> Self {
+        CurveCache {
+            base: level,
+            values: Vec::new(),
+            nonconvex: false,
+        }
+    }
+
+    /// The cached cost at `l`, if evaluated.
+    pub fn get(&self, l: Level) -> Option<f64> {
+        let i = l.checked_sub(self.base)?;
+        if i < 0 {
+            return None;
+        }
+        self.values.get(i as usize).copied().filter(|v| !v.is_nan())
+    }
+
+    /// Records the cost at `l`.
+    pub fn set(&mut self, l: Level, v: f64) {
+        if self.values.is_empty() {
+            self.base = l;
+        }
+        if l < self.base {
+            let shift = (self.base - l) as usize;
+            let mut nv = vec![f64::NAN; shift];
+            nv.extend_from_slice(&self.values);
+            self.values = nv;
+            self.base = l;
+        }
+        let i = (l - self.base) as usize;
+        if i >= self.values.len() {
+            self.values.resize(i + 1, f64::NAN);
+        }
+        self.values[i] = v;
+    }
+}
+
+/// A candidate one-step move in the exchange heaps.
+#[derive(Clone, Debug)]
+struct Move {
+    /// Ordering key: gain per unit rate (ups) or minus loss per unit rate (downs).
+    value: f64,
+    feed: usize,
+    version: u32,
+    /// Absolute gain (ups) or loss (downs) of the step.
+    gain: f64,
+    /// Rate change of the step.
+    step: f64,
+}
+
+impl PartialEq for Move {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Move {}
+impl PartialOrd for Move {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Move {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.value
+            .total_cmp(&other.value)
+            // Deterministic ties: lower feed index first.
+            .then_with(|| other.feed.cmp(&self.feed))
+    }
+}

@@ -12,10 +12,14 @@ pub mod alloc;
 pub mod brute;
 pub mod cost;
 pub mod exact;
+pub mod pattern;
+pub mod planner;
 pub mod search;
 
 pub use cost::{CostTable, Metric};
 pub use exact::{solve_exact, ExactSolver, SlotSchedule};
 
+#[cfg(test)]
+mod alloc_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,223 @@
+//! Tests of the allocators: exact joint optimum against brute force, and the closed forms
+//! on constant rates.
+
+use super::alloc::{level_rate, AllocError, AllocFeed, Allocator, Level};
+use super::cost::Metric;
+use super::pattern::Smoothing;
+use super::planner::{solve, FeedModel, PlanConfig, Policy, Scheduler};
+use proptest::prelude::*;
+
+/// Minimal summed cost over all level vectors within bounds whose rate sum fits the budget
+/// and whose per-host sums fit `host_cap`.
+fn brute(feeds: &[AllocFeed], budget: f64, cost: &dyn Fn(usize, Level) -> f64) -> f64 {
+    brute_capped(feeds, budget, f64::INFINITY, cost)
+}
+
+fn brute_capped(
+    feeds: &[AllocFeed],
+    budget: f64,
+    host_cap: f64,
+    cost: &dyn Fn(usize, Level) -> f64,
+) -> f64 {
+    fn rec(
+        i: usize,
+        feeds: &[AllocFeed],
+        levels: &mut Vec<Level>,
+        budget: f64,
+        cap: f64,
+        cost: &dyn Fn(usize, Level) -> f64,
+    ) -> f64 {
+        if i == feeds.len() {
+            let used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
+            let mut hosts = std::collections::HashMap::new();
+            for (f, &l) in feeds.iter().zip(levels.iter()) {
+                if let Some(h) = f.host {
+                    *hosts.entry(h).or_insert(0.0) += level_rate(l);
+                }
+            }
+            if used > budget + 1e-9 || hosts.values().any(|&v| v > cap + 1e-9) {
+                return f64::INFINITY;
+            }
+            return levels.iter().enumerate().map(|(i, &l)| cost(i, l)).sum();
+        }
+        let mut best = f64::INFINITY;
+        for l in feeds[i].min..=feeds[i].max {
+            levels.push(l);
+            best = best.min(rec(i + 1, feeds, levels, budget, cap, cost));
+            levels.pop();
+        }
+        best
+    }
+    rec(0, feeds, &mut Vec::new(), budget, host_cap, cost)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Convex curves D(L) = a/L^e + b (e ≥ 1 keeps them convex in the rate).
+    #[test]
+    fn optimal_allocation_equals_brute_force(
+        params in proptest::collection::vec((0.1f64..100.0, 1.0f64..3.0, 1i32..3, 3i32..8), 2..5),
+        extra in 0usize..12,
+        scores in proptest::collection::vec(0.01f64..10.0, 5),
+    ) {
+        let feeds: Vec<AllocFeed> = params.iter().enumerate()
+            .map(|(i, &(_, _, min, max))| AllocFeed { score: scores[i], min, max, host: None })
+            .collect();
+        let min_total: f64 = feeds.iter().map(|f| level_rate(f.min)).sum();
+        let budget = min_total + extra as f64;
+        let cost = |i: usize, l: Level| params[i].0 / (l as f64).powf(params[i].1);
+        let alloc = Allocator::new(&feeds, budget, None).unwrap();
+        let (levels, _, stats) = alloc.optimal(cost);
+        prop_assert_eq!(stats.nonconvex_feeds, 0);
+        let got: f64 = levels.iter().enumerate().map(|(i, &l)| cost(i, l)).sum();
+        let used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
+        let max_total: f64 = feeds.iter().map(|f| level_rate(f.max)).sum();
+        prop_assert!((used - budget.min(max_total)).abs() < 1e-9, "uses the whole budget: {} of {}", used, budget);
+        let best = brute(&feeds, budget, &cost);
+        prop_assert!((got - best).abs() <= 1e-9 * (1.0 + best), "greedy {} vs brute {}", got, best);
+    }
+}
+
+#[test]
+fn sub_period_levels_and_host_cap_are_respected() {
+    // Floor once a week (level 2 − 7 = −5); two feeds on host 1 capped at 3 per period.
+    let feeds: Vec<AllocFeed> = (0..5)
+        .map(|i| AllocFeed {
+            score: 1.0,
+            min: -5,
+            max: 10,
+            host: if i < 2 { Some(1) } else { None },
+        })
+        .collect();
+    let busy = [50.0, 40.0, 30.0, 0.01, 0.01];
+    let cost = |i: usize, l: Level| busy[i] / level_rate(l);
+    let alloc = Allocator::new(&feeds, 8.0, Some(3.0)).unwrap();
+    let (levels, _, _) = alloc.optimal(cost);
+    let host1: f64 = levels[..2].iter().map(|&l| level_rate(l)).sum();
+    assert!(host1 <= 3.0 + 1e-9, "host cap: {levels:?}");
+    let total: f64 = levels.iter().map(|&l| level_rate(l)).sum();
+    assert!(total <= 8.0 + 1e-9 && total > 7.0, "{levels:?}");
+    assert!(
+        levels[3] < 1 && levels[4] < 1,
+        "the quiet feeds drop below once a period: {levels:?}"
+    );
+    let best = brute_capped(&feeds, 8.0, 3.0, &cost);
+    let got: f64 = levels.iter().enumerate().map(|(i, &l)| cost(i, l)).sum();
+    // Host-capped and unequal sub-period steps: near the optimum, within 5%.
+    assert!(got <= best * 1.05 + 1e-9, "{got} vs {best}: {levels:?}");
+}
+
+#[test]
+fn infeasible_budgets_are_errors() {
+    let feeds = vec![
+        AllocFeed {
+            score: 1.0,
+            min: 1,
+            max: 4,
+            host: Some(7)
+        };
+        3
+    ];
+    assert!(matches!(
+        Allocator::new(&feeds, 2.0, None),
+        Err(AllocError::BudgetBelowMinimums { .. })
+    ));
+    assert!(matches!(
+        Allocator::new(&feeds, 9.0, Some(2.0)),
+        Err(AllocError::HostCapBelowMinimums { host: 7, .. })
+    ));
+}
+
+fn flat_feed(post: f32, access: f32) -> FeedModel {
+    FeedModel {
+        weight: 1.0,
+        post_bins: vec![post / 24.0; 24],
+        access_bins: vec![access / 24.0; 24],
+        min_level: 1,
+        max_level: 100,
+        host: None,
+    }
+}
+
+fn config(metric: Metric, policy: Policy, budget: f64) -> PlanConfig {
+    PlanConfig {
+        metric,
+        policy,
+        scheduler: Scheduler::Exact,
+        slots: 288,
+        period_seconds: 86_400.0,
+        budget,
+        host_cap: None,
+        smoothing: Smoothing::Step,
+    }
+}
+
+#[test]
+fn optimal_allocation_reproduces_the_closed_forms_on_constant_rates() {
+    // delay: m ∝ √λ. λ = 1, 4, 16, 64 → 2, 4, 8, 16 with 30 fetches.
+    let feeds: Vec<FeedModel> = [1.0, 4.0, 16.0, 64.0]
+        .iter()
+        .map(|&l| flat_feed(l, 1.0))
+        .collect();
+    let plan = solve(&feeds, &config(Metric::Delay, Policy::Optimal, 30.0)).unwrap();
+    let levels: Vec<Level> = plan.feeds.iter().map(|f| f.level).collect();
+    assert_eq!(levels, vec![2, 4, 8, 16]);
+    let closed = solve(&feeds, &config(Metric::Delay, Policy::Combined, 30.0)).unwrap();
+    assert_eq!(
+        closed.feeds.iter().map(|f| f.level).collect::<Vec<_>>(),
+        levels
+    );
+
+    // miss: m ∝ √(λ_p λ_c); access-delay (He & Parker): m ∝ ∛(λ_p λ_c).
+    let miss_feeds: Vec<FeedModel> = [1.0, 4.0, 16.0, 64.0]
+        .iter()
+        .map(|&l| flat_feed(l, 2.0))
+        .collect();
+    let plan = solve(&miss_feeds, &config(Metric::Miss, Policy::Optimal, 30.0)).unwrap();
+    assert_eq!(
+        plan.feeds.iter().map(|f| f.level).collect::<Vec<_>>(),
+        vec![2, 4, 8, 16]
+    );
+    let ad_feeds: Vec<FeedModel> = [1.0, 8.0, 64.0, 512.0]
+        .iter()
+        .map(|&l| flat_feed(l, 3.0))
+        .collect();
+    let plan = solve(
+        &ad_feeds,
+        &config(Metric::AccessDelay, Policy::Optimal, 30.0),
+    )
+    .unwrap();
+    assert_eq!(
+        plan.feeds.iter().map(|f| f.level).collect::<Vec<_>>(),
+        vec![2, 4, 8, 16]
+    );
+}
+
+#[test]
+fn policies_order_on_a_skewed_instance() {
+    // Busy office-hours feed and quiet night feed: optimal ≤ combined ≤ uniform in model cost.
+    let mut office = flat_feed(0.0, 1.0);
+    office.post_bins = (0..24)
+        .map(|h| if (9..17).contains(&h) { 3.0 } else { 0.1 })
+        .collect();
+    let mut night = flat_feed(0.0, 1.0);
+    night.post_bins = (0..24).map(|h| if h < 4 { 0.5 } else { 0.0 }).collect();
+    let feeds = vec![office, night, flat_feed(2.0, 1.0)];
+    let cost = |p: Policy| {
+        solve(&feeds, &config(Metric::Delay, p, 12.0))
+            .unwrap()
+            .expected_cost
+    };
+    let (u, s, a, c, o) = (
+        cost(Policy::Uniform),
+        cost(Policy::SchedOnly),
+        cost(Policy::AllocOnly),
+        cost(Policy::Combined),
+        cost(Policy::Optimal),
+    );
+    assert!(
+        s < u && a < u && c <= s && c <= a * 1.0001 && o <= c * (1.0 + 1e-12),
+        "{u} {s} {a} {c} {o}"
+    );
+}

@@ -1,0 +1,316 @@
+//! The whole planning step: allocation plus per-feed schedules for a set of feed models.
+//!
+//! `solve(&Problem) -> Plan` is pure and deterministic. Feeds are indexed densely
+//! (`0..feeds.len()`); mapping to external ids is the caller's business.
+
+use super::alloc::{
+    level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator, CurveCache,
+    Level,
+};
+use super::cost::{CostTable, Metric};
+use super::exact::ExactSolver;
+use super::pattern::{expand, Smoothing};
+use super::search::{condition_search, uniform_slots};
+use rayon::prelude::*;
+
+/// Which allocation and schedule a plan uses (the papers' policies and the exact one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Uniform allocation, evenly spaced fetches.
+    Uniform,
+    /// Uniform allocation, optimized fetch times.
+    SchedOnly,
+    /// Closed-form allocation, evenly spaced fetches.
+    AllocOnly,
+    /// Closed-form allocation, optimized fetch times (the papers' combined policy).
+    Combined,
+    /// Exact joint optimum of allocation and schedules.
+    Optimal,
+}
+
+impl Policy {
+    /// All policies in report order.
+    pub const ALL: [Policy; 5] = [
+        Policy::Uniform,
+        Policy::SchedOnly,
+        Policy::AllocOnly,
+        Policy::Combined,
+        Policy::Optimal,
+    ];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Uniform => "uniform",
+            Policy::SchedOnly => "sched-only",
+            Policy::AllocOnly => "alloc-only",
+            Policy::Combined => "combined",
+            Policy::Optimal => "optimal",
+        }
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown policy `{s}` (expected uniform, sched-only, alloc-only, combined or optimal)"))
+    }
+}
+
+/// How optimized fetch times are found for the non-optimal policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Scheduler {
+    /// The exact solver.
+    Exact,
+    /// The papers' optimality-condition search with this closure tolerance in slots;
+    /// exact solver where no plan closes (counted in `PlanStats::search_fallbacks`).
+    Paper { tol_slots: usize },
+}
+
+/// A feed as the planner sees it.
+#[derive(Clone, Debug)]
+pub struct FeedModel {
+    /// Importance weight `w_f` multiplying the feed's cost.
+    pub weight: f64,
+    /// Expected postings per bin per period (hourly bins: 24 for a day, 168 for a week).
+    pub post_bins: Vec<f32>,
+    /// Expected weighted reader accesses per bin per period (same bins).
+    pub access_bins: Vec<f32>,
+    /// Lowest allowed level (from the global minimum, or raised to explore a feed whose
+    /// rate is not yet known).
+    pub min_level: Level,
+    /// Highest allowed level.
+    pub max_level: Level,
+    /// Politeness group.
+    pub host: Option<u32>,
+}
+
+/// Planner settings shared by all feeds.
+#[derive(Clone, Debug)]
+pub struct PlanConfig {
+    /// Objective.
+    pub metric: Metric,
+    /// Policy.
+    pub policy: Policy,
+    /// Scheduler for the non-optimal policies.
+    pub scheduler: Scheduler,
+    /// Slots per period (`N`).
+    pub slots: usize,
+    /// Period length in seconds.
+    pub period_seconds: f64,
+    /// Fetch budget per period (`M`).
+    pub budget: f64,
+    /// Cap on the summed fetch rate of one host, per period.
+    pub host_cap: Option<f64>,
+    /// How bins are spread onto slots.
+    pub smoothing: Smoothing,
+}
+
+/// One feed's plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeedPlan {
+    /// Allocated level.
+    pub level: Level,
+    /// Fetch boundaries in `[0, N)` within the period (one for sub-period levels).
+    pub slots: Vec<u32>,
+    /// Period of the schedule in periods of the model (`k` for once every `k` periods).
+    pub period_multiple: u32,
+    /// Which period of the `k` carries the fetch (0 for `k = 1`); spreads quiet feeds' fetches
+    /// over the days of their cycle.
+    pub phase_period: u32,
+    /// Expected weighted cost per period.
+    pub expected_cost: f64,
+}
+
+/// What a plan cost to make.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PlanStats {
+    /// Allocation search statistics (optimal policy only).
+    pub alloc: AllocStats,
+    /// Feeds where the papers' search closed no plan and the exact solver was used.
+    pub search_fallbacks: usize,
+}
+
+/// A complete plan.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Per feed, in input order.
+    pub feeds: Vec<FeedPlan>,
+    /// Σ expected weighted cost per period.
+    pub expected_cost: f64,
+    /// Σ fetches per period.
+    pub fetches_per_period: f64,
+    /// Statistics.
+    pub stats: PlanStats,
+}
+
+/// Per-thread scratch: slot patterns, cost table inputs and the exact solver's buffers.
+#[derive(Default)]
+struct Scratch {
+    post: Vec<f64>,
+    access: Vec<f64>,
+    solver: ExactSolver,
+}
+
+/// Builds one feed's cost table at slot resolution.
+fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
+    expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
+    if cfg.metric.uses_access() {
+        expand(&feed.access_bins, cfg.slots, cfg.smoothing, &mut s.access);
+    } else {
+        s.access.clear();
+    }
+    CostTable::new(
+        cfg.metric,
+        &s.post,
+        &s.access,
+        cfg.period_seconds / cfg.slots as f64,
+    )
+}
+
+/// Exact weighted cost of one feed at a level (the allocation's curve `D_f(L)`).
+fn exact_cost(feed: &FeedModel, cfg: &PlanConfig, level: Level, s: &mut Scratch) -> f64 {
+    let table = table_for(feed, cfg, s);
+    feed.weight * level_cost(&table, level, &mut s.solver).1
+}
+
+/// Optimal slots and unweighted cost at a level.
+fn level_cost(table: &CostTable, level: Level, solver: &mut ExactSolver) -> (Vec<u32>, f64) {
+    if level >= 1 {
+        let s = solver.solve(table, level as usize);
+        (s.slots, s.cost)
+    } else {
+        let (a, c) = table.best_multi_period(level_period_multiple(level));
+        (vec![a as u32], c)
+    }
+}
+
+/// A deterministic per-feed phase in `[0, span)`, so evenly spaced schedules of different
+/// feeds do not all fetch at the same minute.
+fn phase(feed_index: usize, span: usize) -> usize {
+    let mut x = feed_index as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x % span.max(1) as u64) as usize
+}
+
+/// Closed-form score of a feed for the metric (see [`super::alloc`]).
+pub fn closed_form_score(feed: &FeedModel, metric: Metric) -> f64 {
+    let lp: f64 = feed.post_bins.iter().map(|&b| b as f64).sum();
+    let lc: f64 = feed.access_bins.iter().map(|&b| b as f64).sum();
+    match metric {
+        Metric::Delay => (feed.weight * lp).sqrt(),
+        Metric::Miss => (feed.weight * lp * lc).sqrt(),
+        Metric::AccessDelay => (feed.weight * lp * lc).cbrt(),
+    }
+}
+
+/// Solves the planning problem.
+pub fn solve(feeds: &[FeedModel], cfg: &PlanConfig) -> Result<Plan, AllocError> {
+    let alloc_feeds: Vec<AllocFeed> = feeds
+        .iter()
+        .map(|f| AllocFeed {
+            score: closed_form_score(f, cfg.metric),
+            min: f.min_level,
+            max: f.max_level,
+            host: f.host,
+        })
+        .collect();
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let mut stats = PlanStats::default();
+    let levels = match cfg.policy {
+        Policy::Uniform | Policy::SchedOnly => allocator.uniform(),
+        Policy::AllocOnly | Policy::Combined => allocator.closed_form(),
+        Policy::Optimal => {
+            let eval = |i: usize, l: Level| {
+                thread_local! { static S: std::cell::RefCell<Scratch> = Default::default(); }
+                S.with(|s| exact_cost(&feeds[i], cfg, l, &mut s.borrow_mut()))
+            };
+            let (levels, _caches, a): (Vec<Level>, Vec<CurveCache>, AllocStats) =
+                allocator.optimal(eval);
+            stats.alloc = a;
+            levels
+        }
+    };
+    let optimize_times = !matches!(cfg.policy, Policy::Uniform | Policy::AllocOnly);
+    let results: Vec<(FeedPlan, bool)> = feeds
+        .par_iter()
+        .zip(levels.par_iter())
+        .enumerate()
+        .map_init(Scratch::default, |s, (i, (feed, &level))| {
+            schedule_feed(i, feed, level, cfg, optimize_times, s)
+        })
+        .collect();
+    let mut plans = Vec::with_capacity(results.len());
+    for (p, fell_back) in results {
+        stats.search_fallbacks += fell_back as usize;
+        plans.push(p);
+    }
+    let expected_cost = plans.iter().map(|p| p.expected_cost).sum();
+    let fetches_per_period = plans.iter().map(|p| level_rate(p.level)).sum();
+    Ok(Plan {
+        feeds: plans,
+        expected_cost,
+        fetches_per_period,
+        stats,
+    })
+}
+
+/// The schedule of one feed at its allocated level; the flag reports a search fallback.
+fn schedule_feed(
+    index: usize,
+    feed: &FeedModel,
+    level: Level,
+    cfg: &PlanConfig,
+    optimize_times: bool,
+    s: &mut Scratch,
+) -> (FeedPlan, bool) {
+    let table = table_for(feed, cfg, s);
+    let n = cfg.slots;
+    let k = level_period_multiple(level);
+    let phase_period = if k > 1 {
+        phase(index.wrapping_mul(31), k as usize) as u32
+    } else {
+        0
+    };
+    let mut fell_back = false;
+    let (slots, cost) = if !optimize_times {
+        if level >= 1 {
+            let m = level as usize;
+            let slots = uniform_slots(n, m, phase(index, n / m.min(n)));
+            let c = table.schedule_cost(&slots);
+            (slots, c)
+        } else {
+            let a = phase(index, n);
+            (vec![a as u32], table.multi_period_cost(a, k))
+        }
+    } else {
+        match (cfg.scheduler, level >= 1) {
+            (Scheduler::Paper { tol_slots }, true) => {
+                match condition_search(&table, &s.post, &s.access, level as usize, tol_slots)
+                    .schedule
+                {
+                    Some(found) => (found.slots, found.cost),
+                    None => {
+                        fell_back = true;
+                        level_cost(&table, level, &mut s.solver)
+                    }
+                }
+            }
+            _ => level_cost(&table, level, &mut s.solver),
+        }
+    };
+    let plan = FeedPlan {
+        level,
+        slots,
+        period_multiple: k,
+        phase_period,
+        expected_cost: feed.weight * cost,
+    };
+    (plan, fell_back)
+}
