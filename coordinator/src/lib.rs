@@ -3,4 +3,7 @@
 //! The planner ([`plan`]) is pure and synchronous; everything async (later: gRPC services,
 //! storage, the relearn loop) wraps it.
 
+pub mod learn;
 pub mod plan;
+pub mod simulate;
+pub mod trace;

@@ -27,6 +27,9 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+/// Lazily evaluated, cached cost lookup used inside the exchange.
+type CostFn<'c> = dyn FnMut(usize, Level, &mut [CurveCache], &mut AllocStats) -> f64 + 'c;
+
 /// A fetch frequency: `L ≥ 1` fetches per period, or one fetch every `2 − L` periods.
 pub type Level = i32;
 
@@ -346,12 +349,7 @@ impl<'a> Allocator<'a> {
                     version: &[u32],
                     ups: &mut BinaryHeap<Move>,
                     downs: &mut BinaryHeap<Move>,
-                    cost: &mut dyn FnMut(
-            usize,
-            Level,
-            &mut [CurveCache],
-            &mut AllocStats,
-        ) -> f64| {
+                    cost: &mut CostFn<'_>| {
             let l = levels[i];
             let here = cost(i, l, caches, stats);
             let mut up_value = None;

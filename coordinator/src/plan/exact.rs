@@ -74,7 +74,7 @@ impl ExactSolver {
         }
 
         // Phase 1: anchor at boundary 0 with the widest feasible ranges.
-        let lo: Vec<usize> = (0..=m).map(|i| i).collect();
+        let lo: Vec<usize> = (0..=m).collect();
         let hi: Vec<usize> = (0..=m).map(|i| n - (m - i)).collect();
         let (cost0, x) = self
             .anchored(table, 0, m, &lo, &hi)

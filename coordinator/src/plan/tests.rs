@@ -255,7 +255,8 @@ fn optimality_conditions_hold_at_the_exact_optimum() {
     use std::f64::consts::PI;
     let n = 1440;
     // TKDE Example 2 (delay) and ICWSM Example 2 (miss, access-delay): six fetches a period.
-    let cases: [(Metric, fn(f64) -> f64, fn(f64) -> f64); 3] = [
+    type Rate = fn(f64) -> f64;
+    let cases: [(Metric, Rate, Rate); 3] = [
         (Metric::Delay, |t| 2.0 + 2.0 * (2.0 * PI * t).sin(), |_| 1.0),
         (
             Metric::Miss,

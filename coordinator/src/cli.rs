@@ -1,0 +1,566 @@
+//! Argument parsing and the `plan` / `simulate` commands.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kairos_coordinator::learn::{learn, LearnConfig, Learned};
+use kairos_coordinator::plan::alloc::{ceil_level, floor_level, Level};
+use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::plan::pattern::Smoothing;
+use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Scheduler};
+use kairos_coordinator::simulate::{
+    accesses_per_period, expected, replay, tune, Expected, FeedSchedule, Realized, TuneRow,
+};
+use kairos_coordinator::trace::Trace;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const DAY: f64 = 86_400.0;
+
+#[derive(Parser)]
+#[command(
+    name = "kairos-coordinator",
+    version,
+    about = "Kairos feed-crawl coordinator: learn when feeds post and readers read, and plan when to fetch"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Learn from a trace and write a fetch schedule for a budget.
+    Plan(PlanArgs),
+    /// Train on the first days of a trace, replay the rest, and compare policies.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PeriodArg {
+    Day,
+    Week,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SchedulerArg {
+    /// The exact solver.
+    Exact,
+    /// The papers' optimality-condition search (O(N²·m) per feed).
+    Paper,
+}
+
+/// Options shared by `plan` and `simulate`.
+#[derive(Args, Clone)]
+struct Common {
+    /// Trace folder (feeds.csv, postings.csv, users.csv, subscriptions.csv, accesses.csv).
+    #[arg(long)]
+    trace: PathBuf,
+    /// Objective: delay, miss or access-delay.
+    #[arg(long, default_value = "delay")]
+    metric: Metric,
+    /// Minimum fetches per day per feed; a fraction such as 0.142857 means once a week.
+    #[arg(long, default_value_t = 1.0)]
+    min_fetches_per_day: f64,
+    /// Maximum fetches per day per feed.
+    #[arg(long)]
+    max_fetches_per_day: Option<f64>,
+    /// Cap on the summed fetches per day of the feeds of one host (feeds.csv `host` column).
+    #[arg(long)]
+    max_fetches_per_host_per_day: Option<f64>,
+    /// Days at the start of the trace to learn from.
+    #[arg(long, default_value_t = 14)]
+    train_days: u32,
+    /// Slots per period.
+    #[arg(long, default_value_t = 1440)]
+    slots: usize,
+    /// Period of the learned patterns and schedules.
+    #[arg(long, value_enum, default_value = "day")]
+    period: PeriodArg,
+    /// How the non-optimal policies place fetches.
+    #[arg(long, value_enum, default_value = "exact")]
+    scheduler: SchedulerArg,
+    /// Closure tolerance of the papers' search, in slots.
+    #[arg(long, default_value_t = 1)]
+    search_tol_slots: usize,
+    /// Smoothing of hourly bins onto slots: auto (chosen on held-out days), step or linear.
+    #[arg(long, default_value = "auto")]
+    smoothing: String,
+    /// Shrinkage toward the shared pattern in pseudo-postings, or auto.
+    #[arg(long, default_value = "auto")]
+    shrinkage: String,
+    /// Feeds with fewer training postings are fetched at least once a period.
+    #[arg(long, default_value_t = 3)]
+    explore_min_postings: usize,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Policy.
+    #[arg(long, default_value = "optimal")]
+    policy: Policy,
+    /// Budget as average fetches per feed per day.
+    #[arg(long, conflicts_with = "budget", required_unless_present = "budget")]
+    fetches_per_feed_per_day: Option<f64>,
+    /// Budget as total fetches per day.
+    #[arg(long)]
+    budget: Option<f64>,
+    /// Schedule file to write.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Comma-separated policies.
+    #[arg(
+        long,
+        default_value = "uniform,sched-only,alloc-only,combined,optimal",
+        value_delimiter = ','
+    )]
+    policies: Vec<Policy>,
+    /// Comma-separated average fetch intervals per feed (budgets), e.g. 6h,8h,12h,24h.
+    #[arg(long, default_value = "6h,8h,12h,24h", value_delimiter = ',')]
+    intervals: Vec<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Entry point of the binary.
+pub fn run() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Plan(a) => plan(a),
+        Command::Simulate(a) => simulate(a),
+    }
+}
+
+/// Settings derived from the common options for one trace.
+struct Setup {
+    trace: Trace,
+    period: f64,
+    days_per_period: f64,
+    bins: usize,
+    train_end: f64,
+    test_end: f64,
+    min_level: Level,
+    max_level: Level,
+}
+
+fn setup(c: &Common) -> Result<Setup> {
+    if !(c.min_fetches_per_day > 0.0 && c.min_fetches_per_day.is_finite()) {
+        bail!("--min-fetches-per-day must be a positive number (a fraction such as 0.142857 means once a week)");
+    }
+    if c.slots < 2 || c.slots > 100_000 {
+        bail!("--slots must be between 2 and 100000");
+    }
+    if c.train_days == 0 {
+        bail!("--train-days must be at least 1");
+    }
+    let trace =
+        Trace::load(&c.trace).with_context(|| format!("loading trace {}", c.trace.display()))?;
+    let (period, days_per_period, bins) = match c.period {
+        PeriodArg::Day => (DAY, 1.0, 24),
+        PeriodArg::Week => (7.0 * DAY, 7.0, 168),
+    };
+    let train_end = c.train_days as f64 * DAY;
+    let test_end = (trace.end_ts / DAY).floor() * DAY + DAY;
+    let min_rate = c.min_fetches_per_day * days_per_period;
+    let min_level = ceil_level(min_rate);
+    let max_level = match c.max_fetches_per_day {
+        Some(b) if b < c.min_fetches_per_day => bail!(
+            "--max-fetches-per-day {b} is below --min-fetches-per-day {}",
+            c.min_fetches_per_day
+        ),
+        Some(b) => floor_level(b * days_per_period, min_level),
+        None => c.slots as Level,
+    }
+    .min(c.slots as Level);
+    Ok(Setup {
+        trace,
+        period,
+        days_per_period,
+        bins,
+        train_end,
+        test_end,
+        min_level,
+        max_level,
+    })
+}
+
+fn learn_config(c: &Common, s: &Setup, shrinkage: f64) -> LearnConfig {
+    LearnConfig {
+        period_seconds: s.period,
+        bins: s.bins,
+        train_start: 0.0,
+        train_end: s.train_end,
+        shrinkage,
+        explore_min_postings: c.explore_min_postings,
+        min_level: s.min_level,
+        max_level: s.max_level,
+    }
+}
+
+fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) -> PlanConfig {
+    PlanConfig {
+        metric: c.metric,
+        policy,
+        scheduler: match c.scheduler {
+            SchedulerArg::Exact => Scheduler::Exact,
+            SchedulerArg::Paper => Scheduler::Paper {
+                tol_slots: c.search_tol_slots,
+            },
+        },
+        slots: c.slots,
+        period_seconds: s.period,
+        budget,
+        host_cap: c
+            .max_fetches_per_host_per_day
+            .map(|h| h * s.days_per_period),
+        smoothing: Smoothing::Linear,
+    }
+}
+
+/// Learns with the chosen (or tuned) smoothing and shrinkage.
+fn learn_tuned(
+    c: &Common,
+    s: &Setup,
+    pc: &PlanConfig,
+    budget_for: &dyn Fn(usize) -> f64,
+) -> Result<(Learned, PlanConfig, Vec<TuneRow>, f64)> {
+    let fixed_smoothing = match c.smoothing.as_str() {
+        "auto" => None,
+        other => Some(other.parse::<Smoothing>().map_err(anyhow::Error::msg)?),
+    };
+    let fixed_shrinkage = match c.shrinkage.as_str() {
+        "auto" => None,
+        other => match other.parse::<f64>() {
+            Ok(v) if v >= 0.0 && v.is_finite() => Some(v),
+            _ => bail!("--shrinkage must be `auto` or a non-negative number, got `{other}`"),
+        },
+    };
+    let mut rows = Vec::new();
+    let (smoothing, shrinkage) = match (fixed_smoothing, fixed_shrinkage) {
+        (Some(sm), Some(sh)) => (sm, sh),
+        _ => {
+            let tune_cfg = PlanConfig {
+                policy: Policy::Optimal,
+                scheduler: Scheduler::Exact,
+                ..pc.clone()
+            };
+            let ((sm, sh), r) = tune(&s.trace, &learn_config(c, s, 0.0), &tune_cfg, budget_for);
+            rows = r;
+            (fixed_smoothing.unwrap_or(sm), fixed_shrinkage.unwrap_or(sh))
+        }
+    };
+    let learned = learn(&s.trace, &learn_config(c, s, shrinkage));
+    Ok((
+        learned,
+        PlanConfig {
+            smoothing,
+            ..pc.clone()
+        },
+        rows,
+        shrinkage,
+    ))
+}
+
+fn plan(a: PlanArgs) -> Result<()> {
+    let started = Instant::now();
+    let c = &a.common;
+    let s = setup(c)?;
+    if s.train_end > s.test_end {
+        bail!(
+            "--train-days {} is longer than the trace ({} days)",
+            c.train_days,
+            s.test_end / DAY
+        );
+    }
+    let n = s.trace.feeds.len();
+    let per_day = match (a.fetches_per_feed_per_day, a.budget) {
+        (Some(x), _) => x * n as f64,
+        (_, Some(m)) => m,
+        _ => unreachable!("clap requires one budget option"),
+    };
+    if !(per_day > 0.0 && per_day.is_finite()) {
+        bail!("the budget must be a positive number of fetches");
+    }
+    let budget = per_day * s.days_per_period;
+    let pc = plan_config(c, &s, a.policy, budget);
+    let (learned, pc, _rows, _) = learn_tuned(c, &s, &pc, &|_| budget)?;
+    let learned_at = started.elapsed();
+    let plan = solve(&learned.models, &pc).context("allocating the budget")?;
+    let solved_at = started.elapsed();
+    write_schedule(&a.out, &s.trace, &plan, &pc)?;
+    let exp = expected(
+        &learned.models,
+        &plan,
+        &pc,
+        accesses_per_period(&s.trace, 0.0, s.train_end, s.period),
+    );
+    println!("feeds                 {n}");
+    println!(
+        "budget                {:.3} fetches per day ({:.3} allocated)",
+        per_day,
+        plan.fetches_per_period / s.days_per_period
+    );
+    println!("policy / metric       {} / {}", a.policy.name(), c.metric);
+    println!("smoothing / slots     {:?} / {}", pc.smoothing, pc.slots);
+    println!("exploring feeds       {}", learned.exploring);
+    println!(
+        "expected cost         {:.6e} per period ({})",
+        plan.expected_cost, c.metric
+    );
+    println!(
+        "expected delay        {:.2} min per posting",
+        exp.avg_delay_min
+    );
+    println!(
+        "expected misses       {:.4} per access",
+        exp.missed_per_access
+    );
+    println!(
+        "expected access delay {:.2} min per access",
+        exp.access_delay_min_per_access
+    );
+    if a.policy == Policy::Optimal {
+        println!(
+            "allocation            {} exact solves, {} exchanges, {} non-convex feeds",
+            plan.stats.alloc.evaluations,
+            plan.stats.alloc.exchanges,
+            plan.stats.alloc.nonconvex_feeds
+        );
+    }
+    if plan.stats.search_fallbacks > 0 {
+        println!(
+            "search fallbacks      {} feeds (no closing plan; exact solver used)",
+            plan.stats.search_fallbacks
+        );
+    }
+    println!(
+        "time                  {:.2}s (learn {:.2}s, solve {:.2}s)",
+        started.elapsed().as_secs_f64(),
+        learned_at.as_secs_f64(),
+        (solved_at - learned_at).as_secs_f64()
+    );
+    println!("schedule              {}", a.out.display());
+    Ok(())
+}
+
+fn write_schedule(path: &Path, trace: &Trace, plan: &Plan, pc: &PlanConfig) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "feed_id,fetch_offset_seconds,period_seconds")?;
+    for (sched, row) in FeedSchedule::from_plan(plan, pc).iter().zip(&trace.feeds) {
+        for &o in &sched.offsets {
+            writeln!(w, "{},{},{}", row.id, fmt_secs(o), fmt_secs(sched.period))?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn fmt_secs(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-6 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SimRow {
+    interval: String,
+    fetches_per_feed_per_day: f64,
+    policy: &'static str,
+    expected: Expected,
+    realized: Realized,
+    budget_fetches: f64,
+    nonconvex_feeds: usize,
+    search_fallbacks: usize,
+    solve_seconds: f64,
+}
+
+#[derive(serde::Serialize)]
+struct SimReport {
+    trace: String,
+    metric: Metric,
+    slots: usize,
+    train_days: u32,
+    test_days: f64,
+    smoothing_and_shrinkage: Vec<(String, String, f64)>,
+    tuning: Vec<(String, Vec<TuneRow>)>,
+    rows: Vec<SimRow>,
+}
+
+fn simulate(a: SimulateArgs) -> Result<()> {
+    let c = &a.common;
+    let s = setup(c)?;
+    if s.train_end >= s.test_end {
+        bail!(
+            "--train-days {} leaves no days to replay (the trace has {} days)",
+            c.train_days,
+            s.test_end / DAY
+        );
+    }
+    if a.policies.is_empty() || a.intervals.is_empty() {
+        bail!("--policies and --intervals need at least one value each");
+    }
+    let n = s.trace.feeds.len();
+    let mut report = SimReport {
+        trace: c.trace.display().to_string(),
+        metric: c.metric,
+        slots: c.slots,
+        train_days: c.train_days,
+        test_days: (s.test_end - s.train_end) / DAY,
+        smoothing_and_shrinkage: Vec::new(),
+        tuning: Vec::new(),
+        rows: Vec::new(),
+    };
+    let apd = accesses_per_period(&s.trace, 0.0, s.train_end, s.period);
+    for iv in &a.intervals {
+        let d: Duration = humantime::parse_duration(iv.trim())
+            .with_context(|| format!("bad interval `{iv}` (e.g. 6h, 90m, 1d)"))?;
+        if d.as_secs_f64() <= 0.0 {
+            bail!("interval `{iv}` must be positive");
+        }
+        let per_feed_day = DAY / d.as_secs_f64();
+        let budget = per_feed_day * n as f64 * s.days_per_period;
+        let base = plan_config(c, &s, Policy::Optimal, budget);
+        let (learned, tuned, rows, shrinkage) = learn_tuned(c, &s, &base, &|_| budget)?;
+        report.smoothing_and_shrinkage.push((
+            iv.clone(),
+            format!("{:?}", tuned.smoothing),
+            shrinkage,
+        ));
+        report.tuning.push((iv.clone(), rows));
+        for &policy in &a.policies {
+            let pc = PlanConfig {
+                policy,
+                ..tuned.clone()
+            };
+            let t0 = Instant::now();
+            let plan = solve(&learned.models, &pc)
+                .with_context(|| format!("planning {} at {iv}", policy.name()))?;
+            let solve_seconds = t0.elapsed().as_secs_f64();
+            let sched = FeedSchedule::from_plan(&plan, &pc);
+            let realized = replay(&s.trace, &sched, s.train_end, s.test_end);
+            report.rows.push(SimRow {
+                interval: iv.clone(),
+                fetches_per_feed_per_day: per_feed_day,
+                policy: policy.name(),
+                expected: expected(&learned.models, &plan, &pc, apd),
+                realized,
+                budget_fetches: budget / s.days_per_period * report.test_days,
+                nonconvex_feeds: plan.stats.alloc.nonconvex_feeds,
+                search_fallbacks: plan.stats.search_fallbacks,
+                solve_seconds,
+            });
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_tables(&report, &a);
+    }
+    Ok(())
+}
+
+fn print_tables(r: &SimReport, a: &SimulateArgs) {
+    println!(
+        "trace {}  metric {}  slots {}  train {} d  replay {} d",
+        r.trace, r.metric, r.slots, r.train_days, r.test_days
+    );
+    let figure = |title: &str, f: &dyn Fn(&SimRow) -> f64, prec: usize| {
+        println!("\n{title}");
+        print!("{:<12}", "policy");
+        for iv in &a.intervals {
+            print!("{:>12}", iv);
+        }
+        println!();
+        for p in &a.policies {
+            print!("{:<12}", p.name());
+            for iv in &a.intervals {
+                match r
+                    .rows
+                    .iter()
+                    .find(|x| x.policy == p.name() && &x.interval == iv)
+                {
+                    Some(row) => print!("{:>12.prec$}", f(row)),
+                    None => print!("{:>12}", "-"),
+                }
+            }
+            println!();
+        }
+    };
+    figure(
+        "average delay per posting, minutes (realized)",
+        &|x| x.realized.avg_delay_min,
+        1,
+    );
+    figure(
+        "average delay per posting, minutes (expected by the model)",
+        &|x| x.expected.avg_delay_min,
+        1,
+    );
+    figure(
+        "p99 delay per posting, minutes",
+        &|x| x.realized.p99_delay_min,
+        0,
+    );
+    figure(
+        "max delay per posting, minutes",
+        &|x| x.realized.max_delay_min,
+        0,
+    );
+    figure(
+        "missed postings per access (realized)",
+        &|x| x.realized.missed_per_access,
+        3,
+    );
+    figure(
+        "missed postings per access (expected)",
+        &|x| x.expected.missed_per_access,
+        3,
+    );
+    figure(
+        "access delay per access, minutes (realized)",
+        &|x| x.realized.access_delay_min_per_access,
+        1,
+    );
+    figure(
+        "access delay per access, minutes (expected)",
+        &|x| x.expected.access_delay_min_per_access,
+        1,
+    );
+    figure(
+        "fetches in the replay / budget",
+        &|x| x.realized.fetches as f64 / x.budget_fetches,
+        3,
+    );
+    println!();
+    for (iv, sm, sh) in &r.smoothing_and_shrinkage {
+        let best = r
+            .tuning
+            .iter()
+            .find(|(i, _)| i == iv)
+            .and_then(|(_, rows)| rows.iter().min_by(|a, b| a.realized.total_cmp(&b.realized)));
+        match best {
+            Some(b) => println!(
+                "{iv}: smoothing {sm}, shrinkage {sh} (held-out {} of the best candidate {:.3})",
+                r.metric, b.realized
+            ),
+            None => println!("{iv}: smoothing {sm}, shrinkage {sh} (fixed)"),
+        }
+    }
+    let fallbacks: usize = r.rows.iter().map(|x| x.search_fallbacks).sum();
+    let nonconvex: usize = r.rows.iter().map(|x| x.nonconvex_feeds).sum();
+    println!("non-convex curves seen: {nonconvex}; papers' search fallbacks: {fallbacks}");
+}

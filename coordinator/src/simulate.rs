@@ -1,0 +1,294 @@
+//! Replaying a trace against a plan: realized delay, misses and access delay, next to
+//! what the model expected; and choosing smoothing and shrinkage on held-out days.
+//!
+//! Definitions (as in the papers): a posting waits until the first fetch at or after it;
+//! an access misses the postings published since the last fetch before it, and its access
+//! delay is the summed age of those postings at access time. An app-level access counts
+//! for every subscription of its user; figures "per access" divide by access events.
+
+use crate::learn::{learn, LearnConfig};
+use crate::plan::cost::{CostTable, Metric};
+use crate::plan::pattern::{expand, Smoothing};
+use crate::plan::planner::{solve, FeedModel, Plan, PlanConfig};
+use crate::trace::Trace;
+
+/// A feed's fetch times: `offset + i·period` for every integer `i`.
+#[derive(Clone, Debug)]
+pub struct FeedSchedule {
+    /// Sorted offsets in `[0, period)`, seconds from the trace start.
+    pub offsets: Vec<f64>,
+    /// Repeat period in seconds.
+    pub period: f64,
+}
+
+impl FeedSchedule {
+    /// The schedules of a plan, in feed order.
+    pub fn from_plan(plan: &Plan, cfg: &PlanConfig) -> Vec<FeedSchedule> {
+        let h = cfg.period_seconds / cfg.slots as f64;
+        plan.feeds
+            .iter()
+            .map(|f| {
+                let base = f.phase_period as f64 * cfg.period_seconds;
+                let mut offsets: Vec<f64> = f.slots.iter().map(|&s| base + s as f64 * h).collect();
+                offsets.sort_by(f64::total_cmp);
+                FeedSchedule {
+                    offsets,
+                    period: f.period_multiple as f64 * cfg.period_seconds,
+                }
+            })
+            .collect()
+    }
+
+    /// First fetch at or after `t`.
+    pub fn next_fetch(&self, t: f64) -> f64 {
+        let phase = t.rem_euclid(self.period);
+        let base = t - phase;
+        let i = self.offsets.partition_point(|&o| o < phase);
+        match self.offsets.get(i) {
+            Some(&o) => base + o,
+            None => base + self.period + self.offsets[0],
+        }
+    }
+
+    /// Last fetch strictly before `t`.
+    pub fn last_fetch(&self, t: f64) -> f64 {
+        let phase = t.rem_euclid(self.period);
+        let base = t - phase;
+        let i = self.offsets.partition_point(|&o| o < phase);
+        if i > 0 {
+            base + self.offsets[i - 1]
+        } else {
+            base - self.period + self.offsets[self.offsets.len() - 1]
+        }
+    }
+
+    /// Fetches in `[start, end)`.
+    pub fn fetches_between(&self, start: f64, end: f64) -> u64 {
+        self.offsets
+            .iter()
+            .map(|&o| {
+                let first = ((start - o) / self.period).ceil();
+                let last = ((end - o) / self.period).ceil();
+                (last - first).max(0.0) as u64
+            })
+            .sum()
+    }
+}
+
+/// Realized figures over a test window.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Realized {
+    /// Postings in the window.
+    pub postings: usize,
+    /// Average delay per posting, minutes.
+    pub avg_delay_min: f64,
+    /// Median delay per posting, minutes.
+    pub p50_delay_min: f64,
+    /// 99th percentile delay per posting, minutes.
+    pub p99_delay_min: f64,
+    /// Largest delay, minutes.
+    pub max_delay_min: f64,
+    /// Access events in the window.
+    pub accesses: usize,
+    /// Missed postings per access.
+    pub missed_per_access: f64,
+    /// Summed age of missed postings per access, minutes.
+    pub access_delay_min_per_access: f64,
+    /// Fetches made in the window.
+    pub fetches: u64,
+}
+
+impl Realized {
+    /// The figure a metric optimizes.
+    pub fn objective(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Delay => self.avg_delay_min,
+            Metric::Miss => self.missed_per_access,
+            Metric::AccessDelay => self.access_delay_min_per_access,
+        }
+    }
+}
+
+/// Replays postings and accesses in `[start, end)` against the schedules.
+pub fn replay(trace: &Trace, schedules: &[FeedSchedule], start: f64, end: f64) -> Realized {
+    let mut delays: Vec<f64> = Vec::new();
+    for (f, posts) in trace.postings.iter().enumerate() {
+        let s = &schedules[f];
+        for &ts in posts.iter().filter(|&&t| t >= start && t < end) {
+            delays.push(s.next_fetch(ts) - ts);
+        }
+    }
+    let mut r = Realized {
+        postings: delays.len(),
+        ..Default::default()
+    };
+    if !delays.is_empty() {
+        delays.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            delays[((p * (delays.len() - 1) as f64).round() as usize).min(delays.len() - 1)] / 60.0
+        };
+        r.avg_delay_min = delays.iter().sum::<f64>() / delays.len() as f64 / 60.0;
+        r.p50_delay_min = q(0.5);
+        r.p99_delay_min = q(0.99);
+        r.max_delay_min = delays[delays.len() - 1] / 60.0;
+    }
+    let (mut missed, mut age) = (0.0f64, 0.0f64);
+    let one = |f: usize, t: f64, missed: &mut f64, age: &mut f64| {
+        let last = schedules[f].last_fetch(t);
+        let posts = &trace.postings[f];
+        let lo = posts.partition_point(|&x| x <= last);
+        let hi = posts.partition_point(|&x| x <= t);
+        *missed += (hi - lo) as f64;
+        *age += posts[lo..hi].iter().map(|&x| t - x).sum::<f64>();
+    };
+    for a in trace
+        .accesses
+        .iter()
+        .filter(|a| a.ts >= start && a.ts < end)
+    {
+        r.accesses += 1;
+        match a.feed {
+            Some(f) => one(f as usize, a.ts, &mut missed, &mut age),
+            None => {
+                for &f in &trace.subscriptions[a.user as usize] {
+                    one(f as usize, a.ts, &mut missed, &mut age);
+                }
+            }
+        }
+    }
+    if r.accesses > 0 {
+        r.missed_per_access = missed / r.accesses as f64;
+        r.access_delay_min_per_access = age / r.accesses as f64 / 60.0;
+    }
+    r.fetches = schedules
+        .iter()
+        .map(|s| s.fetches_between(start, end))
+        .sum();
+    r
+}
+
+/// What the learned model expects of a plan, in the same units as [`Realized`].
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Expected {
+    /// Expected average delay per posting, minutes.
+    pub avg_delay_min: f64,
+    /// Expected missed postings per access.
+    pub missed_per_access: f64,
+    /// Expected access delay per access, minutes.
+    pub access_delay_min_per_access: f64,
+}
+
+/// Evaluates a plan's schedules on the model under all three metrics (unweighted).
+pub fn expected(
+    models: &[FeedModel],
+    plan: &Plan,
+    cfg: &PlanConfig,
+    users_accesses_per_period: f64,
+) -> Expected {
+    let (mut delay, mut miss, mut ad, mut posts) = (0.0, 0.0, 0.0, 0.0);
+    let (mut p, mut q) = (Vec::new(), Vec::new());
+    let h = cfg.period_seconds / cfg.slots as f64;
+    for (m, fp) in models.iter().zip(&plan.feeds) {
+        expand(&m.post_bins, cfg.slots, cfg.smoothing, &mut p);
+        expand(&m.access_bins, cfg.slots, cfg.smoothing, &mut q);
+        for metric in Metric::ALL {
+            let t = CostTable::new(metric, &p, &q, h);
+            let c = if fp.period_multiple > 1 {
+                t.multi_period_cost(fp.slots[0] as usize, fp.period_multiple)
+            } else {
+                t.schedule_cost(&fp.slots)
+            };
+            match metric {
+                Metric::Delay => delay += c,
+                Metric::Miss => miss += c,
+                Metric::AccessDelay => ad += c,
+            }
+        }
+        posts += p.iter().sum::<f64>();
+    }
+    let per_access = users_accesses_per_period.max(1e-12);
+    Expected {
+        avg_delay_min: if posts > 0.0 {
+            delay / posts / 60.0
+        } else {
+            0.0
+        },
+        missed_per_access: miss / per_access,
+        access_delay_min_per_access: ad / per_access / 60.0,
+    }
+}
+
+/// Access events per period in a window (the denominator of the per-access figures).
+pub fn accesses_per_period(trace: &Trace, start: f64, end: f64, period: f64) -> f64 {
+    let n = trace
+        .accesses
+        .iter()
+        .filter(|a| a.ts >= start && a.ts < end)
+        .count();
+    n as f64 / ((end - start) / period).max(1e-9)
+}
+
+/// One candidate of the held-out tuning.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TuneRow {
+    /// Smoothing tried.
+    pub smoothing: Smoothing,
+    /// Shrinkage tried.
+    pub shrinkage: f64,
+    /// Realized objective on the held-out days.
+    pub realized: f64,
+}
+
+/// Candidate shrinkage strengths (pseudo-postings).
+pub const SHRINKAGE_GRID: [f64; 4] = [0.0, 2.0, 8.0, 32.0];
+
+/// Chooses smoothing and shrinkage by the realized objective on the last quarter of the
+/// training window (at least one period), planning on the rest with `plan_cfg`.
+/// Returns the best `(smoothing, shrinkage)` and every candidate's score.
+pub fn tune(
+    trace: &Trace,
+    learn_cfg: &LearnConfig,
+    plan_cfg: &PlanConfig,
+    budget_for: &dyn Fn(usize) -> f64,
+) -> ((Smoothing, f64), Vec<TuneRow>) {
+    let period = learn_cfg.period_seconds;
+    let periods = ((learn_cfg.train_end - learn_cfg.train_start) / period)
+        .round()
+        .max(2.0);
+    let hold = (periods / 4.0).round().max(1.0);
+    let split = learn_cfg.train_end - hold * period;
+    let mut rows = Vec::new();
+    for smoothing in [Smoothing::Step, Smoothing::Linear] {
+        for &shrinkage in &SHRINKAGE_GRID {
+            let lc = LearnConfig {
+                train_end: split,
+                shrinkage,
+                ..learn_cfg.clone()
+            };
+            let learned = learn(trace, &lc);
+            let pc = PlanConfig {
+                smoothing,
+                budget: budget_for(learned.models.len()),
+                ..plan_cfg.clone()
+            };
+            let realized = match solve(&learned.models, &pc) {
+                Ok(plan) => {
+                    let sch = FeedSchedule::from_plan(&plan, &pc);
+                    replay(trace, &sch, split, learn_cfg.train_end).objective(pc.metric)
+                }
+                Err(_) => f64::INFINITY,
+            };
+            rows.push(TuneRow {
+                smoothing,
+                shrinkage,
+                realized,
+            });
+        }
+    }
+    let best = rows
+        .iter()
+        .min_by(|a, b| a.realized.total_cmp(&b.realized))
+        .map(|r| (r.smoothing, r.shrinkage))
+        .unwrap_or((Smoothing::Linear, 8.0));
+    (best, rows)
+}
