@@ -1,1 +1,73 @@
 //! Helpers for Kairos integration tests: locating the built binaries and the shared data.
+//!
+//! Tests run the real binaries. They are found next to the test executable's profile
+//! directory (`target/<profile>/`), so build them first — the README's test command does
+//! (`cargo build --release --workspace --bins` before `cargo test --release`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Path of a workspace binary built in the same profile as the running test.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile> directory");
+    let path = profile_dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the binaries first (cargo build --release --workspace --bins)",
+        path.display()
+    );
+    path
+}
+
+/// The repository's `../shared` folder (sample traces, feeds corpus).
+pub fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("..")
+        .join("shared")
+}
+
+/// Runs `kairos-coordinator` with `args` and returns its output.
+pub fn coordinator(args: &[&str]) -> Output {
+    Command::new(bin("kairos-coordinator"))
+        .args(args)
+        .output()
+        .expect("run kairos-coordinator")
+}
+
+/// A fresh temporary directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates a uniquely named directory.
+    pub fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!("kairos-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `contents` to `name` inside the directory.
+    pub fn write(&self, name: &str, contents: &str) {
+        std::fs::write(self.0.join(name), contents).expect("write temp file");
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
