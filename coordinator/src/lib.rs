@@ -6,4 +6,5 @@
 pub mod learn;
 pub mod plan;
 pub mod simulate;
+pub mod synth;
 pub mod trace;

@@ -221,3 +221,50 @@ fn policies_order_on_a_skewed_instance() {
         "{u} {s} {a} {c} {o}"
     );
 }
+
+#[test]
+fn incremental_replan_matches_a_fresh_solve() {
+    use super::planner::{replan, solve_optimal_with_state};
+    let mut feeds: Vec<FeedModel> = (0..40)
+        .map(|i| {
+            let mut f = flat_feed(0.0, 1.0);
+            f.post_bins = (0..24)
+                .map(|h| 0.05 + ((h * 7 + i * 5) % 24) as f32 * 0.01 * (1 + i % 5) as f32)
+                .collect();
+            f
+        })
+        .collect();
+    let cfg = config(Metric::Delay, Policy::Optimal, 160.0);
+    let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
+    // Four feeds become much busier at different hours.
+    let changed = [3usize, 11, 20, 33];
+    for &i in &changed {
+        feeds[i].post_bins = (0..24)
+            .map(|h| if h == i % 24 { 10.0 } else { 0.1 })
+            .collect();
+    }
+    replan(&feeds, &cfg, &mut state, &changed).unwrap();
+    let fresh = solve(&feeds, &cfg).unwrap();
+    let inc = state.plan();
+    assert!(
+        (inc.expected_cost - fresh.expected_cost).abs() <= 1e-9 * fresh.expected_cost,
+        "{} vs {}",
+        inc.expected_cost,
+        fresh.expected_cost
+    );
+    assert_eq!(inc.fetches_per_period, 160.0);
+    for &i in &changed {
+        // The rescheduled feed fetches right after its burst hour (12 slots an hour).
+        let end = ((i % 24 + 1) * 12 % 288) as i64;
+        let near = inc.feeds[i]
+            .slots
+            .iter()
+            .any(|&s| (s as i64 - end).abs() <= 1);
+        assert!(
+            near,
+            "feed {i}: slots {:?} should include the end of hour {}",
+            inc.feeds[i].slots,
+            i % 24
+        );
+    }
+}

@@ -212,53 +212,16 @@ pub fn closed_form_score(feed: &FeedModel, metric: Metric) -> f64 {
 
 /// Solves the planning problem.
 pub fn solve(feeds: &[FeedModel], cfg: &PlanConfig) -> Result<Plan, AllocError> {
-    let alloc_feeds: Vec<AllocFeed> = feeds
-        .iter()
-        .map(|f| AllocFeed {
-            score: closed_form_score(f, cfg.metric),
-            min: f.min_level,
-            max: f.max_level,
-            host: f.host,
-        })
-        .collect();
+    if cfg.policy == Policy::Optimal {
+        return Ok(solve_optimal_with_state(feeds, cfg)?.plan);
+    }
+    let alloc_feeds = alloc_inputs(feeds, cfg);
     let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
-    let mut stats = PlanStats::default();
     let levels = match cfg.policy {
         Policy::Uniform | Policy::SchedOnly => allocator.uniform(),
-        Policy::AllocOnly | Policy::Combined => allocator.closed_form(),
-        Policy::Optimal => {
-            let eval = |i: usize, l: Level| {
-                thread_local! { static S: std::cell::RefCell<Scratch> = Default::default(); }
-                S.with(|s| exact_cost(&feeds[i], cfg, l, &mut s.borrow_mut()))
-            };
-            let (levels, _caches, a): (Vec<Level>, Vec<CurveCache>, AllocStats) =
-                allocator.optimal(eval);
-            stats.alloc = a;
-            levels
-        }
+        _ => allocator.closed_form(),
     };
-    let optimize_times = !matches!(cfg.policy, Policy::Uniform | Policy::AllocOnly);
-    let results: Vec<(FeedPlan, bool)> = feeds
-        .par_iter()
-        .zip(levels.par_iter())
-        .enumerate()
-        .map_init(Scratch::default, |s, (i, (feed, &level))| {
-            schedule_feed(i, feed, level, cfg, optimize_times, s)
-        })
-        .collect();
-    let mut plans = Vec::with_capacity(results.len());
-    for (p, fell_back) in results {
-        stats.search_fallbacks += fell_back as usize;
-        plans.push(p);
-    }
-    let expected_cost = plans.iter().map(|p| p.expected_cost).sum();
-    let fetches_per_period = plans.iter().map(|p| level_rate(p.level)).sum();
-    Ok(Plan {
-        feeds: plans,
-        expected_cost,
-        fetches_per_period,
-        stats,
-    })
+    Ok(assemble(feeds, cfg, &levels, None, AllocStats::default()))
 }
 
 /// The schedule of one feed at its allocated level; the flag reports a search fallback.
@@ -313,4 +276,148 @@ fn schedule_feed(
         expected_cost: feed.weight * cost,
     };
     (plan, fell_back)
+}
+
+/// What an optimal plan keeps for the next replan: levels, the known points of every
+/// feed's cost curve, and the per-feed plans.
+#[derive(Clone, Debug)]
+pub struct PlanState {
+    levels: Vec<Level>,
+    caches: Vec<CurveCache>,
+    plan: Plan,
+}
+
+impl PlanState {
+    /// The current plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+/// Solves with the optimal policy and keeps the state for incremental replans.
+pub fn solve_optimal_with_state(
+    feeds: &[FeedModel],
+    cfg: &PlanConfig,
+) -> Result<PlanState, AllocError> {
+    let cfg = PlanConfig {
+        policy: Policy::Optimal,
+        ..cfg.clone()
+    };
+    let alloc_feeds = alloc_inputs(feeds, &cfg);
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let start = allocator.closed_form();
+    let mut caches: Vec<CurveCache> = start.iter().map(|&l| CurveCache::new(l)).collect();
+    let result = allocator.exchange(start, &mut caches, &curve_eval(feeds, &cfg));
+    let plan = assemble(feeds, &cfg, &result.levels, None, result.stats);
+    Ok(PlanState {
+        levels: result.levels,
+        caches,
+        plan,
+    })
+}
+
+/// Re-solves after the models of `changed` feeds changed (same feeds, same settings):
+/// only their cost curves are recomputed, the exchange restarts from the previous
+/// allocation, and only feeds whose model or level changed are rescheduled.
+pub fn replan(
+    feeds: &[FeedModel],
+    cfg: &PlanConfig,
+    state: &mut PlanState,
+    changed: &[usize],
+) -> Result<(), AllocError> {
+    assert_eq!(
+        feeds.len(),
+        state.levels.len(),
+        "replan needs the same feeds; solve afresh otherwise"
+    );
+    let cfg = PlanConfig {
+        policy: Policy::Optimal,
+        ..cfg.clone()
+    };
+    let alloc_feeds = alloc_inputs(feeds, &cfg);
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let mut dirty = vec![false; feeds.len()];
+    for &i in changed {
+        dirty[i] = true;
+        state.caches[i] = CurveCache::new(state.levels[i]);
+        // A changed model may have moved the feed's bounds.
+        state.levels[i] = state.levels[i].clamp(feeds[i].min_level, feeds[i].max_level);
+    }
+    let result = allocator.exchange(
+        state.levels.clone(),
+        &mut state.caches,
+        &curve_eval(feeds, &cfg),
+    );
+    for (i, (&old, &new)) in state.levels.iter().zip(&result.levels).enumerate() {
+        dirty[i] |= old != new;
+    }
+    let previous = std::mem::take(&mut state.plan.feeds);
+    state.plan = assemble(
+        feeds,
+        &cfg,
+        &result.levels,
+        Some((&previous, &dirty)),
+        result.stats,
+    );
+    state.levels = result.levels;
+    Ok(())
+}
+
+fn alloc_inputs(feeds: &[FeedModel], cfg: &PlanConfig) -> Vec<AllocFeed> {
+    feeds
+        .iter()
+        .map(|f| AllocFeed {
+            score: closed_form_score(f, cfg.metric),
+            min: f.min_level,
+            max: f.max_level,
+            host: f.host,
+        })
+        .collect()
+}
+
+fn curve_eval<'a>(
+    feeds: &'a [FeedModel],
+    cfg: &'a PlanConfig,
+) -> impl Fn(usize, Level) -> f64 + Sync + 'a {
+    move |i: usize, l: Level| {
+        thread_local! { static S: std::cell::RefCell<Scratch> = Default::default(); }
+        S.with(|s| exact_cost(&feeds[i], cfg, l, &mut s.borrow_mut()))
+    }
+}
+
+/// Schedules every feed (or, with `reuse`, only the dirty ones) and sums the plan up.
+fn assemble(
+    feeds: &[FeedModel],
+    cfg: &PlanConfig,
+    levels: &[Level],
+    reuse: Option<(&[FeedPlan], &[bool])>,
+    alloc: AllocStats,
+) -> Plan {
+    let optimize_times = !matches!(cfg.policy, Policy::Uniform | Policy::AllocOnly);
+    let results: Vec<(FeedPlan, bool)> = feeds
+        .par_iter()
+        .zip(levels.par_iter())
+        .enumerate()
+        .map_init(Scratch::default, |s, (i, (feed, &level))| match reuse {
+            Some((prev, dirty)) if !dirty[i] => (prev[i].clone(), false),
+            _ => schedule_feed(i, feed, level, cfg, optimize_times, s),
+        })
+        .collect();
+    let mut stats = PlanStats {
+        alloc,
+        search_fallbacks: 0,
+    };
+    let mut plans = Vec::with_capacity(results.len());
+    for (p, fell_back) in results {
+        stats.search_fallbacks += fell_back as usize;
+        plans.push(p);
+    }
+    let expected_cost = plans.iter().map(|p| p.expected_cost).sum();
+    let fetches_per_period = plans.iter().map(|p| level_rate(p.level)).sum();
+    Plan {
+        feeds: plans,
+        expected_cost,
+        fetches_per_period,
+        stats,
+    }
 }

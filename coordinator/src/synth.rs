@@ -1,0 +1,141 @@
+//! Synthetic traces for benchmarks and tests: heavy-tailed posting rates, diurnal shapes
+//! from a dozen templates with random shifts, quieter weekends, and readers with morning,
+//! lunch and evening peaks. Deterministic for a seed. Not tuned to any sample trace.
+
+use crate::trace::{Access, FeedRow, Trace};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal, Poisson};
+
+/// Size of a synthetic trace.
+#[derive(Clone, Debug)]
+pub struct SynthConfig {
+    /// Feeds.
+    pub feeds: usize,
+    /// Users.
+    pub users: usize,
+    /// Days.
+    pub days: usize,
+    /// Mean postings per feed per day.
+    pub mean_posts_per_day: f64,
+    /// Subscriptions per user.
+    pub subs_per_user: usize,
+    /// Mean accesses per user per day.
+    pub accesses_per_user_per_day: f64,
+    /// Random seed.
+    pub seed: u64,
+}
+
+/// Hourly weight of template `t` at hour `h` (before shifting).
+fn template(t: usize, h: usize) -> f64 {
+    let h = h as f64;
+    let bump = |c: f64, w: f64| (-((h - c) / w).powi(2) / 2.0).exp();
+    match t % 12 {
+        0 => 0.05 + bump(13.0, 3.0),                  // office hours
+        1 => 0.05 + bump(20.0, 2.0),                  // evening
+        2 => 0.02 + bump(9.0, 0.8),                   // bursty morning window
+        3 => 1.0,                                     // flat
+        4 => 0.05 + bump(9.0, 1.5) + bump(17.0, 1.5), // bimodal
+        5 => 0.02 + bump(3.0, 2.0),                   // night (another time zone)
+        6 => 0.1 + bump(12.0, 5.0),                   // broad day
+        7 => 0.02 + bump(16.0, 0.8),                  // bursty afternoon
+        8 => 0.05 + bump(7.0, 2.0),                   // early
+        9 => 0.05 + bump(22.0, 1.5),                  // late
+        10 => 0.3 + bump(11.0, 2.5),                  // mild peak
+        _ => 0.05 + bump(6.0, 1.0) + bump(14.0, 1.0) + bump(21.0, 1.0),
+    }
+}
+
+/// Generates a trace in memory.
+pub fn generate(cfg: &SynthConfig) -> Trace {
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    let day = 86_400.0;
+    let sigma: f64 = 1.2;
+    let rate_dist = LogNormal::new(cfg.mean_posts_per_day.ln() - sigma * sigma / 2.0, sigma)
+        .expect("valid lognormal");
+    let mut feeds = Vec::with_capacity(cfg.feeds);
+    let mut postings = Vec::with_capacity(cfg.feeds);
+    for f in 0..cfg.feeds {
+        let rate: f64 = rate_dist.sample(&mut rng);
+        let t = rng.gen_range(0..12);
+        let shift = rng.gen_range(-3i32..=3);
+        let weights: Vec<f64> = (0..24)
+            .map(|h| template(t, (h as i32 - shift).rem_euclid(24) as usize))
+            .collect();
+        let sum: f64 = weights.iter().sum();
+        let mut ts = Vec::new();
+        for d in 0..cfg.days {
+            let weekend = if d % 7 >= 5 { 0.5 } else { 1.0 };
+            for (h, w) in weights.iter().enumerate() {
+                let lambda = rate * weekend * w / sum;
+                if lambda <= 0.0 {
+                    continue;
+                }
+                let k = Poisson::new(lambda)
+                    .map(|p| p.sample(&mut rng) as usize)
+                    .unwrap_or(0);
+                for _ in 0..k {
+                    ts.push(d as f64 * day + (h as f64 + rng.gen::<f64>()) * 3600.0);
+                }
+            }
+        }
+        ts.sort_by(f64::total_cmp);
+        feeds.push(FeedRow {
+            id: format!("f{f}"),
+            weight: 1.0,
+            host: None,
+        });
+        postings.push(ts);
+    }
+    let users: Vec<(String, f64)> = (0..cfg.users).map(|u| (format!("u{u}"), 1.0)).collect();
+    let subscriptions: Vec<Vec<u32>> = (0..cfg.users)
+        .map(|_| {
+            let mut s: Vec<u32> = (0..cfg.subs_per_user.min(cfg.feeds))
+                .map(|_| rng.gen_range(0..cfg.feeds as u32))
+                .collect();
+            s.sort_unstable();
+            s.dedup();
+            s
+        })
+        .collect();
+    let mut accesses = Vec::new();
+    let reader = |h: f64| {
+        0.1 + (-((h - 8.0) / 1.0).powi(2) / 2.0).exp()
+            + (-((h - 12.5) / 0.8).powi(2) / 2.0).exp()
+            + 1.5 * (-((h - 20.0) / 1.5).powi(2) / 2.0).exp()
+    };
+    let peak = 2.0;
+    for u in 0..cfg.users {
+        let n = (cfg.accesses_per_user_per_day * cfg.days as f64) as usize;
+        for _ in 0..n {
+            // Rejection sampling of the reader's daily shape.
+            let t = loop {
+                let d = rng.gen_range(0..cfg.days) as f64;
+                let h = rng.gen::<f64>() * 24.0;
+                if rng.gen::<f64>() * peak < reader(h) {
+                    break d * day + h * 3600.0;
+                }
+            };
+            let feed = if rng.gen::<f64>() < 0.2 && !subscriptions[u].is_empty() {
+                Some(subscriptions[u][rng.gen_range(0..subscriptions[u].len())])
+            } else {
+                None
+            };
+            accesses.push(Access {
+                user: u as u32,
+                feed,
+                ts: t,
+            });
+        }
+    }
+    accesses.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    let end_ts = cfg.days as f64 * day - 1.0;
+    Trace {
+        feeds,
+        postings,
+        users,
+        subscriptions,
+        accesses,
+        end_ts,
+    }
+}
