@@ -60,7 +60,7 @@ pub fn generate(cfg: &SynthConfig) -> Trace {
         let t = rng.gen_range(0..12);
         let shift = rng.gen_range(-3i32..=3);
         let weights: Vec<f64> = (0..24)
-            .map(|h| template(t, (h as i32 - shift).rem_euclid(24) as usize))
+            .map(|h| template(t, (h - shift).rem_euclid(24) as usize))
             .collect();
         let sum: f64 = weights.iter().sum();
         let mut ts = Vec::new();
