@@ -14,7 +14,9 @@ use kairos_coordinator::plan::alloc::level_period_multiple;
 use kairos_coordinator::plan::cost::{CostTable, Metric};
 use kairos_coordinator::plan::exact::ExactSolver;
 use kairos_coordinator::plan::pattern::{expand, Smoothing};
-use kairos_coordinator::plan::planner::{replan, solve, solve_optimal_with_state, FeedModel, PlanConfig, Policy, Scheduler};
+use kairos_coordinator::plan::planner::{
+    replan, solve, solve_optimal_with_state, FeedModel, PlanConfig, Policy, Scheduler,
+};
 use kairos_coordinator::plan::search::condition_search;
 use kairos_coordinator::synth::{generate, SynthConfig};
 use kairos_coordinator::trace::Trace;
@@ -35,7 +37,11 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 fn mem(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -69,7 +75,11 @@ fn table(feed: &FeedModel, slots: usize, metric: Metric) -> (CostTable, Vec<f64>
     let (mut p, mut q) = (Vec::new(), Vec::new());
     expand(&feed.post_bins, slots, Smoothing::Linear, &mut p);
     expand(&feed.access_bins, slots, Smoothing::Linear, &mut q);
-    (CostTable::new(metric, &p, &q, 86_400.0 / slots as f64), p, q)
+    (
+        CostTable::new(metric, &p, &q, 86_400.0 / slots as f64),
+        p,
+        q,
+    )
 }
 
 fn main() {
@@ -118,7 +128,13 @@ fn main() {
         let (mut ratio_t, mut excess) = (Vec::new(), Vec::new());
         let (mut none, mut worse) = (0, 0);
         let mut solver = ExactSolver::new();
-        for (feed, fp) in learned.models.iter().zip(&plan.feeds).filter(|(_, p)| p.level >= 2).take(if quick { 10 } else { 40 }) {
+        for (feed, fp) in learned
+            .models
+            .iter()
+            .zip(&plan.feeds)
+            .filter(|(_, p)| p.level >= 2)
+            .take(if quick { 10 } else { 40 })
+        {
             let (t, p, q) = table(feed, 288, Metric::Delay);
             let m = fp.level as usize;
             let t0 = Instant::now();
@@ -149,8 +165,14 @@ fn main() {
         );
     }
 
-    println!("\n## 3. Full plan on a synthetic trace, N = 1440, optimal policy, 4 fetches/feed/day");
-    let (feeds, users) = if quick { (10_000, 1_000) } else { (100_000, 10_000) };
+    println!(
+        "\n## 3. Full plan on a synthetic trace, N = 1440, optimal policy, 4 fetches/feed/day"
+    );
+    let (feeds, users) = if quick {
+        (10_000, 1_000)
+    } else {
+        (100_000, 10_000)
+    };
     let rss0 = mem("VmRSS:");
     let synth = generate(&SynthConfig {
         feeds,
