@@ -293,7 +293,8 @@ impl<'a> Allocator<'a> {
     {
         let start = self.closed_form();
         let mut caches: Vec<CurveCache> = start.iter().map(|&l| CurveCache::new(l)).collect();
-        self.exchange(start, &mut caches, &eval).map_caches(caches)
+        let result = self.exchange(start, &mut caches, &eval);
+        (result.levels, caches, result.stats)
     }
 
     /// Greedy exchange from `levels`, reusing (and extending) `caches` of known costs.
@@ -480,12 +481,6 @@ pub struct ExchangeResult {
     pub levels: Vec<Level>,
     /// What the search did.
     pub stats: AllocStats,
-}
-
-impl ExchangeResult {
-    fn map_caches(self, caches: Vec<CurveCache>) -> (Vec<Level>, Vec<CurveCache>, AllocStats) {
-        (self.levels, caches, self.stats)
-    }
 }
 
 /// Known points of one feed's cost curve, around the level it was last allocated.

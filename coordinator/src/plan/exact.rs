@@ -129,28 +129,15 @@ impl ExactSolver {
         }
         let n = table.n();
         let s = s_lo + (s_hi - s_lo) / 2;
-        let lo: Vec<usize> = (0..=m)
-            .map(|i| {
-                if i == 0 {
-                    s
-                } else if i == m {
-                    s + n
-                } else {
-                    lower[i].max(s + i)
-                }
-            })
-            .collect();
-        let hi: Vec<usize> = (0..=m)
-            .map(|i| {
-                if i == 0 {
-                    s
-                } else if i == m {
-                    s + n
-                } else {
-                    upper[i].min(s + n - (m - i))
-                }
-            })
-            .collect();
+        // Point i of this anchor: inside the interleaving bounds and leaving room for the
+        // points before and after it (entries 0 and m are the anchor and its copy + N).
+        let (mut lo, mut hi) = (vec![s; m + 1], vec![s; m + 1]);
+        lo[m] = s + n;
+        hi[m] = s + n;
+        for i in 1..m {
+            lo[i] = lower[i].max(s + i);
+            hi[i] = upper[i].min(s + n - (m - i));
+        }
         match self.anchored(table, s, m, &lo, &hi) {
             Some((cost, pts)) => {
                 if cost < best.0 {
