@@ -71,6 +71,25 @@ impl std::fmt::Display for Metric {
     }
 }
 
+/// Prefix sums at one boundary `k` (each sum over slots `i < k` of the doubled period).
+///
+/// Kept together so an interval cost touches two cache lines, not twelve.
+#[derive(Clone, Copy, Debug, Default)]
+struct Prefix {
+    /// `Σ p_i`.
+    c: f64,
+    /// `Σ i·p_i`.
+    dp: f64,
+    /// `Σ q_i` (unused for `delay`).
+    q: f64,
+    /// `miss`: `Σ q_i C[i]`; `access-delay`: `Σ q_i (i·C[i] − Dp[i])`.
+    e: f64,
+    /// `access-delay`: `Σ i·q_i`.
+    qk: f64,
+    /// `Σ q_i p_i` (same-slot pairs).
+    r: f64,
+}
+
 /// Prefix sums of one feed's model, answering any interval cost in O(1).
 ///
 /// Arrays are built over `2N` slots (the period twice), so every interval `[a, b)` with
@@ -80,18 +99,7 @@ pub struct CostTable {
     metric: Metric,
     n: usize,
     slot_seconds: f64,
-    /// `C[k] = Σ_{i<k} p_i`.
-    c: Vec<f64>,
-    /// `Dp[k] = Σ_{i<k} i·p_i`.
-    dp: Vec<f64>,
-    /// `Q[k] = Σ_{i<k} q_i` (unused for `delay`).
-    q: Vec<f64>,
-    /// `miss`: `Σ_{i<k} q_i C[i]`; `access-delay`: `Σ_{i<k} q_i (i·C[i] − Dp[i])`.
-    e: Vec<f64>,
-    /// `access-delay`: `Σ_{i<k} i·q_i`.
-    qk: Vec<f64>,
-    /// `Σ_{i<k} q_i p_i` (same-slot pairs).
-    r: Vec<f64>,
+    pre: Vec<Prefix>,
 }
 
 impl CostTable {
@@ -110,55 +118,35 @@ impl CostTable {
                 "access pattern must have one value per slot"
             );
         }
-        let len = 2 * n + 1;
-        let mut c = Vec::with_capacity(len);
-        let mut dp = Vec::with_capacity(len);
-        c.push(0.0);
-        dp.push(0.0);
+        let uses_access = metric.uses_access();
+        let mut pre = Vec::with_capacity(2 * n + 1);
+        let mut acc = Prefix::default();
+        pre.push(acc);
         for i in 0..2 * n {
             let p = post[i % n];
             debug_assert!(p >= 0.0 && p.is_finite());
-            c.push(c[i] + p);
-            dp.push(dp[i] + i as f64 * p);
-        }
-        let (mut q, mut e, mut qk, mut r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        if metric.uses_access() {
-            q.reserve(len);
-            e.reserve(len);
-            r.reserve(len);
-            q.push(0.0);
-            e.push(0.0);
-            r.push(0.0);
-            if metric == Metric::AccessDelay {
-                qk.reserve(len);
-                qk.push(0.0);
-            }
-            for i in 0..2 * n {
+            let fi = i as f64;
+            if uses_access {
                 let qi = access[i % n];
                 debug_assert!(qi >= 0.0 && qi.is_finite());
-                let pi = post[i % n];
-                q.push(q[i] + qi);
-                r.push(r[i] + qi * pi);
-                match metric {
-                    Metric::Miss => e.push(e[i] + qi * c[i]),
-                    Metric::AccessDelay => {
-                        e.push(e[i] + qi * (i as f64 * c[i] - dp[i]));
-                        qk.push(qk[i] + i as f64 * qi);
-                    }
-                    Metric::Delay => unreachable!(),
-                }
+                // These use the sums *before* slot i (C[i], Dp[i]).
+                acc.e += match metric {
+                    Metric::Miss => qi * acc.c,
+                    _ => qi * (fi * acc.c - acc.dp),
+                };
+                acc.q += qi;
+                acc.qk += fi * qi;
+                acc.r += qi * p;
             }
+            acc.c += p;
+            acc.dp += fi * p;
+            pre.push(acc);
         }
         CostTable {
             metric,
             n,
             slot_seconds,
-            c,
-            dp,
-            q,
-            e,
-            qk,
-            r,
+            pre,
         }
     }
 
@@ -179,32 +167,24 @@ impl CostTable {
 
     /// Expected postings per period.
     pub fn total_postings(&self) -> f64 {
-        self.c[self.n]
+        self.pre[self.n].c
     }
 
     /// Expected (weighted) accesses per period; zero for `delay`.
     pub fn total_accesses(&self) -> f64 {
-        if self.q.is_empty() {
-            0.0
-        } else {
-            self.q[self.n]
-        }
+        self.pre[self.n].q
     }
 
     /// Expected postings in the unwrapped slot range `[a, b)`.
     #[inline]
     pub fn postings_between(&self, a: usize, b: usize) -> f64 {
-        self.c[b] - self.c[a]
+        self.pre[b].c - self.pre[a].c
     }
 
     /// Expected accesses in the unwrapped slot range `[a, b)` (zero for `delay`).
     #[inline]
     pub fn accesses_between(&self, a: usize, b: usize) -> f64 {
-        if self.q.is_empty() {
-            0.0
-        } else {
-            self.q[b] - self.q[a]
-        }
+        self.pre[b].q - self.pre[a].q
     }
 
     /// Expected cost of the interval between fetches at boundaries `a < b ≤ a + N`,
@@ -215,20 +195,17 @@ impl CostTable {
             a < b && b <= a + self.n && b <= 2 * self.n,
             "bad interval {a}..{b}"
         );
+        let (pa, pb) = (&self.pre[a], &self.pre[b]);
         let v = match self.metric {
             Metric::Delay => {
-                self.slot_seconds
-                    * ((b as f64 - 0.5) * (self.c[b] - self.c[a]) - (self.dp[b] - self.dp[a]))
+                self.slot_seconds * ((b as f64 - 0.5) * (pb.c - pa.c) - (pb.dp - pa.dp))
             }
-            Metric::Miss => {
-                (self.e[b] - self.e[a]) - self.c[a] * (self.q[b] - self.q[a])
-                    + 0.5 * (self.r[b] - self.r[a])
-            }
+            Metric::Miss => (pb.e - pa.e) - pa.c * (pb.q - pa.q) + 0.5 * (pb.r - pa.r),
             Metric::AccessDelay => {
                 self.slot_seconds
-                    * ((self.e[b] - self.e[a]) - self.c[a] * (self.qk[b] - self.qk[a])
-                        + self.dp[a] * (self.q[b] - self.q[a])
-                        + (self.r[b] - self.r[a]) / 6.0)
+                    * ((pb.e - pa.e) - pa.c * (pb.qk - pa.qk)
+                        + pa.dp * (pb.q - pa.q)
+                        + (pb.r - pa.r) / 6.0)
             }
         };
         // Cancellation in the prefix differences can leave a tiny negative number where
@@ -277,7 +254,8 @@ impl CostTable {
                 let q_tot = self.total_accesses();
                 // Σ over all (posting, access) pairs in one copy of (t − x), unwrapped.
                 let cross = self.slot_seconds
-                    * (p_tot * (self.qk[b] - self.qk[a]) - q_tot * (self.dp[b] - self.dp[a]));
+                    * (p_tot * (self.pre[b].qk - self.pre[a].qk)
+                        - q_tot * (self.pre[b].dp - self.pre[a].dp));
                 base + cross * (kf - 1.0) / 2.0 + period * p_tot * q_tot * (kf * kf - 1.0) / 6.0
             }
         }
