@@ -42,6 +42,8 @@ pub struct ExactSolver {
     off: Vec<usize>,
     f: Vec<f64>,
     arg: Vec<u32>,
+    /// Divide & conquer work stack, reused across layers.
+    dc_stack: Vec<(usize, usize, usize, usize)>,
 }
 
 impl ExactSolver {
@@ -100,7 +102,16 @@ impl ExactSolver {
         if s_lo <= s_hi {
             let lower: Vec<usize> = b[..=m].to_vec();
             let upper: Vec<usize> = b[1..=m + 1].to_vec();
-            self.anchor_search(table, m, s_lo, s_hi, &lower, &upper, &mut best);
+            self.anchor_search(
+                table,
+                m,
+                s_lo,
+                s_hi,
+                &lower,
+                &upper,
+                (f64::NEG_INFINITY, f64::NEG_INFINITY),
+                &mut best,
+            );
         }
 
         let mut slots: Vec<u32> = best.1.iter().map(|&p| (p % n) as u32).collect();
@@ -122,12 +133,45 @@ impl ExactSolver {
         s_hi: usize,
         lower: &[usize],
         upper: &[usize],
+        known: (f64, f64),
         best: &mut (f64, Vec<usize>),
     ) {
         if s_lo > s_hi {
             return;
         }
         let n = table.n();
+        // Lower bound for every anchor in [s_lo, s_hi]: whatever the schedule, its interval
+        // i covers the gap between point i's highest and point i+1's lowest position, and
+        // interval costs only grow with the interval. Prune if it cannot beat the best.
+        let mut bound = 0.0;
+        for i in 0..m {
+            let a = if i == 0 { s_hi } else { upper[i] };
+            let b = if i + 1 == m { s_lo + n } else { lower[i + 1] };
+            if a < b {
+                bound += table.cost(a, b);
+            }
+        }
+        // Bounds from the solved neighbours: `known.0` is the optimum for anchor s_lo − 1,
+        // `known.1` for s_hi + 1 (−∞ if not solved). Shifting an anchor's schedule to a
+        // neighbour's anchor changes its cost by at most the growth of the stretched end
+        // interval (Monge makes that growth largest at the extreme point positions).
+        let (left, right) = known;
+        if left.is_finite() && s_lo >= 1 && upper[m - 1] < s_lo - 1 + n && s_lo - 1 < lower[1] {
+            let (a, u) = (s_lo - 1, upper[1]);
+            // c(s, u) ≥ c(s_hi, u) for every anchor s ≤ s_hi (zero if s_hi reaches u).
+            let rest = if s_hi < u { table.cost(s_hi, u) } else { 0.0 };
+            bound = f64::max(bound, left - table.cost(a, u) + rest);
+        }
+        if right.is_finite() && s_hi + 1 < lower[1] && upper[m - 1] < s_lo + n {
+            let l = lower[m - 1];
+            bound = f64::max(
+                bound,
+                right - table.cost(l, s_hi + 1 + n) + table.cost(l, s_lo + n),
+            );
+        }
+        if bound >= best.0 {
+            return;
+        }
         let s = s_lo + (s_hi - s_lo) / 2;
         // Point i of this anchor: inside the interleaving bounds and leaving room for the
         // points before and after it (entries 0 and m are the anchor and its copy + N).
@@ -146,17 +190,35 @@ impl ExactSolver {
                 let mut mid: Vec<usize> = pts;
                 mid.push(s + n);
                 if s > s_lo {
-                    self.anchor_search(table, m, s_lo, s - 1, lower, &mid, best);
+                    self.anchor_search(table, m, s_lo, s - 1, lower, &mid, (known.0, cost), best);
                 }
-                self.anchor_search(table, m, s + 1, s_hi, &mid, upper, best);
+                self.anchor_search(table, m, s + 1, s_hi, &mid, upper, (cost, known.1), best);
             }
             // No feasible path inside the bounds: this anchor is dominated; split without
             // tightening (ranges stay valid for both halves).
             None => {
                 if s > s_lo {
-                    self.anchor_search(table, m, s_lo, s - 1, lower, upper, best);
+                    self.anchor_search(
+                        table,
+                        m,
+                        s_lo,
+                        s - 1,
+                        lower,
+                        upper,
+                        (known.0, f64::NEG_INFINITY),
+                        best,
+                    );
                 }
-                self.anchor_search(table, m, s + 1, s_hi, lower, upper, best);
+                self.anchor_search(
+                    table,
+                    m,
+                    s + 1,
+                    s_hi,
+                    lower,
+                    upper,
+                    (f64::NEG_INFINITY, known.1),
+                    best,
+                );
             }
         }
     }
@@ -238,7 +300,9 @@ impl ExactSolver {
         or: usize,
     ) {
         // Explicit stack instead of recursion: (x range, predecessor range).
-        let mut stack = vec![(xl, xr, ol, or)];
+        let mut stack = std::mem::take(&mut self.dc_stack);
+        stack.clear();
+        stack.push((xl, xr, ol, or));
         let (prev_off, prev_lo) = (self.off[i - 1], self.lo[i - 1]);
         let (cur_off, cur_lo) = (self.off[i], self.lo[i]);
         while let Some((a, b, ylo, yhi)) = stack.pop() {
@@ -267,6 +331,7 @@ impl ExactSolver {
             }
             stack.push((x + 1, b, best.1, yhi));
         }
+        self.dc_stack = stack;
     }
 }
 
