@@ -24,11 +24,8 @@
 //! Constraints: per-feed minimum and maximum level, and an optional cap on the summed rate
 //! of the feeds of one host (politeness).
 
+use super::exchange::{CurveCache, CurvePoint};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
-/// Lazily evaluated, cached cost lookup used inside the exchange.
-type CostFn<'c> = dyn FnMut(usize, Level, &mut [CurveCache], &mut AllocStats) -> f64 + 'c;
 
 /// A fetch frequency: `L ≥ 1` fetches per period, or one fetch every `2 − L` periods.
 pub type Level = i32;
@@ -118,12 +115,13 @@ pub struct AllocStats {
 
 /// Allocation problem: feeds, a budget in fetches per period, an optional host cap.
 pub struct Allocator<'a> {
-    feeds: &'a [AllocFeed],
-    budget: f64,
+    pub(crate) feeds: &'a [AllocFeed],
+    pub(crate) budget: f64,
     host_cap: Option<f64>,
 }
 
-const EPS: f64 = 1e-9;
+/// Tolerance on rates and relative cost comparisons.
+pub(crate) const EPS: f64 = 1e-9;
 
 impl<'a> Allocator<'a> {
     /// Checks feasibility of the minimums against the budget and host cap.
@@ -238,7 +236,7 @@ impl<'a> Allocator<'a> {
         }
     }
 
-    fn host_usage(&self, levels: &[Level]) -> std::collections::HashMap<u32, f64> {
+    pub(crate) fn host_usage(&self, levels: &[Level]) -> std::collections::HashMap<u32, f64> {
         let mut m = std::collections::HashMap::new();
         for (f, &l) in self.feeds.iter().zip(levels) {
             if let Some(h) = f.host {
@@ -248,7 +246,12 @@ impl<'a> Allocator<'a> {
         m
     }
 
-    fn host_fits(&self, used: &std::collections::HashMap<u32, f64>, i: usize, step: f64) -> bool {
+    pub(crate) fn host_fits(
+        &self,
+        used: &std::collections::HashMap<u32, f64>,
+        i: usize,
+        step: f64,
+    ) -> bool {
         match (self.host_cap, self.feeds[i].host) {
             (Some(cap), Some(h)) => used.get(&h).copied().unwrap_or(0.0) + step <= cap + EPS,
             _ => true,
@@ -285,281 +288,14 @@ impl<'a> Allocator<'a> {
     }
 
     /// The exact joint optimum on cost curves `eval(feed, level)` (weighted cost per
-    /// period), starting from the closed form. `eval` may be expensive; it is called in
-    /// parallel for the starting neighbourhood and lazily afterwards.
+    /// period), starting from the closed form; see [`super::exchange`].
     pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
     where
-        E: Fn(usize, Level) -> f64 + Sync,
+        E: Fn(usize, Level) -> CurvePoint + Sync,
     {
         let start = self.closed_form();
-        let mut caches: Vec<CurveCache> = start.iter().map(|&l| CurveCache::new(l)).collect();
+        let mut caches: Vec<CurveCache> = (0..start.len()).map(|_| CurveCache::new()).collect();
         let result = self.exchange(start, &mut caches, &eval);
         (result.levels, caches, result.stats)
-    }
-
-    /// Greedy exchange from `levels`, reusing (and extending) `caches` of known costs.
-    /// Used directly by incremental replans, whose caches are mostly still valid.
-    pub fn exchange<E>(
-        &self,
-        mut levels: Vec<Level>,
-        caches: &mut [CurveCache],
-        eval: &E,
-    ) -> ExchangeResult
-    where
-        E: Fn(usize, Level) -> f64 + Sync,
-    {
-        use rayon::prelude::*;
-        let n = self.feeds.len();
-        let mut stats = AllocStats::default();
-        // Evaluate the starting neighbourhood of every feed in parallel.
-        let needed: Vec<(usize, Level)> = (0..n)
-            .flat_map(|i| {
-                let l = levels[i];
-                [l - 1, l, l + 1]
-                    .into_iter()
-                    .filter(move |&x| x >= self.feeds[i].min && x <= self.feeds[i].max)
-                    .map(move |x| (i, x))
-            })
-            .filter(|&(i, l)| caches[i].get(l).is_none())
-            .collect();
-        let values: Vec<f64> = needed.par_iter().map(|&(i, l)| eval(i, l)).collect();
-        stats.evaluations += values.len();
-        for (&(i, l), v) in needed.iter().zip(values) {
-            caches[i].set(l, v);
-        }
-        let mut cost =
-            |i: usize, l: Level, caches: &mut [CurveCache], stats: &mut AllocStats| -> f64 {
-                if let Some(v) = caches[i].get(l) {
-                    return v;
-                }
-                let v = eval(i, l);
-                stats.evaluations += 1;
-                caches[i].set(l, v);
-                v
-            };
-
-        let mut used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
-        let mut host_used = self.host_usage(&levels);
-        let mut version = vec![0u32; n];
-        let mut ups = BinaryHeap::new();
-        let mut downs = BinaryHeap::new();
-        let push = |i: usize,
-                    levels: &[Level],
-                    caches: &mut [CurveCache],
-                    stats: &mut AllocStats,
-                    version: &[u32],
-                    ups: &mut BinaryHeap<Move>,
-                    downs: &mut BinaryHeap<Move>,
-                    cost: &mut CostFn<'_>| {
-            let l = levels[i];
-            let here = cost(i, l, caches, stats);
-            let mut up_value = None;
-            if l < self.feeds[i].max {
-                let step = level_rate(l + 1) - level_rate(l);
-                let gain = here - cost(i, l + 1, caches, stats);
-                up_value = Some(gain / step);
-                ups.push(Move {
-                    value: gain / step,
-                    feed: i,
-                    version: version[i],
-                    gain,
-                    step,
-                });
-            }
-            if l > self.feeds[i].min {
-                let step = level_rate(l) - level_rate(l - 1);
-                let loss = cost(i, l - 1, caches, stats) - here;
-                // Max-heap of negated value = min-heap of loss per unit.
-                downs.push(Move {
-                    value: -loss / step,
-                    feed: i,
-                    version: version[i],
-                    gain: loss,
-                    step,
-                });
-                if let Some(up) = up_value {
-                    if up > loss / step + EPS * (1.0 + here.abs()) {
-                        caches[i].nonconvex = true;
-                    }
-                }
-            }
-        };
-        for i in 0..n {
-            push(
-                i, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
-            );
-        }
-        let mut blocked: std::collections::HashMap<u32, Vec<usize>> = Default::default();
-        loop {
-            // Drop stale and host-blocked tops.
-            while let Some(top) = ups.peek() {
-                if top.version != version[top.feed] {
-                    ups.pop();
-                } else if !self.host_fits(&host_used, top.feed, top.step) {
-                    let t = ups.pop().unwrap();
-                    blocked
-                        .entry(self.feeds[t.feed].host.unwrap_or(0))
-                        .or_default()
-                        .push(t.feed);
-                } else {
-                    break;
-                }
-            }
-            while downs.peek().is_some_and(|d| d.version != version[d.feed]) {
-                downs.pop();
-            }
-            let Some(up) = ups.peek().cloned() else { break };
-            // Losers to take budget from: cheapest per unit first, as many as the step
-            // needs (sub-period steps free less than one fetch each).
-            let mut losers: Vec<Move> = Vec::new();
-            if !(used + up.step <= self.budget + EPS && up.gain > 0.0) {
-                let (mut freed, mut loss) = (0.0, 0.0);
-                let mut skipped = Vec::new();
-                while used - freed + up.step > self.budget + EPS {
-                    let Some(d) = downs.pop() else { break };
-                    if d.version != version[d.feed] {
-                        continue;
-                    }
-                    if d.feed == up.feed || losers.iter().any(|l| l.feed == d.feed) {
-                        skipped.push(d);
-                        continue;
-                    }
-                    freed += d.step;
-                    loss += d.gain;
-                    losers.push(d);
-                }
-                let tol = EPS * (1.0 + up.gain.abs().max(loss.abs()));
-                let fits = used - freed + up.step <= self.budget + EPS;
-                let worth = up.gain > loss + tol;
-                downs.extend(skipped);
-                if !(fits && worth) || losers.is_empty() {
-                    downs.extend(losers);
-                    break;
-                }
-            }
-            let gainer = up.feed;
-            for loser in losers {
-                let g = loser.feed;
-                let step = level_rate(levels[g]) - level_rate(levels[g] - 1);
-                levels[g] -= 1;
-                used -= step;
-                version[g] += 1;
-                if let Some(h) = self.feeds[g].host {
-                    *host_used.entry(h).or_default() -= step;
-                    for i in blocked.remove(&h).unwrap_or_default() {
-                        version[i] += 1;
-                        push(
-                            i, &levels, caches, &mut stats, &version, &mut ups, &mut downs,
-                            &mut cost,
-                        );
-                    }
-                }
-                push(
-                    g, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
-                );
-            }
-            let step = level_rate(levels[gainer] + 1) - level_rate(levels[gainer]);
-            levels[gainer] += 1;
-            used += step;
-            version[gainer] += 1;
-            if let Some(h) = self.feeds[gainer].host {
-                *host_used.entry(h).or_default() += step;
-            }
-            push(
-                gainer, &levels, caches, &mut stats, &version, &mut ups, &mut downs, &mut cost,
-            );
-            stats.exchanges += 1;
-        }
-        stats.nonconvex_feeds = caches.iter().filter(|c| c.nonconvex).count();
-        ExchangeResult { levels, stats }
-    }
-}
-
-/// Levels and statistics from [`Allocator::exchange`].
-pub struct ExchangeResult {
-    /// The chosen level of each feed.
-    pub levels: Vec<Level>,
-    /// What the search did.
-    pub stats: AllocStats,
-}
-
-/// Known points of one feed's cost curve, around the level it was last allocated.
-#[derive(Clone, Debug)]
-pub struct CurveCache {
-    base: Level,
-    values: Vec<f64>,
-    /// Set when two evaluated neighbouring steps violate convexity.
-    pub nonconvex: bool,
-}
-
-impl CurveCache {
-    /// An empty cache centred on `level`.
-    pub fn new(level: Level) -> Self {
-        CurveCache {
-            base: level,
-            values: Vec::new(),
-            nonconvex: false,
-        }
-    }
-
-    /// The cached cost at `l`, if evaluated.
-    pub fn get(&self, l: Level) -> Option<f64> {
-        let i = l.checked_sub(self.base)?;
-        if i < 0 {
-            return None;
-        }
-        self.values.get(i as usize).copied().filter(|v| !v.is_nan())
-    }
-
-    /// Records the cost at `l`.
-    pub fn set(&mut self, l: Level, v: f64) {
-        if self.values.is_empty() {
-            self.base = l;
-        }
-        if l < self.base {
-            let shift = (self.base - l) as usize;
-            let mut nv = vec![f64::NAN; shift];
-            nv.extend_from_slice(&self.values);
-            self.values = nv;
-            self.base = l;
-        }
-        let i = (l - self.base) as usize;
-        if i >= self.values.len() {
-            self.values.resize(i + 1, f64::NAN);
-        }
-        self.values[i] = v;
-    }
-}
-
-/// A candidate one-step move in the exchange heaps.
-#[derive(Clone, Debug)]
-struct Move {
-    /// Ordering key: gain per unit rate (ups) or minus loss per unit rate (downs).
-    value: f64,
-    feed: usize,
-    version: u32,
-    /// Absolute gain (ups) or loss (downs) of the step.
-    gain: f64,
-    /// Rate change of the step.
-    step: f64,
-}
-
-impl PartialEq for Move {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Move {}
-impl PartialOrd for Move {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Move {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.value
-            .total_cmp(&other.value)
-            // Deterministic ties: lower feed index first.
-            .then_with(|| other.feed.cmp(&self.feed))
     }
 }

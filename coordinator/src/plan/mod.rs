@@ -12,6 +12,7 @@ pub mod alloc;
 pub mod brute;
 pub mod cost;
 pub mod exact;
+pub mod exchange;
 pub mod pattern;
 pub mod planner;
 pub mod search;

@@ -4,11 +4,11 @@
 //! (`0..feeds.len()`); mapping to external ids is the caller's business.
 
 use super::alloc::{
-    level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator, CurveCache,
-    Level,
+    level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator, Level,
 };
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
+use super::exchange::{CurveCache, CurvePoint};
 use super::pattern::{expand, Smoothing};
 use super::search::{condition_search, uniform_slots};
 use rayon::prelude::*;
@@ -172,10 +172,14 @@ fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
     )
 }
 
-/// Exact weighted cost of one feed at a level (the allocation's curve `D_f(L)`).
-fn exact_cost(feed: &FeedModel, cfg: &PlanConfig, level: Level, s: &mut Scratch) -> f64 {
+/// One point of a feed's exact cost curve `D_f(L)`: weighted cost and optimal slots.
+fn exact_point(feed: &FeedModel, cfg: &PlanConfig, level: Level, s: &mut Scratch) -> CurvePoint {
     let table = table_for(feed, cfg, s);
-    feed.weight * level_cost(&table, level, &mut s.solver).1
+    let (slots, cost) = level_cost(&table, level, &mut s.solver);
+    CurvePoint {
+        cost: feed.weight * cost,
+        slots: slots.into_boxed_slice(),
+    }
 }
 
 /// Optimal slots and unweighted cost at a level.
@@ -221,7 +225,31 @@ pub fn solve(feeds: &[FeedModel], cfg: &PlanConfig) -> Result<Plan, AllocError> 
         Policy::Uniform | Policy::SchedOnly => allocator.uniform(),
         _ => allocator.closed_form(),
     };
-    Ok(assemble(feeds, cfg, &levels, None, AllocStats::default()))
+    Ok(assemble(
+        feeds,
+        cfg,
+        &levels,
+        Reuse::Nothing,
+        AllocStats::default(),
+    ))
+}
+
+/// A feed's plan from its level, slots and weighted cost.
+fn feed_plan(index: usize, level: Level, slots: Vec<u32>, expected_cost: f64) -> FeedPlan {
+    let k = level_period_multiple(level);
+    // Quiet feeds fetched every k periods are spread over the k periods of their cycle.
+    let phase_period = if k > 1 {
+        phase(index.wrapping_mul(31), k as usize) as u32
+    } else {
+        0
+    };
+    FeedPlan {
+        level,
+        slots,
+        period_multiple: k,
+        phase_period,
+        expected_cost,
+    }
 }
 
 /// The schedule of one feed at its allocated level; the flag reports a search fallback.
@@ -236,11 +264,6 @@ fn schedule_feed(
     let table = table_for(feed, cfg, s);
     let n = cfg.slots;
     let k = level_period_multiple(level);
-    let phase_period = if k > 1 {
-        phase(index.wrapping_mul(31), k as usize) as u32
-    } else {
-        0
-    };
     let mut fell_back = false;
     let (slots, cost) = if !optimize_times {
         if level >= 1 {
@@ -268,14 +291,10 @@ fn schedule_feed(
             _ => level_cost(&table, level, &mut s.solver),
         }
     };
-    let plan = FeedPlan {
-        level,
-        slots,
-        period_multiple: k,
-        phase_period,
-        expected_cost: feed.weight * cost,
-    };
-    (plan, fell_back)
+    (
+        feed_plan(index, level, slots, feed.weight * cost),
+        fell_back,
+    )
 }
 
 /// What an optimal plan keeps for the next replan: levels, the known points of every
@@ -306,9 +325,15 @@ pub fn solve_optimal_with_state(
     let alloc_feeds = alloc_inputs(feeds, &cfg);
     let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
     let start = allocator.closed_form();
-    let mut caches: Vec<CurveCache> = start.iter().map(|&l| CurveCache::new(l)).collect();
+    let mut caches: Vec<CurveCache> = (0..feeds.len()).map(|_| CurveCache::new()).collect();
     let result = allocator.exchange(start, &mut caches, &curve_eval(feeds, &cfg));
-    let plan = assemble(feeds, &cfg, &result.levels, None, result.stats);
+    let plan = assemble(
+        feeds,
+        &cfg,
+        &result.levels,
+        Reuse::Curves(&caches),
+        result.stats,
+    );
     Ok(PlanState {
         levels: result.levels,
         caches,
@@ -339,7 +364,7 @@ pub fn replan(
     let mut dirty = vec![false; feeds.len()];
     for &i in changed {
         dirty[i] = true;
-        state.caches[i] = CurveCache::new(state.levels[i]);
+        state.caches[i] = CurveCache::new();
         // A changed model may have moved the feed's bounds.
         state.levels[i] = state.levels[i].clamp(feeds[i].min_level, feeds[i].max_level);
     }
@@ -356,7 +381,11 @@ pub fn replan(
         feeds,
         &cfg,
         &result.levels,
-        Some((&previous, &dirty)),
+        Reuse::Previous {
+            plans: &previous,
+            dirty: &dirty,
+            curves: &state.caches,
+        },
         result.stats,
     );
     state.levels = result.levels;
@@ -378,11 +407,26 @@ fn alloc_inputs(feeds: &[FeedModel], cfg: &PlanConfig) -> Vec<AllocFeed> {
 fn curve_eval<'a>(
     feeds: &'a [FeedModel],
     cfg: &'a PlanConfig,
-) -> impl Fn(usize, Level) -> f64 + Sync + 'a {
+) -> impl Fn(usize, Level) -> CurvePoint + Sync + 'a {
     move |i: usize, l: Level| {
         thread_local! { static S: std::cell::RefCell<Scratch> = Default::default(); }
-        S.with(|s| exact_cost(&feeds[i], cfg, l, &mut s.borrow_mut()))
+        S.with(|s| exact_point(&feeds[i], cfg, l, &mut s.borrow_mut()))
     }
+}
+
+/// What `assemble` may reuse instead of scheduling a feed again.
+#[derive(Clone, Copy)]
+enum Reuse<'a> {
+    /// Nothing: schedule every feed.
+    Nothing,
+    /// The exchange's curve points, which carry the optimal slots of each evaluated level.
+    Curves(&'a [CurveCache]),
+    /// A previous plan for clean feeds, curve points for the others.
+    Previous {
+        plans: &'a [FeedPlan],
+        dirty: &'a [bool],
+        curves: &'a [CurveCache],
+    },
 }
 
 /// Schedules every feed (or, with `reuse`, only the dirty ones) and sums the plan up.
@@ -390,7 +434,7 @@ fn assemble(
     feeds: &[FeedModel],
     cfg: &PlanConfig,
     levels: &[Level],
-    reuse: Option<(&[FeedPlan], &[bool])>,
+    reuse: Reuse<'_>,
     alloc: AllocStats,
 ) -> Plan {
     let optimize_times = !matches!(cfg.policy, Policy::Uniform | Policy::AllocOnly);
@@ -398,9 +442,18 @@ fn assemble(
         .par_iter()
         .zip(levels.par_iter())
         .enumerate()
-        .map_init(Scratch::default, |s, (i, (feed, &level))| match reuse {
-            Some((prev, dirty)) if !dirty[i] => (prev[i].clone(), false),
-            _ => schedule_feed(i, feed, level, cfg, optimize_times, s),
+        .map_init(Scratch::default, |s, (i, (feed, &level))| {
+            let curves = match reuse {
+                Reuse::Previous { plans, dirty, .. } if !dirty[i] => {
+                    return (plans[i].clone(), false)
+                }
+                Reuse::Previous { curves, .. } | Reuse::Curves(curves) => Some(curves),
+                Reuse::Nothing => None,
+            };
+            match curves.and_then(|c| c[i].get(level)) {
+                Some(p) => (feed_plan(i, level, p.slots.to_vec(), p.cost), false),
+                None => schedule_feed(i, feed, level, cfg, optimize_times, s),
+            }
         })
         .collect();
     let mut stats = PlanStats {
