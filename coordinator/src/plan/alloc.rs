@@ -287,11 +287,11 @@ impl<'a> Allocator<'a> {
         }
     }
 
-    /// The exact joint optimum on cost curves `eval(feed, level)` (weighted cost per
-    /// period), starting from the closed form; see [`super::exchange`].
+    /// The exact joint optimum on cost curves (`eval(feed, levels)` gives the weighted cost
+    /// per period at each level), starting from the closed form; see [`super::exchange`].
     pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
     where
-        E: Fn(usize, Level) -> CurvePoint + Sync,
+        E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
     {
         let start = self.closed_form();
         let mut caches: Vec<CurveCache> = (0..start.len()).map(|_| CurveCache::new()).collect();

@@ -69,7 +69,7 @@ proptest! {
         let budget = min_total + extra as f64;
         let cost = |i: usize, l: Level| params[i].0 / (l as f64).powf(params[i].1);
         let alloc = Allocator::new(&feeds, budget, None).unwrap();
-        let (levels, _, stats) = alloc.optimal(|i, l| CurvePoint::cost_only(cost(i, l)));
+        let (levels, _, stats) = alloc.optimal(|i, ls: &[Level]| ls.iter().map(|&l| CurvePoint::cost_only(cost(i, l))).collect());
         prop_assert_eq!(stats.nonconvex_feeds, 0);
         let got: f64 = levels.iter().enumerate().map(|(i, &l)| cost(i, l)).sum();
         let used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
@@ -94,7 +94,11 @@ fn sub_period_levels_and_host_cap_are_respected() {
     let busy = [50.0, 40.0, 30.0, 0.01, 0.01];
     let cost = |i: usize, l: Level| busy[i] / level_rate(l);
     let alloc = Allocator::new(&feeds, 8.0, Some(3.0)).unwrap();
-    let (levels, _, _) = alloc.optimal(|i, l| CurvePoint::cost_only(cost(i, l)));
+    let (levels, _, _) = alloc.optimal(|i, ls: &[Level]| {
+        ls.iter()
+            .map(|&l| CurvePoint::cost_only(cost(i, l)))
+            .collect()
+    });
     let host1: f64 = levels[..2].iter().map(|&l| level_rate(l)).sum();
     assert!(host1 <= 3.0 + 1e-9, "host cap: {levels:?}");
     let total: f64 = levels.iter().map(|&l| level_rate(l)).sum();

@@ -54,34 +54,72 @@ impl ExactSolver {
 
     /// The optimal schedule with `m` fetches per period (`m` is clamped to `[1, N]`).
     pub fn solve(&mut self, table: &CostTable, m: usize) -> SlotSchedule {
+        self.solve_levels(table, &[m])
+            .pop()
+            .expect("one schedule per count")
+    }
+
+    /// Optimal schedules for several fetch counts of one feed (each clamped to `[1, N]`),
+    /// in the order given. Phase 1 is shared: one anchored DP with as many layers as the
+    /// largest count yields the anchor-0 optimum of every count.
+    pub fn solve_levels(&mut self, table: &CostTable, ms: &[usize]) -> Vec<SlotSchedule> {
         let n = table.n();
-        let m = m.clamp(1, n);
-        if m == n {
-            let slots: Vec<u32> = (0..n as u32).collect();
-            let cost = table.schedule_cost(&slots);
-            return SlotSchedule { slots, cost };
-        }
-        if m == 1 {
-            let mut best = (0usize, f64::INFINITY);
-            for s in 0..n {
-                let v = table.cost(s, s + n);
-                if v < best.1 {
-                    best = (s, v);
+        let ms: Vec<usize> = ms.iter().map(|&m| m.clamp(1, n)).collect();
+        let dp_counts = || ms.iter().copied().filter(|&m| m >= 2 && m < n);
+        let mut anchored0: Vec<Option<(f64, Vec<usize>)>> = vec![None; ms.len()];
+        if let (Some(top), Some(low)) = (dp_counts().max(), dp_counts().min()) {
+            // Point i needs room for the points after it under the smallest count.
+            let lo: Vec<usize> = (0..top).collect();
+            let hi: Vec<usize> = (0..top)
+                .map(|i| {
+                    if i == 0 {
+                        0
+                    } else {
+                        n - low.saturating_sub(i).max(1)
+                    }
+                })
+                .collect();
+            let filled = self.fill(table, 0, top, &lo, &hi);
+            debug_assert!(
+                filled,
+                "the unrestricted anchored problem is always feasible"
+            );
+            for (k, &m) in ms.iter().enumerate() {
+                if m >= 2 && m < n {
+                    anchored0[k] = self.close(table, 0, m);
                 }
             }
-            return SlotSchedule {
-                slots: vec![best.0 as u32],
-                cost: best.1,
-            };
         }
+        ms.iter()
+            .zip(anchored0)
+            .map(|(&m, a0)| {
+                if m == n {
+                    let slots: Vec<u32> = (0..n as u32).collect();
+                    let cost = table.schedule_cost(&slots);
+                    SlotSchedule { slots, cost }
+                } else if m == 1 {
+                    let mut best = (0usize, f64::INFINITY);
+                    for s in 0..n {
+                        let v = table.cost(s, s + n);
+                        if v < best.1 {
+                            best = (s, v);
+                        }
+                    }
+                    SlotSchedule {
+                        slots: vec![best.0 as u32],
+                        cost: best.1,
+                    }
+                } else {
+                    let (cost0, x) = a0.expect("anchor-0 optimum of every count ≥ 2");
+                    self.finish(table, m, cost0, x)
+                }
+            })
+            .collect()
+    }
 
-        // Phase 1: anchor at boundary 0 with the widest feasible ranges.
-        let lo: Vec<usize> = (0..=m).collect();
-        let hi: Vec<usize> = (0..=m).map(|i| n - (m - i)).collect();
-        let (cost0, x) = self
-            .anchored(table, 0, m, &lo, &hi)
-            .expect("the unrestricted anchored problem is always feasible");
-
+    /// Phase 2 for `m` fetches, from the anchor-0 optimum `x` of cost `cost0`.
+    fn finish(&mut self, table: &CostTable, m: usize, cost0: f64, x: Vec<usize>) -> SlotSchedule {
+        let n = table.n();
         // The shortest gap of X bounds the anchors worth trying.
         let mut xs: Vec<usize> = x.clone();
         xs.push(n);
@@ -233,7 +271,23 @@ impl ExactSolver {
         lo: &[usize],
         hi: &[usize],
     ) -> Option<(f64, Vec<usize>)> {
-        let end = s + table.n();
+        if !self.fill(table, s, m, lo, hi) {
+            return None;
+        }
+        self.close(table, s, m)
+    }
+
+    /// Fills DP layers `0..layers` for anchor `s` (layer i = best i-link path from `s` to
+    /// each `x ∈ [lo_i, hi_i]`). Returns false if some range is empty.
+    fn fill(
+        &mut self,
+        table: &CostTable,
+        s: usize,
+        layers: usize,
+        lo: &[usize],
+        hi: &[usize],
+    ) -> bool {
+        let m = layers;
         self.lo.clear();
         self.hi.clear();
         self.off.clear();
@@ -241,7 +295,7 @@ impl ExactSolver {
         self.hi.push(s);
         for i in 1..m {
             if lo[i] > hi[i] {
-                return None;
+                return false;
             }
             self.lo.push(lo[i]);
             self.hi.push(hi[i]);
@@ -262,7 +316,13 @@ impl ExactSolver {
             let (ol, or) = (self.lo[i - 1], self.hi[i - 1]);
             self.fill_layer(table, i, xl, xr, ol, or);
         }
-        // Close the cycle at s + N.
+        true
+    }
+
+    /// Closes the cycle at `s + N` from layer `m − 1` filled by [`Self::fill`]: the best
+    /// `m`-point schedule's cost and points, or `None` if no path reaches the layer.
+    fn close(&mut self, table: &CostTable, s: usize, m: usize) -> Option<(f64, Vec<usize>)> {
+        let end = s + table.n();
         let last = m - 1;
         let mut best = (f64::INFINITY, usize::MAX);
         for y in self.lo[last]..=self.hi[last] {

@@ -169,7 +169,7 @@ impl Allocator<'_> {
         eval: &E,
     ) -> ExchangeResult
     where
-        E: Fn(usize, Level) -> CurvePoint + Sync,
+        E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
     {
         let n = levels.len();
         let mut x = Exchange {
@@ -257,21 +257,29 @@ impl Exchange<'_, '_> {
     /// Evaluates every missing point of the pending feeds in parallel, then re-queues them.
     fn evaluate_pending<E>(&mut self, eval: &E)
     where
-        E: Fn(usize, Level) -> CurvePoint + Sync,
+        E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
     {
         let pending = std::mem::take(&mut self.pending);
-        let mut work: Vec<(usize, Level)> = Vec::new();
-        for &i in &pending {
-            for l in self.needed(i) {
-                if self.caches[i].cost(l).is_none() {
-                    work.push((i, l));
-                }
+        // One work item per feed, so its levels share a cost table and the solver's phase 1.
+        let work: Vec<(usize, Vec<Level>)> = pending
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    self.needed(i)
+                        .filter(|&l| self.caches[i].cost(l).is_none())
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .filter(|(_, ls)| !ls.is_empty())
+            .collect();
+        let points: Vec<Vec<CurvePoint>> = work.par_iter().map(|(i, ls)| eval(*i, ls)).collect();
+        for ((i, ls), ps) in work.iter().zip(points) {
+            assert_eq!(ls.len(), ps.len(), "one curve point per level asked");
+            self.stats.evaluations += ps.len();
+            for (&l, p) in ls.iter().zip(ps) {
+                self.caches[*i].set(l, p);
             }
-        }
-        let points: Vec<CurvePoint> = work.par_iter().map(|&(i, l)| eval(i, l)).collect();
-        self.stats.evaluations += points.len();
-        for (&(i, l), p) in work.iter().zip(points) {
-            self.caches[i].set(l, p);
         }
         for i in pending {
             self.is_pending[i] = false;

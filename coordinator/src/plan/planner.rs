@@ -172,14 +172,37 @@ fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
     )
 }
 
-/// One point of a feed's exact cost curve `D_f(L)`: weighted cost and optimal slots.
-fn exact_point(feed: &FeedModel, cfg: &PlanConfig, level: Level, s: &mut Scratch) -> CurvePoint {
+/// Points of a feed's exact cost curve `D_f(L)` at `levels`: weighted cost and optimal
+/// slots. One table and one shared solver phase 1 serve all the levels.
+fn exact_points(
+    feed: &FeedModel,
+    cfg: &PlanConfig,
+    levels: &[Level],
+    s: &mut Scratch,
+) -> Vec<CurvePoint> {
     let table = table_for(feed, cfg, s);
-    let (slots, cost) = level_cost(&table, level, &mut s.solver);
-    CurvePoint {
-        cost: feed.weight * cost,
-        slots: slots.into_boxed_slice(),
-    }
+    let counts: Vec<usize> = levels
+        .iter()
+        .filter(|&&l| l >= 1)
+        .map(|&l| l as usize)
+        .collect();
+    let mut solved = s.solver.solve_levels(&table, &counts).into_iter();
+    levels
+        .iter()
+        .map(|&l| {
+            let (slots, cost) = if l >= 1 {
+                let sch = solved.next().expect("a schedule per whole-fetch level");
+                (sch.slots, sch.cost)
+            } else {
+                let (a, c) = table.best_multi_period(level_period_multiple(l));
+                (vec![a as u32], c)
+            };
+            CurvePoint {
+                cost: feed.weight * cost,
+                slots: slots.into_boxed_slice(),
+            }
+        })
+        .collect()
 }
 
 /// Optimal slots and unweighted cost at a level.
@@ -407,10 +430,10 @@ fn alloc_inputs(feeds: &[FeedModel], cfg: &PlanConfig) -> Vec<AllocFeed> {
 fn curve_eval<'a>(
     feeds: &'a [FeedModel],
     cfg: &'a PlanConfig,
-) -> impl Fn(usize, Level) -> CurvePoint + Sync + 'a {
-    move |i: usize, l: Level| {
+) -> impl Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync + 'a {
+    move |i: usize, levels: &[Level]| {
         thread_local! { static S: std::cell::RefCell<Scratch> = Default::default(); }
-        S.with(|s| exact_point(&feeds[i], cfg, l, &mut s.borrow_mut()))
+        S.with(|s| exact_points(&feeds[i], cfg, levels, &mut s.borrow_mut()))
     }
 }
 

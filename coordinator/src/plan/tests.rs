@@ -315,3 +315,26 @@ fn paper_search_never_beats_exact_and_finds_it_on_smooth_rates() {
         }
     }
 }
+
+#[test]
+fn solving_several_counts_at_once_matches_single_solves() {
+    use std::f64::consts::PI;
+    let n = 288;
+    let p = discretize(|t| 1.0 + (2.0 * PI * t).sin().max(0.0) * 4.0, n, 1.0);
+    let q = discretize(|t| 2.0 + (4.0 * PI * t).cos(), n, 1.0);
+    for metric in Metric::ALL {
+        let t = CostTable::new(metric, &p, &q, 300.0);
+        let counts = [5usize, 1, 4, 6, 2, 288, 17];
+        let together = ExactSolver::new().solve_levels(&t, &counts);
+        for (&m, got) in counts.iter().zip(&together) {
+            let alone = solve_exact(&t, m);
+            assert_eq!(got.slots.len(), m);
+            assert!(
+                rel_close(got.cost, alone.cost, 1e-12),
+                "{metric} m={m}: {} vs {}",
+                got.cost,
+                alone.cost
+            );
+        }
+    }
+}
