@@ -187,6 +187,37 @@ impl CostTable {
         self.pre[b].q - self.pre[a].q
     }
 
+    /// Whether the cost splits as `cost(y, x) = k(x) + a(y) + s(y)·t(x)` with `s`
+    /// non-increasing in `y` and `t` non-decreasing in `x` — true for `delay` (`t = x − ½`)
+    /// and `miss` (`t = Q_x`). Then a DP layer is a lower envelope of lines (one per
+    /// predecessor `y`) queried at increasing `t`, solvable in linear time.
+    pub fn has_line_form(&self) -> bool {
+        !matches!(self.metric, Metric::AccessDelay)
+    }
+
+    /// Predecessor `y`'s line: intercept `a(y)` and slope `s(y)` (see [`Self::has_line_form`]).
+    #[inline]
+    pub fn line(&self, y: usize) -> (f64, f64) {
+        let p = &self.pre[y];
+        match self.metric {
+            Metric::Delay => (self.slot_seconds * p.dp, -self.slot_seconds * p.c),
+            _ => (-p.e + p.c * p.q - 0.5 * p.r, -p.c),
+        }
+    }
+
+    /// Query point `t(x)` and offset `k(x)` of boundary `x` (see [`Self::has_line_form`]).
+    #[inline]
+    pub fn query(&self, x: usize) -> (f64, f64) {
+        let p = &self.pre[x];
+        match self.metric {
+            Metric::Delay => {
+                let t = x as f64 - 0.5;
+                (t, self.slot_seconds * (t * p.c - p.dp))
+            }
+            _ => (p.q, p.e + 0.5 * p.r),
+        }
+    }
+
     /// Expected cost of the interval between fetches at boundaries `a < b ≤ a + N`,
     /// with `b ≤ 2N`.
     #[inline]

@@ -44,6 +44,8 @@ pub struct ExactSolver {
     arg: Vec<u32>,
     /// Divide & conquer work stack, reused across layers.
     dc_stack: Vec<(usize, usize, usize, usize)>,
+    /// Lower envelope for the line-form fill, reused across layers.
+    hull: Vec<Line>,
 }
 
 impl ExactSolver {
@@ -359,6 +361,9 @@ impl ExactSolver {
         ol: usize,
         or: usize,
     ) {
+        if table.has_line_form() {
+            return self.fill_layer_lines(table, i, xl, xr, ol, or);
+        }
         // Explicit stack instead of recursion: (x range, predecessor range).
         let mut stack = std::mem::take(&mut self.dc_stack);
         stack.clear();
@@ -393,6 +398,98 @@ impl ExactSolver {
         }
         self.dc_stack = stack;
     }
+
+    /// Layer fill for costs with a line form: each predecessor `y` is the line
+    /// `F(y) + a(y) + s(y)·t`, slopes fall as `y` grows and queries `t(x)` rise with `x`,
+    /// so a monotone lower envelope with a forward-moving pointer answers every `x` in
+    /// amortized O(1) (the convex hull trick). Ties keep the leftmost predecessor, like
+    /// the divide & conquer fill.
+    fn fill_layer_lines(
+        &mut self,
+        table: &CostTable,
+        i: usize,
+        xl: usize,
+        xr: usize,
+        ol: usize,
+        or: usize,
+    ) {
+        let (prev_off, prev_lo) = (self.off[i - 1], self.lo[i - 1]);
+        let (cur_off, cur_lo) = (self.off[i], self.lo[i]);
+        let mut hull = std::mem::take(&mut self.hull);
+        hull.clear();
+        let mut ptr = 0usize;
+        let mut next = ol;
+        for x in xl..=xr {
+            // Predecessors strictly before x join the envelope in order of y.
+            while next <= or && next < x {
+                let fy = self.f[prev_off + next - prev_lo];
+                if fy.is_finite() {
+                    let (a, slope) = table.line(next);
+                    push_line(
+                        &mut hull,
+                        Line {
+                            a: fy + a,
+                            s: slope,
+                            y: next,
+                        },
+                    );
+                }
+                next += 1;
+            }
+            if hull.is_empty() {
+                continue; // F stays +∞: no predecessor yet.
+            }
+            ptr = ptr.min(hull.len() - 1);
+            let (t, k) = table.query(x);
+            while ptr + 1 < hull.len() && hull[ptr + 1].at(t) < hull[ptr].at(t) {
+                ptr += 1;
+            }
+            let best = &hull[ptr];
+            self.f[cur_off + x - cur_lo] = (best.at(t) + k).max(0.0);
+            self.arg[cur_off + x - cur_lo] = best.y as u32;
+        }
+        self.hull = hull;
+    }
+}
+
+/// One predecessor's line in the convex hull trick.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    a: f64,
+    s: f64,
+    y: usize,
+}
+
+impl Line {
+    #[inline]
+    fn at(&self, t: f64) -> f64 {
+        self.a + self.s * t
+    }
+}
+
+/// Appends a line whose slope is ≤ every slope in `hull`, dropping lines that can no
+/// longer be the minimum anywhere.
+fn push_line(hull: &mut Vec<Line>, l: Line) {
+    while let Some(last) = hull.last() {
+        if last.s == l.s {
+            // Parallel: the lower one wins everywhere; on a tie keep the older (leftmost).
+            if l.a < last.a {
+                hull.pop();
+                continue;
+            }
+            return;
+        }
+        if hull.len() >= 2 {
+            let l1 = hull[hull.len() - 2];
+            // `last` is useless if the new line overtakes l1 no later than last does.
+            if (l.a - l1.a) * (l1.s - last.s) <= (last.a - l1.a) * (l1.s - l.s) {
+                hull.pop();
+                continue;
+            }
+        }
+        break;
+    }
+    hull.push(l);
 }
 
 /// Convenience wrapper: the optimal `m`-fetch schedule with fresh buffers.
