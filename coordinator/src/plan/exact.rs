@@ -42,6 +42,11 @@ pub struct ExactSolver {
     off: Vec<usize>,
     f: Vec<f64>,
     arg: Vec<u32>,
+    /// Point-range buffers of the anchor being solved.
+    range_lo: Vec<usize>,
+    range_hi: Vec<usize>,
+    /// Recycled point vectors of solved anchors.
+    points_pool: Vec<Vec<usize>>,
     /// Divide & conquer work stack, reused across layers.
     dc_stack: Vec<(usize, usize, usize, usize)>,
     /// Lower envelope for the line-form fill, reused across layers.
@@ -215,17 +220,27 @@ impl ExactSolver {
         let s = s_lo + (s_hi - s_lo) / 2;
         // Point i of this anchor: inside the interleaving bounds and leaving room for the
         // points before and after it (entries 0 and m are the anchor and its copy + N).
-        let (mut lo, mut hi) = (vec![s; m + 1], vec![s; m + 1]);
+        let (mut lo, mut hi) = (
+            std::mem::take(&mut self.range_lo),
+            std::mem::take(&mut self.range_hi),
+        );
+        lo.clear();
+        hi.clear();
+        lo.resize(m + 1, s);
+        hi.resize(m + 1, s);
         lo[m] = s + n;
         hi[m] = s + n;
         for i in 1..m {
             lo[i] = lower[i].max(s + i);
             hi[i] = upper[i].min(s + n - (m - i));
         }
-        match self.anchored(table, s, m, &lo, &hi) {
+        let solved = self.anchored(table, s, m, &lo, &hi);
+        (self.range_lo, self.range_hi) = (lo, hi);
+        match solved {
             Some((cost, pts)) => {
                 if cost < best.0 {
-                    *best = (cost, pts.clone());
+                    best.0 = cost;
+                    best.1.clone_from(&pts);
                 }
                 let mut mid: Vec<usize> = pts;
                 mid.push(s + n);
@@ -233,6 +248,7 @@ impl ExactSolver {
                     self.anchor_search(table, m, s_lo, s - 1, lower, &mid, (known.0, cost), best);
                 }
                 self.anchor_search(table, m, s + 1, s_hi, &mid, upper, (cost, known.1), best);
+                self.points_pool.push(mid);
             }
             // No feasible path inside the bounds: this anchor is dominated; split without
             // tightening (ranges stay valid for both halves).
@@ -340,7 +356,9 @@ impl ExactSolver {
         if best.1 == usize::MAX {
             return None;
         }
-        let mut pts = vec![0usize; m];
+        let mut pts = self.points_pool.pop().unwrap_or_default();
+        pts.clear();
+        pts.resize(m, 0);
         pts[last] = best.1;
         for i in (1..m).rev() {
             let x = pts[i];
