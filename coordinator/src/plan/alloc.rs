@@ -89,6 +89,32 @@ pub struct AllocFeed {
     pub host: Option<u32>,
 }
 
+/// A feed's distance below its continuous target, ordered largest first (ties: lower
+/// feed index first).
+struct Shortfall {
+    gap: f64,
+    feed: usize,
+}
+
+impl PartialEq for Shortfall {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Shortfall {}
+impl PartialOrd for Shortfall {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Shortfall {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.gap
+            .total_cmp(&other.gap)
+            .then_with(|| other.feed.cmp(&self.feed))
+    }
+}
+
 /// Why an allocation cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AllocError {
@@ -200,40 +226,34 @@ impl<'a> Allocator<'a> {
             .map(|(f, &x)| floor_level(x, f.min).min(f.max))
             .collect();
         self.enforce_host_cap(&mut levels, |i| target[i]);
-        // Top up: feeds furthest below their target first, while the step fits.
+        // Top up: feeds furthest below their target first, while the step fits. A step that
+        // does not fit now never will (usage only grows), so such a feed leaves the heap.
         let mut used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
         let mut host_used = self.host_usage(&levels);
-        let mut order: Vec<usize> = (0..levels.len()).collect();
-        loop {
-            order.sort_by(|&i, &j| {
-                let di = target[i] - level_rate(levels[i]);
-                let dj = target[j] - level_rate(levels[j]);
-                dj.partial_cmp(&di)
-                    .unwrap_or(Ordering::Equal)
-                    .then(i.cmp(&j))
-            });
-            let mut moved = false;
-            for &i in &order {
-                let l = levels[i];
-                if l >= self.feeds[i].max {
-                    continue;
-                }
-                let step = level_rate(l + 1) - level_rate(l);
-                if used + step > self.budget + EPS || !self.host_fits(&host_used, i, step) {
-                    continue;
-                }
-                levels[i] = l + 1;
-                used += step;
-                if let Some(h) = self.feeds[i].host {
-                    *host_used.entry(h).or_default() += step;
-                }
-                moved = true;
-                break;
+        let shortfall = |i: usize, l: Level| Shortfall {
+            gap: target[i] - level_rate(l),
+            feed: i,
+        };
+        let mut heap: std::collections::BinaryHeap<Shortfall> = (0..levels.len())
+            .filter(|&i| levels[i] < self.feeds[i].max)
+            .map(|i| shortfall(i, levels[i]))
+            .collect();
+        while let Some(Shortfall { feed: i, .. }) = heap.pop() {
+            let l = levels[i];
+            let step = level_rate(l + 1) - level_rate(l);
+            if used + step > self.budget + EPS || !self.host_fits(&host_used, i, step) {
+                continue;
             }
-            if !moved {
-                return levels;
+            levels[i] = l + 1;
+            used += step;
+            if let Some(h) = self.feeds[i].host {
+                *host_used.entry(h).or_default() += step;
+            }
+            if l + 1 < self.feeds[i].max {
+                heap.push(shortfall(i, l + 1));
             }
         }
+        levels
     }
 
     pub(crate) fn host_usage(&self, levels: &[Level]) -> std::collections::HashMap<u32, f64> {

@@ -11,6 +11,10 @@
 //!    `s → x_1 → … → s + N` is an m-link shortest path. For Monge costs the leftmost optimal
 //!    predecessor of `x` is non-decreasing in `x`, so each DP layer is filled by
 //!    divide & conquer in `O(W log W)` for a layer of width `W`, instead of `O(W²)`.
+//!    For `delay` and `miss` the cost splits into a line per predecessor evaluated at a
+//!    point that grows with `x` ([`CostTable::has_line_form`]), and a layer is filled in
+//!    `O(W)` by the convex hull trick. Several fetch counts share one anchor-0 DP
+//!    ([`ExactSolver::solve_levels`]), as the allocation needs `m − 1`, `m`, `m + 1`.
 //! 2. **Anchor search by interleaving.** For Monge costs, optimal anchored solutions for
 //!    different anchors can be chosen to interleave: if `X` is optimal for anchor `x_0`,
 //!    some global optimum has a point in every gap `[x_j, x_{j+1}]`, and the solution for
@@ -18,6 +22,9 @@
 //!    in the *shortest* gap of `X` (at most `N/m` of them) need trying, and solving the
 //!    middle anchor first splits the point ranges for the two halves (divide & conquer
 //!    over anchors). Each level of that recursion touches about `N` boundaries in total.
+//!    Sub-ranges of anchors are skipped when a lower bound (the gaps between consecutive
+//!    point ranges, and the solved neighbouring anchors' costs minus how much shifting the
+//!    anchor can save) already reaches the best cost found.
 //!
 //! The result is the exact optimum at slot resolution; `brute.rs` and the property tests
 //! check it against exhaustive enumeration on small grids.
