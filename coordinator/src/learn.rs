@@ -142,3 +142,104 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
         training_postings,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Access, FeedRow};
+
+    fn trace() -> Trace {
+        let day = 86_400.0;
+        let at = |d: usize, h: f64| d as f64 * day + h * 3600.0 + 60.0;
+        let feed = |id: &str| FeedRow {
+            id: id.into(),
+            weight: 1.0,
+            host: None,
+        };
+        Trace {
+            feeds: vec![feed("morning"), feed("silent"), feed("afternoon")],
+            // Two postings a day at 09:01 for f0 and at 15:01 for f2, over 14 days.
+            postings: vec![
+                (0..14).flat_map(|d| [at(d, 9.0), at(d, 9.0)]).collect(),
+                vec![],
+                (0..14).flat_map(|d| [at(d, 15.0), at(d, 15.0)]).collect(),
+            ],
+            users: vec![("u".into(), 2.0)],
+            subscriptions: vec![vec![0]],
+            accesses: vec![
+                Access {
+                    user: 0,
+                    feed: None,
+                    ts: at(0, 8.0),
+                },
+                Access {
+                    user: 0,
+                    feed: Some(1),
+                    ts: at(0, 10.0),
+                },
+            ],
+            end_ts: 14.0 * day,
+        }
+    }
+
+    fn config(shrinkage: f64) -> LearnConfig {
+        LearnConfig {
+            period_seconds: 86_400.0,
+            bins: 24,
+            train_start: 0.0,
+            train_end: 14.0 * 86_400.0,
+            shrinkage,
+            explore_min_postings: 3,
+            min_level: -5,
+            max_level: 100,
+        }
+    }
+
+    #[test]
+    fn rates_shapes_and_exploration() {
+        let l = learn(&trace(), &config(0.0));
+        let f0 = &l.models[0];
+        assert!(
+            (f0.post_bins[9] - 2.0).abs() < 1e-6,
+            "two postings a day at 9 h"
+        );
+        assert!(f0
+            .post_bins
+            .iter()
+            .enumerate()
+            .all(|(b, &v)| b == 9 || v == 0.0));
+        assert_eq!(f0.min_level, -5, "a known feed may drop below once a day");
+        // The silent feed: half a posting per window, shaped like the pooled pattern
+        // (half at 9 h, half at 15 h), and held at once a day or more while exploring.
+        let f1 = &l.models[1];
+        let total: f32 = f1.post_bins.iter().sum();
+        assert!((total - 0.5 / 14.0).abs() < 1e-6);
+        assert!((f1.post_bins[9] - f1.post_bins[15]).abs() < 1e-7 && f1.post_bins[9] > 0.0);
+        assert_eq!(f1.min_level, 1);
+        assert_eq!(l.exploring, 1);
+        assert_eq!(l.training_postings, 56);
+    }
+
+    #[test]
+    fn shrinkage_pulls_toward_the_pooled_shape() {
+        // α = 28 pseudo-postings against 28 real ones: half the shape is the pooled one.
+        let f0 = &learn(&trace(), &config(28.0)).models[0];
+        assert!((f0.post_bins[9] - 1.5).abs() < 1e-6, "{}", f0.post_bins[9]);
+        assert!(
+            (f0.post_bins[15] - 0.5).abs() < 1e-6,
+            "{}",
+            f0.post_bins[15]
+        );
+    }
+
+    #[test]
+    fn access_rates_count_app_level_accesses_for_every_subscription() {
+        let l = learn(&trace(), &config(0.0));
+        // User weight 2, one app-level access at 8 h (subscribed to f0 only) and one direct
+        // access to f1 at 10 h, over 14 days.
+        assert!((l.models[0].access_bins[8] - 2.0 / 14.0).abs() < 1e-6);
+        assert!((l.models[1].access_bins[10] - 2.0 / 14.0).abs() < 1e-6);
+        assert_eq!(l.models[2].access_bins.iter().sum::<f32>(), 0.0);
+        assert_eq!(l.models[1].access_bins[8], 0.0, "f1 is not subscribed");
+    }
+}

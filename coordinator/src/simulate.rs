@@ -292,3 +292,71 @@ pub fn tune(
         .unwrap_or((Smoothing::Linear, 8.0));
     (best, rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Access, FeedRow};
+
+    fn sched() -> FeedSchedule {
+        FeedSchedule {
+            offsets: vec![3600.0, 43_200.0],
+            period: 86_400.0,
+        }
+    }
+
+    #[test]
+    fn fetch_times_follow_the_definitions() {
+        let s = sched();
+        assert_eq!(s.next_fetch(0.0), 3600.0);
+        assert_eq!(
+            s.next_fetch(3600.0),
+            3600.0,
+            "a posting at a fetch instant waits 0"
+        );
+        assert_eq!(s.next_fetch(50_000.0), 86_400.0 + 3600.0);
+        assert_eq!(s.last_fetch(3600.0), 43_200.0 - 86_400.0, "strictly before");
+        assert_eq!(s.last_fetch(4000.0), 3600.0);
+        assert_eq!(s.fetches_between(0.0, 2.0 * 86_400.0), 4);
+        assert_eq!(s.fetches_between(3600.0, 3601.0), 1);
+        assert_eq!(s.fetches_between(3601.0, 43_200.0), 0);
+    }
+
+    #[test]
+    fn replay_counts_delays_misses_and_ages_by_hand() {
+        let trace = Trace {
+            feeds: vec![FeedRow {
+                id: "f0".into(),
+                weight: 1.0,
+                host: None,
+            }],
+            postings: vec![vec![1000.0, 40_000.0]],
+            users: vec![("u".into(), 1.0)],
+            subscriptions: vec![vec![0]],
+            accesses: vec![
+                Access {
+                    user: 0,
+                    feed: Some(0),
+                    ts: 3700.0,
+                },
+                Access {
+                    user: 0,
+                    feed: None,
+                    ts: 42_000.0,
+                },
+            ],
+            end_ts: 42_000.0,
+        };
+        let r = replay(&trace, &[sched()], 0.0, 86_400.0);
+        assert_eq!(r.postings, 2);
+        // Waits 2,600 s and 3,200 s.
+        assert!((r.avg_delay_min - 2900.0 / 60.0).abs() < 1e-9);
+        assert!((r.max_delay_min - 3200.0 / 60.0).abs() < 1e-9);
+        // The first access sees nothing new since 3,600; the second misses the 40,000
+        // posting (last fetch 3,600), 2,000 s old.
+        assert_eq!(r.accesses, 2);
+        assert!((r.missed_per_access - 0.5).abs() < 1e-12);
+        assert!((r.access_delay_min_per_access - 1000.0 / 60.0).abs() < 1e-9);
+        assert_eq!(r.fetches, 2);
+    }
+}

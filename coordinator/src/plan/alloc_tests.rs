@@ -273,3 +273,38 @@ fn incremental_replan_matches_a_fresh_solve() {
         );
     }
 }
+
+#[test]
+fn non_convex_curves_are_detected_and_the_result_stays_valid() {
+    // Feed 0 gains little from a second fetch but a lot from a third (not convex).
+    let feeds = vec![
+        AllocFeed {
+            score: 1.0,
+            min: 1,
+            max: 4,
+            host: None
+        };
+        2
+    ];
+    let curve0 = [10.0, 9.9, 0.1, 0.0];
+    let cost = |i: usize, l: Level| {
+        if i == 0 {
+            curve0[l as usize - 1]
+        } else {
+            8.0 / l as f64
+        }
+    };
+    let alloc = Allocator::new(&feeds, 4.0, None).unwrap();
+    let (levels, _, stats) = alloc.optimal(|i, ls: &[Level]| {
+        ls.iter()
+            .map(|&l| CurvePoint::cost_only(cost(i, l)))
+            .collect()
+    });
+    assert_eq!(stats.nonconvex_feeds, 1);
+    assert_eq!(levels.iter().map(|&l| level_rate(l)).sum::<f64>(), 4.0);
+    assert_eq!(
+        levels,
+        vec![3, 1],
+        "the brute-force optimum here (8.1 against 13.9 and 12.67)"
+    );
+}
