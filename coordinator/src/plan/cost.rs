@@ -100,6 +100,9 @@ pub struct CostTable {
     n: usize,
     slot_seconds: f64,
     pre: Vec<Prefix>,
+    /// Line form per boundary, `[a, s, t, k]` (see [`Self::has_line_form`]); empty for
+    /// `access-delay`. Precomputed because the solver reads each many times.
+    lines: Vec<[f64; 4]>,
 }
 
 impl CostTable {
@@ -142,11 +145,20 @@ impl CostTable {
             acc.dp += fi * p;
             pre.push(acc);
         }
+        let lines = if metric == Metric::AccessDelay {
+            Vec::new()
+        } else {
+            pre.iter()
+                .enumerate()
+                .map(|(i, p)| Self::line_form(metric, slot_seconds, i, p))
+                .collect()
+        };
         CostTable {
             metric,
             n,
             slot_seconds,
             pre,
+            lines,
         }
     }
 
@@ -198,23 +210,30 @@ impl CostTable {
     /// Predecessor `y`'s line: intercept `a(y)` and slope `s(y)` (see [`Self::has_line_form`]).
     #[inline]
     pub fn line(&self, y: usize) -> (f64, f64) {
-        let p = &self.pre[y];
-        match self.metric {
-            Metric::Delay => (self.slot_seconds * p.dp, -self.slot_seconds * p.c),
-            _ => (-p.e + p.c * p.q - 0.5 * p.r, -p.c),
-        }
+        let l = &self.lines[y];
+        (l[0], l[1])
     }
 
     /// Query point `t(x)` and offset `k(x)` of boundary `x` (see [`Self::has_line_form`]).
     #[inline]
     pub fn query(&self, x: usize) -> (f64, f64) {
-        let p = &self.pre[x];
-        match self.metric {
+        let l = &self.lines[x];
+        (l[2], l[3])
+    }
+
+    /// The line form of boundary `i` computed from the prefix sums.
+    fn line_form(metric: Metric, slot_seconds: f64, i: usize, p: &Prefix) -> [f64; 4] {
+        match metric {
             Metric::Delay => {
-                let t = x as f64 - 0.5;
-                (t, self.slot_seconds * (t * p.c - p.dp))
+                let t = i as f64 - 0.5;
+                [
+                    slot_seconds * p.dp,
+                    -slot_seconds * p.c,
+                    t,
+                    slot_seconds * (t * p.c - p.dp),
+                ]
             }
-            _ => (p.q, p.e + 0.5 * p.r),
+            _ => [-p.e + p.c * p.q - 0.5 * p.r, -p.c, p.q, p.e + 0.5 * p.r],
         }
     }
 

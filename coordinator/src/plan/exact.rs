@@ -52,8 +52,6 @@ pub struct ExactSolver {
     /// Point-range buffers of the anchor being solved.
     range_lo: Vec<usize>,
     range_hi: Vec<usize>,
-    /// Recycled point vectors of solved anchors.
-    points_pool: Vec<Vec<usize>>,
     /// Divide & conquer work stack, reused across layers.
     dc_stack: Vec<(usize, usize, usize, usize)>,
     /// Lower envelope for the line-form fill, reused across layers.
@@ -152,18 +150,30 @@ impl ExactSolver {
         let s_lo = if b[0] == 0 { 1 } else { b[0] };
         let s_hi = if b[1] == n { n - 1 } else { b[1] };
         if s_lo <= s_hi {
-            let lower: Vec<usize> = b[..=m].to_vec();
-            let upper: Vec<usize> = b[1..=m + 1].to_vec();
-            self.anchor_search(
-                table,
-                m,
-                s_lo,
-                s_hi,
-                &lower,
-                &upper,
-                (f64::NEG_INFINITY, f64::NEG_INFINITY),
-                &mut best,
-            );
+            // Solve both ends of the gap first: their schedules bound every anchor between
+            // them far more tightly than X's gaps do (often pinning points outright).
+            let (mut lower, mut upper) = (b[..=m].to_vec(), b[1..=m + 1].to_vec());
+            let mut known = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+            let (mut inner_lo, mut inner_hi) = (s_lo, s_hi);
+            if let Some((cost, pts)) = self.solve_anchor(table, m, s_lo, &lower, &upper) {
+                Self::offer(&mut best, cost, &pts);
+                known.0 = cost;
+                lower = pts;
+            }
+            inner_lo += 1;
+            if s_hi > s_lo {
+                if let Some((cost, pts)) = self.solve_anchor(table, m, s_hi, &lower, &upper) {
+                    Self::offer(&mut best, cost, &pts);
+                    known.1 = cost;
+                    upper = pts;
+                }
+                inner_hi -= 1;
+            }
+            if inner_lo <= inner_hi {
+                self.anchor_search(
+                    table, m, inner_lo, inner_hi, &lower, &upper, known, &mut best,
+                );
+            }
         }
 
         let mut slots: Vec<u32> = best.1.iter().map(|&p| (p % n) as u32).collect();
@@ -171,6 +181,50 @@ impl ExactSolver {
         SlotSchedule {
             slots,
             cost: best.0,
+        }
+    }
+
+    /// The optimum for anchor `s` with its `i`-th point in `[lower_i, upper_i]`, as the cost
+    /// and the points `x_0 = s, …, x_{m−1}, s + N` (the form the bounds take), or `None` if
+    /// no schedule fits the bounds.
+    fn solve_anchor(
+        &mut self,
+        table: &CostTable,
+        m: usize,
+        s: usize,
+        lower: &[usize],
+        upper: &[usize],
+    ) -> Option<(f64, Vec<usize>)> {
+        let n = table.n();
+        // Point i: inside the bounds and leaving room for the points before and after it.
+        let (mut lo, mut hi) = (
+            std::mem::take(&mut self.range_lo),
+            std::mem::take(&mut self.range_hi),
+        );
+        lo.clear();
+        hi.clear();
+        lo.resize(m + 1, s);
+        hi.resize(m + 1, s);
+        lo[m] = s + n;
+        hi[m] = s + n;
+        for i in 1..m {
+            lo[i] = lower[i].max(s + i);
+            hi[i] = upper[i].min(s + n - (m - i));
+        }
+        let solved = self.anchored(table, s, m, &lo, &hi);
+        (self.range_lo, self.range_hi) = (lo, hi);
+        solved.map(|(cost, mut pts)| {
+            pts.push(s + n);
+            (cost, pts)
+        })
+    }
+
+    /// Keeps `pts` (with its trailing `s + N`) as the best schedule if it is cheaper.
+    fn offer(best: &mut (f64, Vec<usize>), cost: f64, pts: &[usize]) {
+        if cost < best.0 {
+            best.0 = cost;
+            best.1.clear();
+            best.1.extend_from_slice(&pts[..pts.len() - 1]);
         }
     }
 
@@ -225,37 +279,13 @@ impl ExactSolver {
             return;
         }
         let s = s_lo + (s_hi - s_lo) / 2;
-        // Point i of this anchor: inside the interleaving bounds and leaving room for the
-        // points before and after it (entries 0 and m are the anchor and its copy + N).
-        let (mut lo, mut hi) = (
-            std::mem::take(&mut self.range_lo),
-            std::mem::take(&mut self.range_hi),
-        );
-        lo.clear();
-        hi.clear();
-        lo.resize(m + 1, s);
-        hi.resize(m + 1, s);
-        lo[m] = s + n;
-        hi[m] = s + n;
-        for i in 1..m {
-            lo[i] = lower[i].max(s + i);
-            hi[i] = upper[i].min(s + n - (m - i));
-        }
-        let solved = self.anchored(table, s, m, &lo, &hi);
-        (self.range_lo, self.range_hi) = (lo, hi);
-        match solved {
-            Some((cost, pts)) => {
-                if cost < best.0 {
-                    best.0 = cost;
-                    best.1.clone_from(&pts);
-                }
-                let mut mid: Vec<usize> = pts;
-                mid.push(s + n);
+        match self.solve_anchor(table, m, s, lower, upper) {
+            Some((cost, mid)) => {
+                Self::offer(best, cost, &mid);
                 if s > s_lo {
                     self.anchor_search(table, m, s_lo, s - 1, lower, &mid, (known.0, cost), best);
                 }
                 self.anchor_search(table, m, s + 1, s_hi, &mid, upper, (cost, known.1), best);
-                self.points_pool.push(mid);
             }
             // No feasible path inside the bounds: this anchor is dominated; split without
             // tightening (ranges stay valid for both halves).
@@ -350,21 +380,33 @@ impl ExactSolver {
         let end = s + table.n();
         let last = m - 1;
         let mut best = (f64::INFINITY, usize::MAX);
-        for y in self.lo[last]..=self.hi[last] {
-            let fy = self.f[self.off[last] + y - self.lo[last]];
-            if !fy.is_finite() {
-                continue;
+        let (ylo, yhi) = (self.lo[last], self.hi[last]);
+        let layer = &self.f[self.off[last]..=self.off[last] + yhi - ylo];
+        if table.has_line_form() {
+            let (t, k) = table.query(end);
+            for (y, &fy) in (ylo..=yhi).zip(layer) {
+                let (a, slope) = table.line(y);
+                let v = fy + a + slope * t + k;
+                if v < best.0 {
+                    best = (v, y);
+                }
             }
-            let v = fy + table.cost(y, end);
-            if v < best.0 {
-                best = (v, y);
+            // Same value as the cost form, clamped like `cost` (rounding can dip below 0).
+            best.0 = best.0.max(0.0);
+        } else {
+            for (y, &fy) in (ylo..=yhi).zip(layer) {
+                if fy.is_finite() {
+                    let v = fy + table.cost(y, end);
+                    if v < best.0 {
+                        best = (v, y);
+                    }
+                }
             }
         }
         if best.1 == usize::MAX {
             return None;
         }
-        let mut pts = self.points_pool.pop().unwrap_or_default();
-        pts.clear();
+        let mut pts = Vec::with_capacity(m + 1);
         pts.resize(m, 0);
         pts[last] = best.1;
         for i in (1..m).rev() {
