@@ -259,3 +259,40 @@ fn missing_files_and_impossible_budgets_are_errors() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_week_period_plans_weekly_schedules() {
+    let dir = TempDir::new("week");
+    let out = dir.path().join("week.csv");
+    let o = coordinator(&[
+        "plan",
+        "--trace",
+        &sample(),
+        "--period",
+        "week",
+        "--slots",
+        "672",
+        "--policy",
+        "optimal",
+        "--fetches-per-feed-per-day",
+        "2",
+        "--smoothing",
+        "linear",
+        "--shrinkage",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "plan failed: {}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut rows = 0;
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (offset, period): (f64, f64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        assert_eq!(period, 604_800.0, "{line}");
+        assert!((0.0..period).contains(&offset), "{line}");
+        rows += 1;
+    }
+    // 2 fetches per feed per day = 14 a week for each of 500 feeds.
+    assert_eq!(rows, 7000);
+}
