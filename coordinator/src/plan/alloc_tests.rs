@@ -308,3 +308,20 @@ fn non_convex_curves_are_detected_and_the_result_stays_valid() {
         "the brute-force optimum here (8.1 against 13.9 and 12.67)"
     );
 }
+
+#[test]
+fn the_optimal_policy_ignores_the_papers_scheduler() {
+    let mut office = flat_feed(0.0, 1.0);
+    office.post_bins = (0..24)
+        .map(|h| if (9..17).contains(&h) { 3.0 } else { 0.1 })
+        .collect();
+    let feeds = vec![office, flat_feed(2.0, 1.0)];
+    let exact = solve(&feeds, &config(Metric::Delay, Policy::Optimal, 8.0)).unwrap();
+    let with_paper = PlanConfig {
+        scheduler: Scheduler::Paper { tol_slots: 1 },
+        ..config(Metric::Delay, Policy::Optimal, 8.0)
+    };
+    let paper = solve(&feeds, &with_paper).unwrap();
+    assert_eq!(exact.feeds, paper.feeds);
+    assert_eq!(paper.stats.search_fallbacks, 0);
+}
