@@ -1,0 +1,150 @@
+//! Which network addresses a feed URL may reach (server-side request forgery guard).
+//!
+//! Feed URLs come from users and OPML files, so a URL — or a redirect, or a DNS answer —
+//! pointing at the crawler's own network (loopback, private ranges, link-local cloud
+//! metadata endpoints, …) is refused unless an explicit allow-list names it. The check is
+//! applied to IP-literal URLs before connecting, to every redirect hop, and to every DNS
+//! answer through [`GuardedResolver`], so the address checked is the address connected to.
+
+use ipnet::IpNet;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+/// Address policy: public addresses always; others only inside `allow`.
+#[derive(Clone, Debug, Default)]
+pub struct TargetPolicy {
+    allow: Vec<IpNet>,
+}
+
+/// A refused target; found in the error chain of a refused fetch.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("target {0} is not a public address and is not in the allow-list")]
+pub struct ForbiddenTarget(pub String);
+
+impl TargetPolicy {
+    /// A policy that additionally permits the given networks (e.g. `127.0.0.0/8` in tests).
+    pub fn allowing(allow: Vec<IpNet>) -> Self {
+        TargetPolicy { allow }
+    }
+
+    /// Whether `ip` may be contacted.
+    pub fn permits(&self, ip: IpAddr) -> bool {
+        is_public(ip) || self.allow.iter().any(|n| n.contains(&ip))
+    }
+}
+
+/// Globally routable unicast, by the IANA special-purpose registries (the parts a crawler
+/// must never reach by accident).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            let s = v6.segments();
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64 (embeds IPv4)
+                || s[0] == 0x2002) // 6to4 (embeds IPv4)
+        }
+    }
+}
+
+fn is_public_v4(v4: Ipv4Addr) -> bool {
+    let o = v4.octets();
+    !(v4.is_private()
+        || v4.is_loopback()
+        || v4.is_link_local()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || v4.is_documentation()
+        || o[0] == 0 // "this network"
+        || (o[0] == 100 && (o[1] & 0xc0) == 64) // shared address space 100.64/10
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol assignments
+        || (o[0] == 198 && (o[1] & 0xfe) == 18) // benchmarking 198.18/15
+        || o[0] >= 240) // reserved
+}
+
+/// DNS resolution that drops refused addresses; a name left with none fails with
+/// [`ForbiddenTarget`].
+#[derive(Clone, Debug)]
+pub struct GuardedResolver {
+    policy: Arc<TargetPolicy>,
+}
+
+impl GuardedResolver {
+    /// A resolver enforcing `policy`.
+    pub fn new(policy: Arc<TargetPolicy>) -> Self {
+        GuardedResolver { policy }
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| policy.permits(a.ip()))
+                .collect();
+            if allowed.is_empty() && !found.is_empty() {
+                let err: Box<dyn std::error::Error + Send + Sync> =
+                    Box::new(ForbiddenTarget(format!("{host} ({})", found[0].ip())));
+                return Err(err);
+            }
+            let addrs: Addrs = Box::new(allowed.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_ranges_are_refused_and_public_ones_allowed() {
+        let p = TargetPolicy::default();
+        for bad in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::",
+            "2001:db8::1",
+        ] {
+            assert!(!p.permits(bad.parse().unwrap()), "{bad} must be refused");
+        }
+        for good in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
+            assert!(p.permits(good.parse().unwrap()), "{good} is public");
+        }
+        let p = TargetPolicy::allowing(vec!["127.0.0.0/8".parse().unwrap()]);
+        assert!(p.permits("127.0.0.2".parse().unwrap()));
+        assert!(!p.permits("10.0.0.1".parse().unwrap()));
+    }
+}
