@@ -1,9 +1,13 @@
 //! Kairos worker library: the data plane's pieces, usable and testable on their own.
 //!
+//! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
+//! * [`farm`] — a synthetic feed farm on loopback for demos, tests and benchmarks;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
 //! * [`target`] — which addresses a feed URL may reach.
 
+pub mod clock;
+pub mod farm;
 pub mod fetch;
 pub mod parse;
 pub mod target;
