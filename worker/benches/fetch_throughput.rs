@@ -27,7 +27,7 @@ fn main() {
     rt.block_on(async move {
         // Ten days of history so every feed has a full document; 15 items of ~650 bytes.
         let farm = Arc::new(Farm::generate(
-            FarmConfig { feeds: 1000, hosts: 8, mean_posts_per_day: 6.0, days: 10.0, pad_bytes: 520, seed: 3, ..FarmConfig::default() },
+            FarmConfig { feeds: 1000, hosts: 8, mean_posts_per_day: 6.0, days: 0.0, history_days: 10.0, pad_bytes: 520, seed: 3, ..FarmConfig::default() },
             SimClock::new(0, 1.0),
         ));
         let running = farm.clone().serve().await.unwrap();

@@ -27,8 +27,10 @@ pub struct FarmConfig {
     pub hosts: usize,
     /// Mean postings per feed per day.
     pub mean_posts_per_day: f64,
-    /// Days of postings generated, from the clock's origin.
+    /// Days of postings generated after the clock's current time.
     pub days: f64,
+    /// Days of postings already published before the clock's current time (history).
+    pub history_days: f64,
     /// Items per served document.
     pub items_per_doc: usize,
     /// Filler bytes in each item's description (to set document size).
@@ -44,6 +46,7 @@ impl Default for FarmConfig {
             hosts: 8,
             mean_posts_per_day: 4.0,
             days: 30.0,
+            history_days: 0.0,
             items_per_doc: 15,
             pad_bytes: 0,
             seed: 1,
@@ -90,7 +93,8 @@ fn shape(kind: usize, hour: usize) -> f64 {
 }
 
 impl Farm {
-    /// Generates every feed's postings from the clock's current time for `cfg.days`.
+    /// Generates every feed's postings from `cfg.history_days` before the clock's current
+    /// time to `cfg.days` after it.
     pub fn generate(cfg: FarmConfig, clock: SimClock) -> Farm {
         let mut rng = StdRng::seed_from_u64(cfg.seed);
         let sigma: f64 = 1.0;
@@ -99,8 +103,8 @@ impl Farm {
             sigma,
         )
         .expect("valid log-normal");
-        let start = clock.now_ms();
-        let hours = (cfg.days * 24.0).ceil() as usize;
+        let start = clock.now_ms() - (cfg.history_days * 86_400_000.0) as i64;
+        let hours = ((cfg.days + cfg.history_days) * 24.0).ceil() as usize;
         let feeds = (0..cfg.feeds)
             .map(|index| {
                 let rate: f64 = rates.sample(&mut rng);
