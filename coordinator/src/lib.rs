@@ -1,10 +1,12 @@
 //! Kairos coordinator library: learning, planning and offline simulation.
 //!
-//! The planner ([`plan`]) is pure and synchronous; everything async (later: gRPC services,
+//! The planner ([`plan`]) and the host-to-worker sharding ([`shard`]) are pure and
+//! synchronous; everything async (later: gRPC services,
 //! storage, the relearn loop) wraps it.
 
 pub mod learn;
 pub mod plan;
+pub mod shard;
 pub mod simulate;
 pub mod synth;
 pub mod trace;
