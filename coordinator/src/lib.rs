@@ -8,5 +8,6 @@ pub mod learn;
 pub mod plan;
 pub mod shard;
 pub mod simulate;
+pub mod store;
 pub mod synth;
 pub mod trace;

@@ -1,0 +1,90 @@
+//! Typed keys. Every key is `kind/` followed by its parts joined with `/`; parts may not
+//! contain `/` or NUL, so kinds never overlap and a prefix scan returns exactly one kind.
+
+/// A storage key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// A feed's registry entry.
+    Feed(&'a str),
+    /// A user's registry entry.
+    User(&'a str),
+    /// A subscription, indexed by user then feed.
+    SubscriptionByUser(&'a str, &'a str),
+    /// The same subscription, indexed by feed then user.
+    SubscriptionByFeed(&'a str, &'a str),
+    /// The cluster settings.
+    Settings,
+    /// A feed's learned histograms.
+    Learned(&'a str),
+    /// An item already ingested for a feed (idempotency marker).
+    Item(&'a str, u64),
+    /// A posting in a feed's discovery order (`seq` is the feed's posting sequence number).
+    Posting(&'a str, u64),
+}
+
+/// A key part that would break the layout.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("id `{0}` is empty or contains `/` or NUL")]
+pub struct BadId(pub String);
+
+fn check(id: &str) -> Result<&str, BadId> {
+    if id.is_empty() || id.contains('/') || id.contains('\0') {
+        Err(BadId(id.to_string()))
+    } else {
+        Ok(id)
+    }
+}
+
+impl Key<'_> {
+    /// The encoded key.
+    pub fn encode(&self) -> Result<Vec<u8>, BadId> {
+        Ok(match *self {
+            Key::Feed(f) => format!("feed/{}", check(f)?),
+            Key::User(u) => format!("user/{}", check(u)?),
+            Key::SubscriptionByUser(u, f) => format!("sub-u/{}/{}", check(u)?, check(f)?),
+            Key::SubscriptionByFeed(f, u) => format!("sub-f/{}/{}", check(f)?, check(u)?),
+            Key::Settings => "settings".to_string(),
+            Key::Learned(f) => format!("learned/{}", check(f)?),
+            // Fixed-width hex keeps numeric order equal to byte order.
+            Key::Item(f, id) => format!("item/{}/{id:016x}", check(f)?),
+            Key::Posting(f, seq) => format!("post/{}/{seq:016x}", check(f)?),
+        }
+        .into_bytes())
+    }
+
+    /// The prefix of every key of this kind (for `Feed`, `User`, `Learned`), or of every key
+    /// under the first part (subscriptions, items, postings of one user or feed).
+    pub fn prefix(&self) -> Result<Vec<u8>, BadId> {
+        Ok(match *self {
+            Key::Feed(_) => b"feed/".to_vec(),
+            Key::User(_) => b"user/".to_vec(),
+            Key::Learned(_) => b"learned/".to_vec(),
+            Key::Settings => b"settings".to_vec(),
+            Key::SubscriptionByUser(u, _) => format!("sub-u/{}/", check(u)?).into_bytes(),
+            Key::SubscriptionByFeed(f, _) => format!("sub-f/{}/", check(f)?).into_bytes(),
+            Key::Item(f, _) => format!("item/{}/", check(f)?).into_bytes(),
+            Key::Posting(f, _) => format!("post/{}/", check(f)?).into_bytes(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_disjoint_and_ordered() {
+        assert_eq!(Key::Feed("a").encode().unwrap(), b"feed/a");
+        assert!(Key::Feed("a/b").encode().is_err());
+        assert!(Key::User("").encode().is_err());
+        let p2 = Key::Posting("f", 2).encode().unwrap();
+        let p10 = Key::Posting("f", 10).encode().unwrap();
+        assert!(p2 < p10, "numeric order is byte order");
+        let prefix = Key::Posting("f", 0).prefix().unwrap();
+        assert!(p10.starts_with(&prefix));
+        assert!(
+            !Key::Posting("ff", 1).encode().unwrap().starts_with(&prefix),
+            "feed f does not cover feed ff"
+        );
+    }
+}
