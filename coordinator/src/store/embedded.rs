@@ -3,7 +3,7 @@
 //! redb is synchronous and every write transaction commits durably (fsync), so each call
 //! runs on tokio's blocking pool rather than on the async threads.
 
-use super::{KvBackend, Op, StoreError};
+use super::{KvBackend, Op, Pairs, StoreError};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::Path;
 use std::sync::Arc;
@@ -105,7 +105,7 @@ impl KvBackend for EmbeddedBackend {
         prefix: Vec<u8>,
         after: Option<Vec<u8>>,
         limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    ) -> Result<Pairs, StoreError> {
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(err)?;
             let table = tx.open_table(KV).map_err(err)?;

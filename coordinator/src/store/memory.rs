@@ -1,14 +1,16 @@
 //! An in-memory backend: the reference semantics, and the store of tests and of
 //! `standalone` runs without a data directory.
 
-use super::{KvBackend, Op, StoreError};
+use super::{KvBackend, Op, Pairs, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// A `BTreeMap` behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
-    map: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    map: Mutex<Map>,
 }
 
 impl MemoryBackend {
@@ -17,7 +19,7 @@ impl MemoryBackend {
         Self::default()
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<Vec<u8>, Vec<u8>>>, StoreError> {
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Map>, StoreError> {
         self.map
             .lock()
             .map_err(|_| StoreError("memory store poisoned by a panic".into()))
@@ -58,7 +60,7 @@ impl KvBackend for MemoryBackend {
         prefix: Vec<u8>,
         after: Option<Vec<u8>>,
         limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    ) -> Result<Pairs, StoreError> {
         let map = self.lock()?;
         let start = match &after {
             Some(a) if a.as_slice() >= prefix.as_slice() => std::ops::Bound::Excluded(a.clone()),

@@ -24,6 +24,9 @@ use std::future::Future;
 #[error("store: {0}")]
 pub struct StoreError(pub String);
 
+/// Key-value pairs, in key order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// One write of an atomic batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -54,5 +57,5 @@ pub trait KvBackend: Send + Sync + 'static {
         prefix: Vec<u8>,
         after: Option<Vec<u8>>,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Pairs, StoreError>> + Send;
 }
