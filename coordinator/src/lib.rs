@@ -6,6 +6,7 @@
 
 pub mod learn;
 pub mod plan;
+pub mod registry;
 pub mod shard;
 pub mod simulate;
 pub mod store;

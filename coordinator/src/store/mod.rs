@@ -8,7 +8,8 @@
 //! restarted coordinator still ingests idempotently) and the postings readers page through.
 //!
 //! Keys are built by [`keys::Key`] only — no ad-hoc strings at call sites — and are ordered
-//! so each kind is one contiguous range. Values are the caller's encoding (protobuf).
+//! so each kind is one contiguous range. Values are JSON documents of the records that own
+//! them (readable with any tool, and tolerant of added fields).
 
 pub mod embedded;
 pub mod keys;

@@ -1,0 +1,440 @@
+//! Feeds, users and subscriptions: validated operations over the store.
+//!
+//! Every bad request gets a [`RegistryError`] that says which argument is wrong and maps
+//! one-to-one onto a gRPC status (invalid argument, not found, already exists), and a
+//! failed request changes nothing.
+
+use crate::store::keys::{BadId, Key};
+use crate::store::{KvBackend, Op, StoreError};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// A registered feed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeedRecord {
+    /// Feed id.
+    pub id: String,
+    /// Fetch URL (http or https).
+    pub url: String,
+    /// Politeness group: the URL's host and port.
+    pub host: String,
+    /// Importance weight.
+    pub weight: f64,
+}
+
+/// A registered user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// User id.
+    pub id: String,
+    /// Weight of the user's accesses.
+    pub weight: f64,
+}
+
+/// Why a registry request was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The request is malformed (maps to `INVALID_ARGUMENT`).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A referenced id does not exist (`NOT_FOUND`).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The thing to create exists already (`ALREADY_EXISTS`).
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// The store failed (`UNAVAILABLE`).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<BadId> for RegistryError {
+    fn from(e: BadId) -> Self {
+        RegistryError::InvalidArgument(e.to_string())
+    }
+}
+
+/// Outcome of an OPML import.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpmlImport {
+    /// Feeds newly added.
+    pub feeds_added: u32,
+    /// Feeds whose URL was already registered.
+    pub feeds_already_present: u32,
+    /// Subscriptions added for the importing user.
+    pub subscriptions_added: u32,
+    /// Outlines skipped, with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// The registry over a store backend.
+pub struct Registry<B> {
+    store: Arc<B>,
+}
+
+fn weight(w: f64) -> Result<f64, RegistryError> {
+    if !w.is_finite() || w < 0.0 {
+        return Err(RegistryError::InvalidArgument(format!(
+            "weight {w} must be a finite number ≥ 0"
+        )));
+    }
+    Ok(if w == 0.0 { 1.0 } else { w })
+}
+
+fn json<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("registry records serialize")
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, RegistryError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| RegistryError::Store(StoreError(format!("corrupt record: {e}"))))
+}
+
+/// Validates a feed URL and returns it normalized with its politeness host.
+pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
+    let url = url::Url::parse(raw.trim())
+        .map_err(|e| RegistryError::InvalidArgument(format!("url `{raw}`: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(RegistryError::InvalidArgument(format!(
+            "url `{raw}`: scheme must be http or https"
+        )));
+    }
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| RegistryError::InvalidArgument(format!("url `{raw}` has no host")))?;
+    let host = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    };
+    Ok((url.to_string(), host))
+}
+
+impl<B: KvBackend> Registry<B> {
+    /// A registry over `store`.
+    pub fn new(store: Arc<B>) -> Self {
+        Registry { store }
+    }
+
+    /// Adds a feed; `id` defaults to a hash of the normalized URL.
+    pub async fn add_feed(
+        &self,
+        id: Option<&str>,
+        url: &str,
+        w: f64,
+    ) -> Result<FeedRecord, RegistryError> {
+        let (url, host) = check_url(url)?;
+        let id = match id.filter(|s| !s.is_empty()) {
+            Some(id) => id.to_string(),
+            None => format!("{:016x}", xxh3_64(url.as_bytes())),
+        };
+        let rec = FeedRecord {
+            id,
+            url,
+            host,
+            weight: weight(w)?,
+        };
+        if !self
+            .store
+            .put_if_absent(Key::Feed(&rec.id).encode()?, json(&rec))
+            .await?
+        {
+            return Err(RegistryError::AlreadyExists(format!("feed `{}`", rec.id)));
+        }
+        Ok(rec)
+    }
+
+    /// One feed.
+    pub async fn get_feed(&self, id: &str) -> Result<FeedRecord, RegistryError> {
+        match self.store.get(Key::Feed(id).encode()?).await? {
+            Some(b) => decode(&b),
+            None => Err(RegistryError::NotFound(format!("feed `{id}`"))),
+        }
+    }
+
+    /// Removes a feed and every subscription to it.
+    pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
+        self.get_feed(id).await?;
+        let mut ops = vec![Op::Delete(Key::Feed(id).encode()?)];
+        for user in self.subscribers(id).await? {
+            ops.push(Op::Delete(Key::SubscriptionByUser(&user, id).encode()?));
+            ops.push(Op::Delete(Key::SubscriptionByFeed(id, &user).encode()?));
+        }
+        Ok(self.store.batch(ops).await?)
+    }
+
+    /// Feeds in id order after `after`.
+    pub async fn list_feeds(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<FeedRecord>, RegistryError> {
+        let after = after.map(|a| Key::Feed(a).encode()).transpose()?;
+        let rows = self
+            .store
+            .range(Key::Feed("").prefix()?, after, limit)
+            .await?;
+        rows.iter().map(|(_, v)| decode(v)).collect()
+    }
+
+    /// Adds a user.
+    pub async fn add_user(&self, id: &str, w: f64) -> Result<UserRecord, RegistryError> {
+        let rec = UserRecord {
+            id: id.to_string(),
+            weight: weight(w)?,
+        };
+        if !self
+            .store
+            .put_if_absent(Key::User(id).encode()?, json(&rec))
+            .await?
+        {
+            return Err(RegistryError::AlreadyExists(format!("user `{id}`")));
+        }
+        Ok(rec)
+    }
+
+    /// One user.
+    pub async fn get_user(&self, id: &str) -> Result<UserRecord, RegistryError> {
+        match self.store.get(Key::User(id).encode()?).await? {
+            Some(b) => decode(&b),
+            None => Err(RegistryError::NotFound(format!("user `{id}`"))),
+        }
+    }
+
+    /// Removes a user and their subscriptions.
+    pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
+        self.get_user(id).await?;
+        let mut ops = vec![Op::Delete(Key::User(id).encode()?)];
+        for feed in self.subscriptions(id).await? {
+            ops.push(Op::Delete(Key::SubscriptionByUser(id, &feed).encode()?));
+            ops.push(Op::Delete(Key::SubscriptionByFeed(&feed, id).encode()?));
+        }
+        Ok(self.store.batch(ops).await?)
+    }
+
+    /// Subscribes a user to a feed.
+    pub async fn subscribe(&self, user: &str, feed: &str) -> Result<(), RegistryError> {
+        self.get_user(user).await?;
+        self.get_feed(feed).await?;
+        let by_user = Key::SubscriptionByUser(user, feed).encode()?;
+        if self.store.get(by_user.clone()).await?.is_some() {
+            return Err(RegistryError::AlreadyExists(format!(
+                "subscription of `{user}` to `{feed}`"
+            )));
+        }
+        let ops = vec![
+            Op::Put(by_user, Vec::new()),
+            Op::Put(Key::SubscriptionByFeed(feed, user).encode()?, Vec::new()),
+        ];
+        Ok(self.store.batch(ops).await?)
+    }
+
+    /// Removes a subscription.
+    pub async fn unsubscribe(&self, user: &str, feed: &str) -> Result<(), RegistryError> {
+        let by_user = Key::SubscriptionByUser(user, feed).encode()?;
+        if self.store.get(by_user.clone()).await?.is_none() {
+            return Err(RegistryError::NotFound(format!(
+                "subscription of `{user}` to `{feed}`"
+            )));
+        }
+        Ok(self
+            .store
+            .batch(vec![
+                Op::Delete(by_user),
+                Op::Delete(Key::SubscriptionByFeed(feed, user).encode()?),
+            ])
+            .await?)
+    }
+
+    /// Feed ids a user subscribes to.
+    pub async fn subscriptions(&self, user: &str) -> Result<Vec<String>, RegistryError> {
+        self.second_parts(Key::SubscriptionByUser(user, "").prefix()?)
+            .await
+    }
+
+    /// User ids subscribed to a feed.
+    pub async fn subscribers(&self, feed: &str) -> Result<Vec<String>, RegistryError> {
+        self.second_parts(Key::SubscriptionByFeed(feed, "").prefix()?)
+            .await
+    }
+
+    async fn second_parts(&self, prefix: Vec<u8>) -> Result<Vec<String>, RegistryError> {
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .store
+                .range(prefix.clone(), after.clone(), 1000)
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.0.clone());
+            out.extend(
+                page.iter()
+                    .map(|(k, _)| String::from_utf8_lossy(&k[prefix.len()..]).into_owned()),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Imports the feed outlines (`xmlUrl`) of an OPML document; with `user`, subscribes
+    /// them. A document with no usable outline is an error; bad outlines are skipped with a
+    /// reason.
+    pub async fn import_opml(
+        &self,
+        opml: &str,
+        user: Option<&str>,
+    ) -> Result<OpmlImport, RegistryError> {
+        let doc = roxmltree::Document::parse(opml)
+            .map_err(|e| RegistryError::InvalidArgument(format!("OPML does not parse: {e}")))?;
+        if doc.root_element().tag_name().name() != "opml" {
+            return Err(RegistryError::InvalidArgument(
+                "document is not OPML (root element is not <opml>)".into(),
+            ));
+        }
+        if let Some(u) = user {
+            self.get_user(u).await?;
+        }
+        let urls: Vec<String> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("outline"))
+            .filter_map(|n| n.attribute("xmlUrl").map(str::to_string))
+            .collect();
+        if urls.is_empty() {
+            return Err(RegistryError::InvalidArgument(
+                "OPML has no outline with an xmlUrl".into(),
+            ));
+        }
+        let mut out = OpmlImport::default();
+        for raw in urls {
+            let id = match self.add_feed(None, &raw, 1.0).await {
+                Ok(rec) => {
+                    out.feeds_added += 1;
+                    rec.id
+                }
+                Err(RegistryError::AlreadyExists(_)) => {
+                    out.feeds_already_present += 1;
+                    format!("{:016x}", xxh3_64(check_url(&raw)?.0.as_bytes()))
+                }
+                Err(RegistryError::InvalidArgument(why)) => {
+                    out.skipped.push(why);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(u) = user {
+                match self.subscribe(u, &id).await {
+                    Ok(()) => out.subscriptions_added += 1,
+                    Err(RegistryError::AlreadyExists(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryBackend;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn crud_with_clear_errors_that_change_nothing() {
+        rt().block_on(async {
+            let r = Registry::new(Arc::new(MemoryBackend::new()));
+            let f = r
+                .add_feed(Some("f1"), "https://Example.org:8443/feed.xml", 0.0)
+                .await
+                .unwrap();
+            assert_eq!((f.host.as_str(), f.weight), ("example.org:8443", 1.0));
+            assert!(matches!(
+                r.add_feed(Some("f1"), "https://x.test/", 1.0).await,
+                Err(RegistryError::AlreadyExists(_))
+            ));
+            for bad in [
+                "not a url",
+                "ftp://x.test/f",
+                "file:///etc/passwd",
+                "http://",
+            ] {
+                assert!(
+                    matches!(
+                        r.add_feed(None, bad, 1.0).await,
+                        Err(RegistryError::InvalidArgument(_))
+                    ),
+                    "{bad}"
+                );
+            }
+            assert!(matches!(
+                r.add_feed(Some("a/b"), "https://x.test/", 1.0).await,
+                Err(RegistryError::InvalidArgument(_))
+            ));
+            assert!(matches!(
+                r.add_feed(None, "https://x.test/", -1.0).await,
+                Err(RegistryError::InvalidArgument(_))
+            ));
+            assert_eq!(
+                r.list_feeds(None, 10).await.unwrap().len(),
+                1,
+                "failed adds changed nothing"
+            );
+            r.add_user("u1", 2.0).await.unwrap();
+            assert!(matches!(
+                r.subscribe("u1", "nope").await,
+                Err(RegistryError::NotFound(_))
+            ));
+            assert!(matches!(
+                r.subscribe("nobody", "f1").await,
+                Err(RegistryError::NotFound(_))
+            ));
+            r.subscribe("u1", "f1").await.unwrap();
+            assert!(matches!(
+                r.subscribe("u1", "f1").await,
+                Err(RegistryError::AlreadyExists(_))
+            ));
+            assert_eq!(r.subscriptions("u1").await.unwrap(), vec!["f1"]);
+            assert_eq!(r.subscribers("f1").await.unwrap(), vec!["u1"]);
+            r.remove_feed("f1").await.unwrap();
+            assert!(
+                r.subscriptions("u1").await.unwrap().is_empty(),
+                "removing a feed removes its subscriptions"
+            );
+            assert!(matches!(
+                r.remove_feed("f1").await,
+                Err(RegistryError::NotFound(_))
+            ));
+            assert!(matches!(
+                r.unsubscribe("u1", "f1").await,
+                Err(RegistryError::NotFound(_))
+            ));
+        });
+    }
+
+    #[test]
+    fn opml_import_adds_subscribes_and_skips() {
+        rt().block_on(async {
+            let r = Registry::new(Arc::new(MemoryBackend::new()));
+            r.add_user("u", 1.0).await.unwrap();
+            let opml = r#"<?xml version="1.0"?><opml version="2.0"><head><title>s</title></head><body>
+                <outline text="News"><outline text="A" type="rss" xmlUrl="https://a.test/feed"/>
+                <outline text="B" xmlUrl="https://b.test/atom.xml"/><outline text="bad" xmlUrl="gopher://c.test/"/></outline>
+                <outline text="folder only"/></body></opml>"#;
+            let got = r.import_opml(opml, Some("u")).await.unwrap();
+            assert_eq!((got.feeds_added, got.feeds_already_present, got.subscriptions_added, got.skipped.len()), (2, 0, 2, 1));
+            let again = r.import_opml(opml, Some("u")).await.unwrap();
+            assert_eq!((again.feeds_added, again.feeds_already_present, again.subscriptions_added), (0, 2, 0));
+            let empty = "<opml version=\"2.0\"><body></body></opml>";
+            assert!(matches!(r.import_opml(empty, None).await, Err(RegistryError::InvalidArgument(_))));
+            assert!(matches!(r.import_opml("<rss/>", None).await, Err(RegistryError::InvalidArgument(_))));
+            assert!(matches!(r.import_opml("<opml", None).await, Err(RegistryError::InvalidArgument(_))));
+            assert!(matches!(r.import_opml(opml, Some("ghost")).await, Err(RegistryError::NotFound(_))));
+        });
+    }
+}
