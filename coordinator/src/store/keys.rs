@@ -20,6 +20,8 @@ pub enum Key<'a> {
     Item(&'a str, u64),
     /// A posting in a feed's discovery order (`seq` is the feed's posting sequence number).
     Posting(&'a str, u64),
+    /// The next posting sequence number of a feed.
+    PostingSeq(&'a str),
 }
 
 /// A key part that would break the layout.
@@ -48,6 +50,7 @@ impl Key<'_> {
             // Fixed-width hex keeps numeric order equal to byte order.
             Key::Item(f, id) => format!("item/{}/{id:016x}", check(f)?),
             Key::Posting(f, seq) => format!("post/{}/{seq:016x}", check(f)?),
+            Key::PostingSeq(f) => format!("postseq/{}", check(f)?),
         }
         .into_bytes())
     }
@@ -64,6 +67,7 @@ impl Key<'_> {
             Key::SubscriptionByFeed(f, _) => format!("sub-f/{}/", check(f)?).into_bytes(),
             Key::Item(f, _) => format!("item/{}/", check(f)?).into_bytes(),
             Key::Posting(f, _) => format!("post/{}/", check(f)?).into_bytes(),
+            Key::PostingSeq(_) => b"postseq/".to_vec(),
         })
     }
 }
