@@ -1,0 +1,324 @@
+//! The worker's fetch schedule: which feed to fetch when, from its versioned assignment.
+//!
+//! A feed's fetch times are `origin + offset_i + k·period`. The schedule keeps one pending
+//! fetch per feed in a min-heap keyed by due time; [`Schedule::pop_due`] hands out every
+//! fetch due by `now` and queues each feed's next one. Per-host politeness: two fetches of
+//! one host start at least `min_host_gap` apart, so a fetch whose host was just used is
+//! pushed back (and reported late) rather than sent. Assignments are desired state with a
+//! monotonic version: a snapshot replaces everything, a delta upserts and revokes, and
+//! anything not newer than what was applied is ignored. Time is an input (simulated Unix
+//! ms), so tests drive it directly.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// One feed's assigned schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeedTimes {
+    /// Feed id.
+    pub feed_id: String,
+    /// Politeness group.
+    pub host: String,
+    /// Offsets within the period, ms, each in `[0, period_ms)`.
+    pub offsets_ms: Vec<i64>,
+    /// Period, ms (> 0).
+    pub period_ms: i64,
+    /// Start of period 0, Unix ms.
+    pub origin_ms: i64,
+}
+
+impl FeedTimes {
+    /// First fetch time strictly after `t`, or `None` if the feed has no offsets.
+    pub fn next_after(&self, t: i64) -> Option<i64> {
+        let mut offsets: Vec<i64> = self
+            .offsets_ms
+            .iter()
+            .map(|o| o.rem_euclid(self.period_ms))
+            .collect();
+        offsets.sort_unstable();
+        let first = *offsets.first()?;
+        let rel = t - self.origin_ms;
+        let k = rel.div_euclid(self.period_ms);
+        let phase = rel.rem_euclid(self.period_ms);
+        let base = self.origin_ms + k * self.period_ms;
+        Some(match offsets.iter().find(|&&o| o > phase) {
+            Some(&o) => base + o,
+            None => base + self.period_ms + first,
+        })
+    }
+}
+
+/// A fetch to start now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Due {
+    /// Feed id.
+    pub feed_id: String,
+    /// When the plan wanted it (ms).
+    pub planned_ms: i64,
+}
+
+/// Why an assignment update was not applied.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UpdateError {
+    /// Not newer than the applied version.
+    #[error("stale assignment version {got} (applied {applied})")]
+    Stale { got: u64, applied: u64 },
+    /// A feed with a non-positive period.
+    #[error("feed `{0}` has a non-positive period")]
+    BadPeriod(String),
+}
+
+/// The pending fetches of the assigned feeds.
+#[derive(Debug, Default)]
+pub struct Schedule {
+    feeds: HashMap<String, (FeedTimes, u64)>,
+    /// (due, generation, feed): entries whose generation is not the feed's are stale.
+    heap: BinaryHeap<Reverse<(i64, u64, i64, String)>>,
+    host_free_at: HashMap<String, i64>,
+    min_host_gap_ms: i64,
+    applied: u64,
+    generation: u64,
+}
+
+impl Schedule {
+    /// An empty schedule with a politeness gap between fetches of one host.
+    pub fn new(min_host_gap_ms: i64) -> Self {
+        Schedule {
+            min_host_gap_ms: min_host_gap_ms.max(0),
+            ..Default::default()
+        }
+    }
+
+    /// The applied assignment version.
+    pub fn version(&self) -> u64 {
+        self.applied
+    }
+
+    /// Feeds currently assigned.
+    pub fn len(&self) -> usize {
+        self.feeds.len()
+    }
+
+    /// Whether no feed is assigned.
+    pub fn is_empty(&self) -> bool {
+        self.feeds.is_empty()
+    }
+
+    fn check(&self, version: u64, feeds: &[FeedTimes]) -> Result<(), UpdateError> {
+        if version <= self.applied {
+            return Err(UpdateError::Stale {
+                got: version,
+                applied: self.applied,
+            });
+        }
+        match feeds.iter().find(|f| f.period_ms <= 0) {
+            Some(f) => Err(UpdateError::BadPeriod(f.feed_id.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Replaces the whole assignment.
+    pub fn apply_snapshot(
+        &mut self,
+        version: u64,
+        feeds: Vec<FeedTimes>,
+        now_ms: i64,
+    ) -> Result<(), UpdateError> {
+        self.check(version, &feeds)?;
+        self.feeds.clear();
+        self.heap.clear();
+        for f in feeds {
+            self.insert(f, now_ms);
+        }
+        self.applied = version;
+        Ok(())
+    }
+
+    /// Upserts some feeds and revokes others.
+    pub fn apply_delta(
+        &mut self,
+        version: u64,
+        upserts: Vec<FeedTimes>,
+        removed: &[String],
+        now_ms: i64,
+    ) -> Result<(), UpdateError> {
+        self.check(version, &upserts)?;
+        for id in removed {
+            // Its heap entry becomes stale and is skipped when popped.
+            self.feeds.remove(id);
+        }
+        for f in upserts {
+            self.insert(f, now_ms);
+        }
+        self.applied = version;
+        Ok(())
+    }
+
+    fn insert(&mut self, f: FeedTimes, now_ms: i64) {
+        self.generation += 1;
+        if let Some(due) = f.next_after(now_ms - 1) {
+            self.heap
+                .push(Reverse((due, self.generation, due, f.feed_id.clone())));
+        }
+        self.feeds.insert(f.feed_id.clone(), (f, self.generation));
+    }
+
+    /// When the next fetch is due (possibly a stale entry: waking early is harmless).
+    pub fn next_due(&self) -> Option<i64> {
+        self.heap.peek().map(|Reverse((due, ..))| *due)
+    }
+
+    /// Every fetch that may start at `now_ms`, in due order; queues each feed's next fetch.
+    pub fn pop_due(&mut self, now_ms: i64) -> Vec<Due> {
+        let mut out = Vec::new();
+        while let Some(Reverse((due, generation, planned, id))) = self.heap.peek().cloned() {
+            if due > now_ms {
+                break;
+            }
+            self.heap.pop();
+            let Some((times, current)) = self.feeds.get(&id) else {
+                continue;
+            };
+            if *current != generation {
+                continue;
+            }
+            let free = self
+                .host_free_at
+                .get(&times.host)
+                .copied()
+                .unwrap_or(i64::MIN);
+            if free > now_ms {
+                // Host used too recently: retry when it is free, keeping the planned time.
+                self.heap.push(Reverse((free, generation, planned, id)));
+                continue;
+            }
+            self.host_free_at
+                .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
+            if let Some(next) = times.next_after(planned) {
+                self.heap
+                    .push(Reverse((next, generation, next, id.clone())));
+            }
+            out.push(Due {
+                feed_id: id,
+                planned_ms: planned,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(id: &str, host: &str, offsets: &[i64], period: i64) -> FeedTimes {
+        FeedTimes {
+            feed_id: id.into(),
+            host: host.into(),
+            offsets_ms: offsets.to_vec(),
+            period_ms: period,
+            origin_ms: 0,
+        }
+    }
+
+    #[test]
+    fn next_after_walks_offsets_and_periods() {
+        let f = feed("a", "h", &[300, 100], 1000);
+        assert_eq!(f.next_after(-1), Some(100));
+        assert_eq!(f.next_after(100), Some(300));
+        assert_eq!(f.next_after(300), Some(1100));
+        assert_eq!(f.next_after(2950), Some(3100));
+        assert_eq!(feed("e", "h", &[], 1000).next_after(0), None);
+    }
+
+    #[test]
+    fn fetches_come_due_in_order_and_repeat() {
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(
+            1,
+            vec![
+                feed("a", "h1", &[100, 600], 1000),
+                feed("b", "h2", &[300], 1000),
+            ],
+            0,
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        for now in (0..=2000).step_by(50) {
+            seen.extend(
+                s.pop_due(now)
+                    .into_iter()
+                    .map(|d| (d.feed_id, d.planned_ms)),
+            );
+        }
+        let want: Vec<(String, i64)> = [
+            ("a", 100),
+            ("b", 300),
+            ("a", 600),
+            ("a", 1100),
+            ("b", 1300),
+            ("a", 1600),
+        ]
+        .iter()
+        .map(|(f, t)| (f.to_string(), *t))
+        .collect();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn politeness_spaces_fetches_of_one_host() {
+        let mut s = Schedule::new(500);
+        s.apply_snapshot(
+            1,
+            vec![
+                feed("a", "same", &[100], 10_000),
+                feed("b", "same", &[100], 10_000),
+                feed("c", "other", &[100], 10_000),
+            ],
+            0,
+        )
+        .unwrap();
+        let first = s.pop_due(100);
+        assert_eq!(first.len(), 2, "one per host: {first:?}");
+        assert!(s.pop_due(599).is_empty());
+        let later = s.pop_due(600);
+        assert_eq!(later.len(), 1);
+        assert_eq!(
+            later[0].planned_ms, 100,
+            "the deferred fetch keeps its planned time (lateness 500 ms)"
+        );
+    }
+
+    #[test]
+    fn versions_revocations_and_bad_input() {
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(
+            5,
+            vec![feed("a", "h", &[100], 1000), feed("b", "h2", &[100], 1000)],
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            s.apply_snapshot(5, vec![], 0),
+            Err(UpdateError::Stale { got: 5, applied: 5 })
+        );
+        assert_eq!(
+            s.apply_delta(4, vec![], &[], 0),
+            Err(UpdateError::Stale { got: 4, applied: 5 })
+        );
+        assert_eq!(
+            s.apply_delta(6, vec![feed("z", "h", &[1], 0)], &[], 0),
+            Err(UpdateError::BadPeriod("z".into()))
+        );
+        assert_eq!(s.len(), 2, "rejected updates change nothing");
+        s.apply_delta(6, vec![feed("a", "h", &[700], 1000)], &["b".to_string()], 0)
+            .unwrap();
+        let due: Vec<String> = (0..1000)
+            .step_by(100)
+            .flat_map(|t| s.pop_due(t))
+            .map(|d| d.feed_id)
+            .collect();
+        assert_eq!(due, vec!["a"], "b revoked; a moved to 700");
+        assert_eq!(s.version(), 6);
+    }
+}
