@@ -26,6 +26,11 @@ async fn suite<B: KvBackend>(b: &B) {
     .unwrap();
     assert_eq!(b.get(k("feed/a")).await.unwrap(), Some(k("9")));
     assert_eq!(b.get(k("feed/b")).await.unwrap(), None);
+    let many = b
+        .get_many(vec![k("feed/b"), k("feed/a"), k("user/u")])
+        .await
+        .unwrap();
+    assert_eq!(many, vec![None, Some(k("9")), Some(k("3"))]);
     // put_if_absent: first write wins.
     assert!(b.put_if_absent(k("item/f/01"), k("x")).await.unwrap());
     assert!(!b.put_if_absent(k("item/f/01"), k("y")).await.unwrap());

@@ -59,6 +59,22 @@ impl KvBackend for EmbeddedBackend {
         .await
     }
 
+    async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(err)?;
+            let table = tx.open_table(KV).map_err(err)?;
+            keys.iter()
+                .map(|k| {
+                    Ok(table
+                        .get(k.as_slice())
+                        .map_err(err)?
+                        .map(|v| v.value().to_vec()))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<bool, StoreError> {
         self.blocking(move |db| {
             let tx = db.begin_write().map_err(err)?;

@@ -31,6 +31,11 @@ impl KvBackend for MemoryBackend {
         Ok(self.lock()?.get(&key).cloned())
     }
 
+    async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let map = self.lock()?;
+        Ok(keys.iter().map(|k| map.get(k).cloned()).collect())
+    }
+
     async fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<bool, StoreError> {
         let mut map = self.lock()?;
         if map.contains_key(&key) {

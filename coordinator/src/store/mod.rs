@@ -42,6 +42,11 @@ pub trait KvBackend: Send + Sync + 'static {
     /// The value at `key`.
     fn get(&self, key: Vec<u8>)
         -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send;
+    /// The values at several keys, read in one snapshot, in the order asked.
+    fn get_many(
+        &self,
+        keys: Vec<Vec<u8>>,
+    ) -> impl Future<Output = Result<Vec<Option<Vec<u8>>>, StoreError>> + Send;
     /// Sets `key` only if it is absent; returns whether it was written (the basis of
     /// idempotent ingest and duplicate detection).
     fn put_if_absent(
