@@ -4,6 +4,7 @@
 //! synchronous; everything async (later: gRPC services,
 //! storage, the relearn loop) wraps it.
 
+pub mod access;
 pub mod ingest;
 pub mod learn;
 pub mod plan;

@@ -1,0 +1,165 @@
+//! Reader access events into the per-user statistics the planner learns from.
+//!
+//! Each accepted event adds its user's weight to an hourly bin of the period: app-level
+//! events (no feed) to the user's app histogram, feed events to the (user, feed) histogram.
+//! `learn` later spreads app-level counts over the user's subscriptions. Events from unknown
+//! users, for unknown feeds, or with times far outside the current window are counted and
+//! skipped, never stored and never fatal.
+
+use std::collections::HashMap;
+
+/// An incoming access event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccessEvent {
+    /// User id.
+    pub user_id: String,
+    /// Feed id; empty = app-level.
+    pub feed_id: String,
+    /// Event time, Unix ms.
+    pub unix_ms: i64,
+}
+
+/// What a batch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessCounts {
+    /// Events recorded.
+    pub accepted: u64,
+    /// Skipped: user not registered.
+    pub unknown_user: u64,
+    /// Skipped: feed not registered.
+    pub unknown_feed: u64,
+    /// Skipped: time outside the accepted window.
+    pub out_of_window: u64,
+}
+
+#[derive(Debug)]
+struct UserStats {
+    weight: f32,
+    app: Vec<f32>,
+    feeds: HashMap<u32, Vec<f32>>,
+}
+
+/// Hourly access histograms per user (and per user and feed).
+#[derive(Debug)]
+pub struct AccessStats {
+    bins: usize,
+    bin_ms: i64,
+    users: HashMap<String, UserStats>,
+    feeds: HashMap<String, u32>,
+    /// Events outside `[now − max_age, now + max_skew]` are skipped.
+    max_age_ms: i64,
+    max_skew_ms: i64,
+}
+
+impl AccessStats {
+    /// Empty statistics with `bins` bins per `period_ms` (24 per day by default).
+    pub fn new(bins: usize, period_ms: i64) -> Self {
+        AccessStats {
+            bins,
+            bin_ms: period_ms / bins as i64,
+            users: HashMap::new(),
+            feeds: HashMap::new(),
+            max_age_ms: 28 * 86_400_000,
+            max_skew_ms: 3_600_000,
+        }
+    }
+
+    /// Registers (or re-weights) a user.
+    pub fn set_user(&mut self, user: &str, weight: f32) {
+        let bins = self.bins;
+        self.users
+            .entry(user.to_string())
+            .or_insert_with(|| UserStats {
+                weight,
+                app: vec![0.0; bins],
+                feeds: HashMap::new(),
+            })
+            .weight = weight;
+    }
+
+    /// Registers a feed.
+    pub fn set_feed(&mut self, feed: &str) {
+        let next = self.feeds.len() as u32;
+        self.feeds.entry(feed.to_string()).or_insert(next);
+    }
+
+    /// Records a batch at time `now_ms`.
+    pub fn record(&mut self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
+        let mut c = AccessCounts::default();
+        let (bins, bin_ms) = (self.bins, self.bin_ms);
+        for e in events {
+            if e.unix_ms < now_ms - self.max_age_ms || e.unix_ms > now_ms + self.max_skew_ms {
+                c.out_of_window += 1;
+                continue;
+            }
+            let Some(user) = self.users.get_mut(&e.user_id) else {
+                c.unknown_user += 1;
+                continue;
+            };
+            let bin = (e.unix_ms.rem_euclid(bin_ms * bins as i64) / bin_ms) as usize;
+            if e.feed_id.is_empty() {
+                user.app[bin] += user.weight;
+            } else {
+                let Some(&f) = self.feeds.get(&e.feed_id) else {
+                    c.unknown_feed += 1;
+                    continue;
+                };
+                user.feeds.entry(f).or_insert_with(|| vec![0.0; bins])[bin] += user.weight;
+            }
+            c.accepted += 1;
+        }
+        c
+    }
+
+    /// A user's app-level histogram.
+    pub fn app_histogram(&self, user: &str) -> Option<&[f32]> {
+        self.users.get(user).map(|u| u.app.as_slice())
+    }
+
+    /// A user's histogram for one feed.
+    pub fn feed_histogram(&self, user: &str, feed: &str) -> Option<&[f32]> {
+        let f = self.feeds.get(feed)?;
+        self.users.get(user)?.feeds.get(f).map(Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_land_in_bins_and_bad_ones_are_counted() {
+        let day = 86_400_000;
+        let mut s = AccessStats::new(24, day);
+        s.set_user("u", 2.0);
+        s.set_feed("f");
+        let now = 100 * day;
+        let ev = |u: &str, f: &str, t: i64| AccessEvent {
+            user_id: u.into(),
+            feed_id: f.into(),
+            unix_ms: t,
+        };
+        let c = s.record(
+            &[
+                ev("u", "", now - day + 8 * 3_600_000 + 5),
+                ev("u", "f", now - 2 * 3_600_000),
+                ev("ghost", "", now),
+                ev("u", "nofeed", now),
+                ev("u", "", now + 2 * 3_600_000),
+                ev("u", "", now - 60 * day),
+            ],
+            now,
+        );
+        assert_eq!(
+            c,
+            AccessCounts {
+                accepted: 2,
+                unknown_user: 1,
+                unknown_feed: 1,
+                out_of_window: 2
+            }
+        );
+        assert_eq!(s.app_histogram("u").unwrap()[8], 2.0);
+        assert_eq!(s.feed_histogram("u", "f").unwrap()[22], 2.0);
+    }
+}
