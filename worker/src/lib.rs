@@ -4,6 +4,7 @@
 //! * [`farm`] — a synthetic feed farm on loopback for demos, tests and benchmarks;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
+//! * [`reports`] — the bounded, acknowledged report buffer;
 //! * [`schedule`] — which feed to fetch when, from the versioned assignment;
 //! * [`target`] — which addresses a feed URL may reach.
 
@@ -11,5 +12,6 @@ pub mod clock;
 pub mod farm;
 pub mod fetch;
 pub mod parse;
+pub mod reports;
 pub mod schedule;
 pub mod target;
