@@ -5,6 +5,7 @@
 //! storage, the relearn loop) wraps it.
 
 pub mod access;
+pub mod api;
 pub mod ingest;
 pub mod learn;
 pub mod plan;

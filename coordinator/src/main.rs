@@ -1,9 +1,11 @@
 //! `kairos-coordinator`: the Kairos control plane's command line.
 //!
 //! Offline subcommands for capacity planning: `plan` (trace in, schedule out) and
-//! `simulate` (train on the first days of a trace, replay the rest, compare policies).
+//! `simulate` (train on the first days of a trace, replay the rest, compare policies);
+//! `serve` runs the gRPC API.
 
 mod cli;
+mod serve;
 
 use std::process::ExitCode;
 

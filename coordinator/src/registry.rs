@@ -202,6 +202,20 @@ impl<B: KvBackend> Registry<B> {
         }
     }
 
+    /// Users in id order after `after`.
+    pub async fn list_users(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<UserRecord>, RegistryError> {
+        let after = after.map(|a| Key::User(a).encode()).transpose()?;
+        let rows = self
+            .store
+            .range(Key::User("").prefix()?, after, limit)
+            .await?;
+        rows.iter().map(|(_, v)| decode(v)).collect()
+    }
+
     /// Removes a user and their subscriptions.
     pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
         self.get_user(id).await?;

@@ -71,3 +71,41 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A child process killed when dropped, so a failing test never leaks servers.
+pub struct Child(pub std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `kairos-coordinator serve` on a free loopback port with `args` added, waits for
+/// its "listening on" line and returns the process and the address. Its stderr goes to
+/// `log` (one log file per process).
+pub fn start_coordinator(args: &[&str], log: &Path) -> (Child, String) {
+    use std::io::BufRead;
+    let mut cmd = Command::new(bin("kairos-coordinator"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+    cmd.stdout(std::process::Stdio::piped());
+    cmd.stderr(std::fs::File::create(log).expect("log file"));
+    let mut child = Child(cmd.spawn().expect("start kairos-coordinator serve"));
+    let stdout = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(addr) = line.strip_prefix("kairos-coordinator listening on ") {
+                let _ = tx.send(addr.to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("coordinator did not start; see {}", log.display()));
+    (child, format!("http://{addr}"))
+}

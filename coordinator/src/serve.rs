@@ -1,0 +1,90 @@
+//! `kairos-coordinator serve`: the gRPC server over the embedded (or in-memory) store.
+//!
+//! Serves `Admin` and `Postings`, gRPC health checking (so Kubernetes probes and grpcurl
+//! work) and server reflection. Stops on SIGINT/SIGTERM: it stops accepting, lets
+//! in-flight calls finish, then exits.
+
+use anyhow::{Context, Result};
+use kairos_coordinator::api::admin::AdminService;
+use kairos_coordinator::api::postings::PostingsService;
+use kairos_coordinator::ingest::Ingestor;
+use kairos_coordinator::registry::Registry;
+use kairos_coordinator::store::embedded::EmbeddedBackend;
+use kairos_coordinator::store::memory::MemoryBackend;
+use kairos_coordinator::store::KvBackend;
+use kairos_proto::v1::admin_server::AdminServer;
+use kairos_proto::v1::postings_server::PostingsServer;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Runs the server until a shutdown signal.
+pub fn serve(listen: SocketAddr, data_dir: Option<PathBuf>) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        match data_dir {
+            Some(dir) => {
+                run(
+                    Arc::new(
+                        EmbeddedBackend::open(&dir)
+                            .with_context(|| format!("opening the store in {}", dir.display()))?,
+                    ),
+                    listen,
+                )
+                .await
+            }
+            None => run(Arc::new(MemoryBackend::new()), listen).await,
+        }
+    })
+}
+
+async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding {listen}"))?;
+    let bound = listener.local_addr()?;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<AdminServer<AdminService<B>>>().await;
+    health
+        .set_serving::<PostingsServer<PostingsService<B>>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(kairos_proto::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+    let admin = AdminService::new(Registry::new(store.clone()));
+    let postings = PostingsService::new(Arc::new(Ingestor::new(store)));
+    // Printed for operators and for tests that asked for port 0.
+    println!("kairos-coordinator listening on {bound}");
+    tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(AdminServer::new(admin))
+        .add_service(PostingsServer::new(postings))
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener),
+            shutdown_signal(),
+        )
+        .await
+        .context("serving gRPC")?;
+    eprintln!("kairos-coordinator: shut down");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,181 @@
+//! `kairos-coordinator serve` as a real process: the Admin and Postings APIs with clear
+//! statuses for bad input, gRPC health, and state that survives a restart.
+
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::postings_client::PostingsClient;
+use kairos_tests::{start_coordinator, TempDir};
+use tonic::Code;
+
+fn add_feed(id: &str, url: &str) -> pb::AddFeedRequest {
+    pb::AddFeedRequest {
+        feed_id: id.into(),
+        url: url.into(),
+        weight: 0.0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_restart() {
+    let dir = TempDir::new("serve");
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let (child, url) = start_coordinator(
+        &["--data-dir", data_arg],
+        &dir.path().join("coordinator-1.log"),
+    );
+    let mut admin = AdminClient::connect(url.clone()).await.unwrap();
+
+    // Health checking for probes.
+    let channel = tonic::transport::Channel::from_shared(url.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let status = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "kairos.v1.Admin".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+
+    let feed = admin
+        .add_feed(add_feed("news", "https://news.example/feed.xml"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(feed.host, "news.example");
+    let code = |r: Result<tonic::Response<pb::Feed>, tonic::Status>| r.unwrap_err().code();
+    assert_eq!(
+        code(
+            admin
+                .add_feed(add_feed("news", "https://other.example/"))
+                .await
+        ),
+        Code::AlreadyExists
+    );
+    assert_eq!(
+        code(admin.add_feed(add_feed("", "not a url")).await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(admin.add_feed(add_feed("", "ftp://x.example/")).await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(
+            admin
+                .get_feed(pb::GetFeedRequest {
+                    feed_id: "nope".into()
+                })
+                .await
+        ),
+        Code::NotFound
+    );
+    admin
+        .add_user(pb::AddUserRequest {
+            user_id: "ann".into(),
+            weight: 1.0,
+        })
+        .await
+        .unwrap();
+    let sub = |u: &str, f: &str| pb::SubscribeRequest {
+        user_id: u.into(),
+        feed_id: f.into(),
+    };
+    assert_eq!(
+        admin
+            .subscribe(sub("ann", "nope"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    admin.subscribe(sub("ann", "news")).await.unwrap();
+    assert_eq!(
+        admin
+            .subscribe(sub("ann", "news"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::AlreadyExists
+    );
+    let empty = pb::ImportOpmlRequest {
+        opml: "<opml version=\"2.0\"><body/></opml>".into(),
+        user_id: String::new(),
+    };
+    assert_eq!(
+        admin.import_opml(empty).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+    let opml = pb::ImportOpmlRequest {
+        opml: r#"<opml version="2.0"><body><outline xmlUrl="https://a.example/rss"/><outline xmlUrl="https://b.example/atom"/></body></opml>"#.into(),
+        user_id: "ann".into(),
+    };
+    let imported = admin.import_opml(opml).await.unwrap().into_inner();
+    assert_eq!((imported.feeds_added, imported.subscriptions_added), (2, 2));
+    assert_eq!(
+        admin
+            .get_stats(pb::GetStatsRequest {})
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unimplemented
+    );
+
+    let mut postings = PostingsClient::connect(url.clone()).await.unwrap();
+    let req = |cursor: &str| pb::ListPostingsRequest {
+        scope: Some(pb::list_postings_request::Scope::FeedId("news".into())),
+        cursor: cursor.into(),
+        limit: 10,
+    };
+    assert!(postings
+        .list_postings(req(""))
+        .await
+        .unwrap()
+        .into_inner()
+        .postings
+        .is_empty());
+    assert_eq!(
+        postings
+            .list_postings(req("not-a-cursor"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::InvalidArgument
+    );
+
+    // Restart on the same data directory: the registry survives.
+    drop(child);
+    let (_child, url) = start_coordinator(
+        &["--data-dir", data_arg],
+        &dir.path().join("coordinator-2.log"),
+    );
+    let mut admin = AdminClient::connect(url).await.unwrap();
+    let feeds = admin
+        .list_feeds(pb::ListFeedsRequest {
+            after_feed_id: String::new(),
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .feeds;
+    assert_eq!(feeds.len(), 3);
+    let subs = admin
+        .list_subscriptions(pb::ListSubscriptionsRequest {
+            scope: Some(pb::list_subscriptions_request::Scope::UserId("ann".into())),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .subscriptions;
+    assert_eq!(subs.len(), 3);
+}
