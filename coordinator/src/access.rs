@@ -83,6 +83,33 @@ impl AccessStats {
         self.feeds.entry(feed.to_string()).or_insert(next);
     }
 
+    /// Forgets a user (their later events are skipped as unknown).
+    pub fn remove_user(&mut self, user: &str) {
+        self.users.remove(user);
+    }
+
+    /// Forgets a feed.
+    pub fn remove_feed(&mut self, feed: &str) {
+        self.feeds.remove(feed);
+    }
+
+    /// What [`Self::record`] would do with a batch, without recording anything.
+    pub fn check(&self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
+        let mut c = AccessCounts::default();
+        for e in events {
+            if e.unix_ms < now_ms - self.max_age_ms || e.unix_ms > now_ms + self.max_skew_ms {
+                c.out_of_window += 1;
+            } else if !self.users.contains_key(&e.user_id) {
+                c.unknown_user += 1;
+            } else if !e.feed_id.is_empty() && !self.feeds.contains_key(&e.feed_id) {
+                c.unknown_feed += 1;
+            } else {
+                c.accepted += 1;
+            }
+        }
+        c
+    }
+
     /// Records a batch at time `now_ms`.
     pub fn record(&mut self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
         let mut c = AccessCounts::default();

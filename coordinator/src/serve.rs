@@ -1,11 +1,13 @@
 //! `kairos-coordinator serve`: the gRPC server over the embedded (or in-memory) store.
 //!
-//! Serves `Admin` and `Postings`, gRPC health checking (so Kubernetes probes and grpcurl
+//! Serves `Admin`, `Postings` and `Ingest`, gRPC health checking (so Kubernetes probes and grpcurl
 //! work) and server reflection. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
 use anyhow::{Context, Result};
+use kairos_coordinator::access::AccessStats;
 use kairos_coordinator::api::admin::AdminService;
+use kairos_coordinator::api::ingest::IngestService;
 use kairos_coordinator::api::postings::PostingsService;
 use kairos_coordinator::ingest::Ingestor;
 use kairos_coordinator::registry::Registry;
@@ -13,6 +15,7 @@ use kairos_coordinator::store::embedded::EmbeddedBackend;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::store::KvBackend;
 use kairos_proto::v1::admin_server::AdminServer;
+use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_proto::v1::postings_server::PostingsServer;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,7 +59,28 @@ async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
-    let admin = AdminService::new(Registry::new(store.clone()));
+    // The access statistics start from the registry's users and feeds.
+    let registry = Registry::new(store.clone());
+    let mut access = AccessStats::new(24, 86_400_000);
+    let mut after: Option<String> = None;
+    loop {
+        let page = registry.list_users(after.as_deref(), 1000).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.id.clone());
+        page.iter()
+            .for_each(|u| access.set_user(&u.id, u.weight as f32));
+    }
+    let mut after: Option<String> = None;
+    loop {
+        let page = registry.list_feeds(after.as_deref(), 1000).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.id.clone());
+        page.iter().for_each(|f| access.set_feed(&f.id));
+    }
+    let access = Arc::new(std::sync::Mutex::new(access));
+    health.set_serving::<IngestServer<IngestService>>().await;
+    let ingest = IngestService::new(access.clone());
+    let admin = AdminService::new(registry, access);
     let postings = PostingsService::new(Arc::new(Ingestor::new(store)));
     // Printed for operators and for tests that asked for port 0.
     println!("kairos-coordinator listening on {bound}");
@@ -65,6 +89,7 @@ async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
         .add_service(reflection)
         .add_service(AdminServer::new(admin))
         .add_service(PostingsServer::new(postings))
+        .add_service(IngestServer::new(ingest))
         .serve_with_incoming_shutdown(
             tonic::transport::server::TcpIncoming::from(listener),
             shutdown_signal(),

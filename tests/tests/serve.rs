@@ -7,6 +7,13 @@ use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::{start_coordinator, TempDir};
 use tonic::Code;
 
+/// A client stream of the given messages.
+fn tokio_stream_of<T: Send + 'static>(
+    items: Vec<T>,
+) -> impl tonic::codegen::tokio_stream::Stream<Item = T> + Send + 'static {
+    tonic::codegen::tokio_stream::iter(items)
+}
+
 fn add_feed(id: &str, url: &str) -> pb::AddFeedRequest {
     pb::AddFeedRequest {
         feed_id: id.into(),
@@ -152,12 +159,55 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         Code::InvalidArgument
     );
 
+    // Reader access events: a unary batch is all or nothing, a stream skips bad events.
+    let mut ingest = kairos_proto::v1::ingest_client::IngestClient::connect(url.clone())
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let ev = |u: &str, f: &str| pb::AccessEvent {
+        user_id: u.into(),
+        feed_id: f.into(),
+        unix_ms: now,
+    };
+    let good = pb::RecordAccessesRequest {
+        events: vec![ev("ann", ""), ev("ann", "news")],
+    };
+    assert_eq!(
+        ingest
+            .record_accesses(good.clone())
+            .await
+            .unwrap()
+            .into_inner()
+            .accepted,
+        2
+    );
+    let mixed = pb::RecordAccessesRequest {
+        events: vec![ev("ann", ""), ev("ghost", ""), ev("ann", "nope")],
+    };
+    let refused = ingest.record_accesses(mixed.clone()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().contains("1 events from unknown users"),
+        "{}",
+        refused.message()
+    );
+    let streamed = ingest
+        .stream_accesses(tokio_stream_of(vec![good, mixed]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(streamed.accepted, 3, "2 good + 1 good of the mixed batch");
+
     // Restart on the same data directory: the registry survives.
     drop(child);
     let (_child, url) = start_coordinator(
         &["--data-dir", data_arg],
         &dir.path().join("coordinator-2.log"),
     );
+    let url_after_restart = url.clone();
     let mut admin = AdminClient::connect(url).await.unwrap();
     let feeds = admin
         .list_feeds(pb::ListFeedsRequest {
@@ -178,4 +228,28 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         .into_inner()
         .subscriptions;
     assert_eq!(subs.len(), 3);
+    // The restarted server knows the registered users and feeds for access events too.
+    let mut ingest = kairos_proto::v1::ingest_client::IngestClient::connect(url_after_restart)
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let batch = pb::RecordAccessesRequest {
+        events: vec![pb::AccessEvent {
+            user_id: "ann".into(),
+            feed_id: "news".into(),
+            unix_ms: now,
+        }],
+    };
+    assert_eq!(
+        ingest
+            .record_accesses(batch)
+            .await
+            .unwrap()
+            .into_inner()
+            .accepted,
+        1
+    );
 }

@@ -2,6 +2,7 @@
 //! Settings, plan inspection, stats and workers arrive with the relearn loop and the worker
 //! protocol; until then those calls answer `UNIMPLEMENTED` with a message saying so.
 
+use super::ingest::SharedAccessStats;
 use super::page_limit;
 use crate::registry::{FeedRecord, Registry, UserRecord};
 use crate::store::KvBackend;
@@ -9,15 +10,22 @@ use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
-/// `Admin` over a registry.
+/// `Admin` over a registry; keeps the access statistics' view of users and feeds current.
 pub struct AdminService<B> {
     registry: Registry<B>,
+    access: SharedAccessStats,
 }
 
 impl<B> AdminService<B> {
-    /// A service over `registry`.
-    pub fn new(registry: Registry<B>) -> Self {
-        AdminService { registry }
+    /// A service over `registry` that also registers users and feeds in `access`.
+    pub fn new(registry: Registry<B>, access: SharedAccessStats) -> Self {
+        AdminService { registry, access }
+    }
+
+    fn with_access(&self, f: impl FnOnce(&mut crate::access::AccessStats)) {
+        // A poisoned lock only means a panic elsewhere; the statistics themselves are fine.
+        let mut stats = self.access.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut stats);
     }
 }
 
@@ -48,16 +56,18 @@ impl<B: KvBackend> Admin for AdminService<B> {
     async fn add_feed(&self, r: Request<pb::AddFeedRequest>) -> Result<Response<pb::Feed>, Status> {
         let r = r.into_inner();
         let id = (!r.feed_id.is_empty()).then_some(r.feed_id.as_str());
-        Ok(Response::new(feed(
-            self.registry.add_feed(id, &r.url, r.weight).await?,
-        )))
+        let added = self.registry.add_feed(id, &r.url, r.weight).await?;
+        self.with_access(|a| a.set_feed(&added.id));
+        Ok(Response::new(feed(added)))
     }
 
     async fn remove_feed(
         &self,
         r: Request<pb::RemoveFeedRequest>,
     ) -> Result<Response<pb::RemoveFeedResponse>, Status> {
-        self.registry.remove_feed(&r.into_inner().feed_id).await?;
+        let id = r.into_inner().feed_id;
+        self.registry.remove_feed(&id).await?;
+        self.with_access(|a| a.remove_feed(&id));
         Ok(Response::new(pb::RemoveFeedResponse {}))
     }
 
@@ -81,16 +91,18 @@ impl<B: KvBackend> Admin for AdminService<B> {
 
     async fn add_user(&self, r: Request<pb::AddUserRequest>) -> Result<Response<pb::User>, Status> {
         let r = r.into_inner();
-        Ok(Response::new(user(
-            self.registry.add_user(&r.user_id, r.weight).await?,
-        )))
+        let added = self.registry.add_user(&r.user_id, r.weight).await?;
+        self.with_access(|a| a.set_user(&added.id, added.weight as f32));
+        Ok(Response::new(user(added)))
     }
 
     async fn remove_user(
         &self,
         r: Request<pb::RemoveUserRequest>,
     ) -> Result<Response<pb::RemoveUserResponse>, Status> {
-        self.registry.remove_user(&r.into_inner().user_id).await?;
+        let id = r.into_inner().user_id;
+        self.registry.remove_user(&id).await?;
+        self.with_access(|a| a.remove_user(&id));
         Ok(Response::new(pb::RemoveUserResponse {}))
     }
 
@@ -177,6 +189,14 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let r = r.into_inner();
         let user = (!r.user_id.is_empty()).then_some(r.user_id.as_str());
         let got = self.registry.import_opml(&r.opml, user).await?;
+        // Imported feeds are new to the access statistics as well.
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.registry.list_feeds(after.as_deref(), 1000).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id.clone());
+            self.with_access(|a| page.iter().for_each(|f| a.set_feed(&f.id)));
+        }
         Ok(Response::new(pb::ImportOpmlResponse {
             feeds_added: got.feeds_added,
             feeds_already_present: got.feeds_already_present,

@@ -2,6 +2,7 @@
 //! (later) the planner, with one explicit mapping from domain errors to gRPC status codes.
 
 pub mod admin;
+pub mod ingest;
 pub mod postings;
 
 use crate::ingest::IngestError;

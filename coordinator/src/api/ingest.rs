@@ -1,0 +1,93 @@
+//! The `Ingest` service: reader access events into the access statistics.
+//!
+//! A unary batch is all or nothing: it is checked first, and a batch with any unknown user
+//! or feed, or a time outside the accepted window, is refused with `INVALID_ARGUMENT`
+//! naming the counts, and records nothing. A stream is lenient, for firehoses: bad events
+//! are counted and skipped, and the reply says how many were accepted.
+
+use crate::access::{AccessCounts, AccessEvent, AccessStats};
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::ingest_server::Ingest;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tonic::{Request, Response, Status, Streaming};
+
+/// Access statistics shared by the services that see users and feeds come and go.
+pub type SharedAccessStats = Arc<Mutex<AccessStats>>;
+
+/// `Ingest` over shared access statistics.
+pub struct IngestService {
+    stats: SharedAccessStats,
+}
+
+impl IngestService {
+    /// A service recording into `stats`.
+    pub fn new(stats: SharedAccessStats) -> Self {
+        IngestService { stats }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn events(batch: Vec<pb::AccessEvent>) -> Vec<AccessEvent> {
+    batch
+        .into_iter()
+        .map(|e| AccessEvent {
+            user_id: e.user_id,
+            feed_id: e.feed_id,
+            unix_ms: e.unix_ms,
+        })
+        .collect()
+}
+
+fn lock(stats: &SharedAccessStats) -> Result<std::sync::MutexGuard<'_, AccessStats>, Status> {
+    stats
+        .lock()
+        .map_err(|_| Status::internal("access statistics poisoned by a panic"))
+}
+
+#[tonic::async_trait]
+impl Ingest for IngestService {
+    async fn record_accesses(
+        &self,
+        r: Request<pb::RecordAccessesRequest>,
+    ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
+        let batch = events(r.into_inner().events);
+        let now = now_ms();
+        let mut stats = lock(&self.stats)?;
+        let c = stats.check(&batch, now);
+        if c.accepted as usize != batch.len() {
+            let AccessCounts {
+                unknown_user,
+                unknown_feed,
+                out_of_window,
+                ..
+            } = c;
+            return Err(Status::invalid_argument(format!(
+                "batch refused: {unknown_user} events from unknown users, {unknown_feed} for unknown feeds, {out_of_window} outside the accepted time window"
+            )));
+        }
+        let recorded = stats.record(&batch, now);
+        Ok(Response::new(pb::RecordAccessesResponse {
+            accepted: recorded.accepted,
+        }))
+    }
+
+    async fn stream_accesses(
+        &self,
+        r: Request<Streaming<pb::RecordAccessesRequest>>,
+    ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
+        let mut stream = r.into_inner();
+        let mut accepted = 0;
+        while let Some(msg) = stream.message().await? {
+            let batch = events(msg.events);
+            accepted += lock(&self.stats)?.record(&batch, now_ms()).accepted;
+        }
+        Ok(Response::new(pb::RecordAccessesResponse { accepted }))
+    }
+}
