@@ -60,6 +60,8 @@ impl From<BadId> for RegistryError {
 pub struct OpmlImport {
     /// Feeds newly added.
     pub feeds_added: u32,
+    /// Ids of the feeds newly added.
+    pub added_ids: Vec<String>,
     /// Feeds whose URL was already registered.
     pub feeds_already_present: u32,
     /// Subscriptions added for the importing user.
@@ -202,6 +204,34 @@ impl<B: KvBackend> Registry<B> {
         }
     }
 
+    /// Every feed, read page by page.
+    pub async fn all_feeds(&self) -> Result<Vec<FeedRecord>, RegistryError> {
+        let mut out: Vec<FeedRecord> = Vec::new();
+        loop {
+            let page = self
+                .list_feeds(out.last().map(|f| f.id.as_str()), 1000)
+                .await?;
+            if page.is_empty() {
+                return Ok(out);
+            }
+            out.extend(page);
+        }
+    }
+
+    /// Every user, read page by page.
+    pub async fn all_users(&self) -> Result<Vec<UserRecord>, RegistryError> {
+        let mut out: Vec<UserRecord> = Vec::new();
+        loop {
+            let page = self
+                .list_users(out.last().map(|u| u.id.as_str()), 1000)
+                .await?;
+            if page.is_empty() {
+                return Ok(out);
+            }
+            out.extend(page);
+        }
+    }
+
     /// Users in id order after `after`.
     pub async fn list_users(
         &self,
@@ -324,6 +354,7 @@ impl<B: KvBackend> Registry<B> {
             let id = match self.add_feed(None, &raw, 1.0).await {
                 Ok(rec) => {
                     out.feeds_added += 1;
+                    out.added_ids.push(rec.id.clone());
                     rec.id
                 }
                 Err(RegistryError::AlreadyExists(_)) => {

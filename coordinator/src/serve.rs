@@ -62,20 +62,11 @@ async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
     // The access statistics start from the registry's users and feeds.
     let registry = Registry::new(store.clone());
     let mut access = AccessStats::new(24, 86_400_000);
-    let mut after: Option<String> = None;
-    loop {
-        let page = registry.list_users(after.as_deref(), 1000).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.id.clone());
-        page.iter()
-            .for_each(|u| access.set_user(&u.id, u.weight as f32));
+    for u in registry.all_users().await? {
+        access.set_user(&u.id, u.weight as f32);
     }
-    let mut after: Option<String> = None;
-    loop {
-        let page = registry.list_feeds(after.as_deref(), 1000).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.id.clone());
-        page.iter().for_each(|f| access.set_feed(&f.id));
+    for f in registry.all_feeds().await? {
+        access.set_feed(&f.id);
     }
     let access = Arc::new(std::sync::Mutex::new(access));
     health.set_serving::<IngestServer<IngestService>>().await;

@@ -190,13 +190,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let user = (!r.user_id.is_empty()).then_some(r.user_id.as_str());
         let got = self.registry.import_opml(&r.opml, user).await?;
         // Imported feeds are new to the access statistics as well.
-        let mut after: Option<String> = None;
-        loop {
-            let page = self.registry.list_feeds(after.as_deref(), 1000).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.id.clone());
-            self.with_access(|a| page.iter().for_each(|f| a.set_feed(&f.id)));
-        }
+        self.with_access(|a| got.added_ids.iter().for_each(|f| a.set_feed(f)));
         Ok(Response::new(pb::ImportOpmlResponse {
             feeds_added: got.feeds_added,
             feeds_already_present: got.feeds_already_present,
