@@ -47,6 +47,9 @@ struct ServeArgs {
     /// memory and lost on exit.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
+    #[arg(long, default_value = "127.0.0.1:9700")]
+    metrics_addr: std::net::SocketAddr,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -150,7 +153,7 @@ pub fn run() -> Result<()> {
     match cli.command {
         Command::Plan(a) => plan(a),
         Command::Simulate(a) => simulate(a),
-        Command::Serve(a) => crate::serve::serve(a.listen, a.data_dir),
+        Command::Serve(a) => crate::serve::serve(a.listen, a.data_dir, a.metrics_addr),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod access;
 pub mod api;
 pub mod ingest;
 pub mod learn;
+pub mod metrics;
 pub mod plan;
 pub mod registry;
 pub mod shard;

@@ -1,6 +1,6 @@
 //! `kairos-coordinator serve`: the gRPC server over the embedded (or in-memory) store.
 //!
-//! Serves `Admin`, `Postings` and `Ingest`, gRPC health checking (so Kubernetes probes and grpcurl
+//! Serves `Admin`, `Postings` and `Ingest`, Prometheus metrics on `/metrics`, gRPC health checking (so Kubernetes probes and grpcurl
 //! work) and server reflection. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
@@ -22,7 +22,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Runs the server until a shutdown signal.
-pub fn serve(listen: SocketAddr, data_dir: Option<PathBuf>) -> Result<()> {
+pub fn serve(
+    listen: SocketAddr,
+    data_dir: Option<PathBuf>,
+    metrics_addr: SocketAddr,
+) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -36,15 +40,21 @@ pub fn serve(listen: SocketAddr, data_dir: Option<PathBuf>) -> Result<()> {
                             .with_context(|| format!("opening the store in {}", dir.display()))?,
                     ),
                     listen,
+                    metrics_addr,
                 )
                 .await
             }
-            None => run(Arc::new(MemoryBackend::new()), listen).await,
+            None => run(Arc::new(MemoryBackend::new()), listen, metrics_addr).await,
         }
     })
 }
 
-async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
+async fn run<B: KvBackend>(
+    store: Arc<B>,
+    listen: SocketAddr,
+    metrics_addr: SocketAddr,
+) -> Result<()> {
+    let metrics = serve_metrics(metrics_addr).await?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
@@ -62,12 +72,15 @@ async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
     // The access statistics start from the registry's users and feeds.
     let registry = Registry::new(store.clone());
     let mut access = AccessStats::new(24, 86_400_000);
-    for u in registry.all_users().await? {
+    let (users, feeds) = (registry.all_users().await?, registry.all_feeds().await?);
+    for u in &users {
         access.set_user(&u.id, u.weight as f32);
     }
-    for f in registry.all_feeds().await? {
+    for f in &feeds {
         access.set_feed(&f.id);
     }
+    metrics::gauge!(kairos_coordinator::metrics::REGISTRY_USERS).set(users.len() as f64);
+    metrics::gauge!(kairos_coordinator::metrics::REGISTRY_FEEDS).set(feeds.len() as f64);
     let access = Arc::new(std::sync::Mutex::new(access));
     health.set_serving::<IngestServer<IngestService>>().await;
     let ingest = IngestService::new(access.clone());
@@ -87,8 +100,50 @@ async fn run<B: KvBackend>(store: Arc<B>, listen: SocketAddr) -> Result<()> {
         )
         .await
         .context("serving gRPC")?;
+    metrics.abort();
     eprintln!("kairos-coordinator: shut down");
     Ok(())
+}
+
+/// Installs the Prometheus recorder and serves its text format on `GET /metrics` at
+/// `addr` (printed once bound, so port 0 works).
+async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    kairos_coordinator::metrics::describe();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics address {addr}"))?;
+    println!("kairos-coordinator metrics on {}", listener.local_addr()?);
+    Ok(tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let handle = handle.clone();
+                        async move {
+                            let (status, body) = if req.uri().path() == "/metrics" {
+                                (hyper::StatusCode::OK, handle.render())
+                            } else {
+                                (hyper::StatusCode::NOT_FOUND, String::new())
+                            };
+                            let mut resp = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from(body),
+                            ));
+                            *resp.status_mut() = status;
+                            Ok::<_, std::convert::Infallible>(resp)
+                        }
+                    },
+                );
+                // A scraper hanging up is not an error of ours.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }))
 }
 
 async fn shutdown_signal() {

@@ -82,13 +82,30 @@ impl Drop for Child {
     }
 }
 
-/// Starts `kairos-coordinator serve` on a free loopback port with `args` added, waits for
-/// its "listening on" line and returns the process and the address. Its stderr goes to
-/// `log` (one log file per process).
-pub fn start_coordinator(args: &[&str], log: &Path) -> (Child, String) {
+/// A started coordinator.
+pub struct Coordinator {
+    /// The process (killed on drop).
+    pub child: Child,
+    /// gRPC endpoint, `http://host:port`.
+    pub url: String,
+    /// Metrics endpoint, `host:port`.
+    pub metrics: String,
+}
+
+/// Starts `kairos-coordinator serve` on free loopback ports with `args` added, waits for
+/// its "listening on" and "metrics on" lines and returns the process and the addresses.
+/// Its stderr goes to `log` (one log file per process).
+pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
     use std::io::BufRead;
     let mut cmd = Command::new(bin("kairos-coordinator"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ])
+    .args(args);
     cmd.stdout(std::process::Stdio::piped());
     cmd.stderr(std::fs::File::create(log).expect("log file"));
     let mut child = Child(cmd.spawn().expect("start kairos-coordinator serve"));
@@ -100,12 +117,34 @@ pub fn start_coordinator(args: &[&str], log: &Path) -> (Child, String) {
             .map_while(Result::ok)
         {
             if let Some(addr) = line.strip_prefix("kairos-coordinator listening on ") {
-                let _ = tx.send(addr.to_string());
+                let _ = tx.send(("grpc", addr.to_string()));
+            } else if let Some(addr) = line.strip_prefix("kairos-coordinator metrics on ") {
+                let _ = tx.send(("metrics", addr.to_string()));
             }
         }
     });
-    let addr = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("coordinator did not start; see {}", log.display()));
-    (child, format!("http://{addr}"))
+    let (mut url, mut metrics) = (None, None);
+    while url.is_none() || metrics.is_none() {
+        match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(("grpc", a)) => url = Some(format!("http://{a}")),
+            Ok((_, a)) => metrics = Some(a),
+            Err(_) => panic!("coordinator did not start; see {}", log.display()),
+        }
+    }
+    Coordinator {
+        child,
+        url: url.unwrap_or_default(),
+        metrics: metrics.unwrap_or_default(),
+    }
+}
+
+/// `GET /metrics` from `addr` (plain HTTP/1.0 over loopback).
+pub fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to metrics");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .expect("send scrape");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read scrape");
+    out
 }

@@ -4,7 +4,7 @@
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::postings_client::PostingsClient;
-use kairos_tests::{start_coordinator, TempDir};
+use kairos_tests::{scrape, start_coordinator, TempDir};
 use tonic::Code;
 
 /// A client stream of the given messages.
@@ -27,10 +27,11 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
     let dir = TempDir::new("serve");
     let data = dir.path().join("data");
     let data_arg = data.to_str().unwrap();
-    let (child, url) = start_coordinator(
+    let first = start_coordinator(
         &["--data-dir", data_arg],
         &dir.path().join("coordinator-1.log"),
     );
+    let url = first.url.clone();
     let mut admin = AdminClient::connect(url.clone()).await.unwrap();
 
     // Health checking for probes.
@@ -202,11 +203,26 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
     assert_eq!(streamed.accepted, 3, "2 good + 1 good of the mixed batch");
 
     // Restart on the same data directory: the registry survives.
-    drop(child);
-    let (_child, url) = start_coordinator(
+    // Prometheus metrics of what happened so far.
+    let text = scrape(&first.metrics);
+    for line in [
+        "kairos_ingest_access_events_total{result=\"accepted\"} 5",
+        "kairos_ingest_access_events_total{result=\"unknown_user\"} 2",
+        "kairos_ingest_access_events_total{result=\"unknown_feed\"} 2",
+        "kairos_registry_feeds 3",
+        "kairos_registry_users 1",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in:\n{text}"
+        );
+    }
+    drop(first);
+    let second = start_coordinator(
         &["--data-dir", data_arg],
         &dir.path().join("coordinator-2.log"),
     );
+    let url = second.url.clone();
     let url_after_restart = url.clone();
     let mut admin = AdminClient::connect(url).await.unwrap();
     let feeds = admin
@@ -251,5 +267,10 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
             .into_inner()
             .accepted,
         1
+    );
+    let text = scrape(&second.metrics);
+    assert!(
+        text.lines().any(|l| l == "kairos_registry_feeds 3"),
+        "gauges come back from the store:\n{text}"
     );
 }

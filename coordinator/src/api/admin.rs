@@ -58,6 +58,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let id = (!r.feed_id.is_empty()).then_some(r.feed_id.as_str());
         let added = self.registry.add_feed(id, &r.url, r.weight).await?;
         self.with_access(|a| a.set_feed(&added.id));
+        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).increment(1.0);
         Ok(Response::new(feed(added)))
     }
 
@@ -68,6 +69,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let id = r.into_inner().feed_id;
         self.registry.remove_feed(&id).await?;
         self.with_access(|a| a.remove_feed(&id));
+        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).decrement(1.0);
         Ok(Response::new(pb::RemoveFeedResponse {}))
     }
 
@@ -93,6 +95,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let r = r.into_inner();
         let added = self.registry.add_user(&r.user_id, r.weight).await?;
         self.with_access(|a| a.set_user(&added.id, added.weight as f32));
+        metrics::gauge!(crate::metrics::REGISTRY_USERS).increment(1.0);
         Ok(Response::new(user(added)))
     }
 
@@ -103,6 +106,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let id = r.into_inner().user_id;
         self.registry.remove_user(&id).await?;
         self.with_access(|a| a.remove_user(&id));
+        metrics::gauge!(crate::metrics::REGISTRY_USERS).decrement(1.0);
         Ok(Response::new(pb::RemoveUserResponse {}))
     }
 
@@ -191,6 +195,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let got = self.registry.import_opml(&r.opml, user).await?;
         // Imported feeds are new to the access statistics as well.
         self.with_access(|a| got.added_ids.iter().for_each(|f| a.set_feed(f)));
+        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).increment(got.added_ids.len() as f64);
         Ok(Response::new(pb::ImportOpmlResponse {
             feeds_added: got.feeds_added,
             feeds_already_present: got.feeds_already_present,

@@ -62,6 +62,8 @@ impl Ingest for IngestService {
         let mut stats = lock(&self.stats)?;
         let c = stats.check(&batch, now);
         if c.accepted as usize != batch.len() {
+            // The whole batch is refused: every event counts as skipped, by its reason.
+            crate::metrics::record_access(&AccessCounts { accepted: 0, ..c });
             let AccessCounts {
                 unknown_user,
                 unknown_feed,
@@ -73,6 +75,7 @@ impl Ingest for IngestService {
             )));
         }
         let recorded = stats.record(&batch, now);
+        crate::metrics::record_access(&recorded);
         Ok(Response::new(pb::RecordAccessesResponse {
             accepted: recorded.accepted,
         }))
@@ -86,7 +89,9 @@ impl Ingest for IngestService {
         let mut accepted = 0;
         while let Some(msg) = stream.message().await? {
             let batch = events(msg.events);
-            accepted += lock(&self.stats)?.record(&batch, now_ms()).accepted;
+            let c = lock(&self.stats)?.record(&batch, now_ms());
+            crate::metrics::record_access(&c);
+            accepted += c.accepted;
         }
         Ok(Response::new(pb::RecordAccessesResponse { accepted }))
     }
