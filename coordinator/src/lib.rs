@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod api;
+pub mod control;
 pub mod ingest;
 pub mod learn;
 pub mod metrics;

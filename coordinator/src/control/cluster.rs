@@ -1,0 +1,437 @@
+//! Worker sessions, host ownership and each worker's desired state.
+//!
+//! A worker registers with a name and a capacity and gets a session id and a lease; every
+//! heartbeat renews the lease, and a session whose lease ran out is dropped. Whenever the
+//! membership or the set of hosts changes, hosts are re-dealt by capacity-weighted
+//! rendezvous hashing with bounded load ([`crate::shard`]); a plan that only changes fetch
+//! times keeps the owners, so replans never move hosts. Each session's desired state (its
+//! feeds with their fetch times) carries a version that grows by one per change and is
+//! published on a `watch` channel: the assignment stream sends the first value it sees as a
+//! snapshot and the difference between consecutive values as deltas, and a slow stream
+//! simply skips intermediate versions.
+//!
+//! Time is an argument (`Instant`), so tests drive leases directly.
+
+use super::FeedSpec;
+use crate::shard::{self, Host, Worker};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// A worker's desired state at one version.
+#[derive(Clone, Debug, Default)]
+pub struct Desired {
+    /// Version, starting at 1 for a session's first state.
+    pub version: u64,
+    /// Feeds the worker should fetch, by id.
+    pub feeds: Arc<BTreeMap<String, FeedSpec>>,
+}
+
+/// Why a cluster call was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ClusterError {
+    /// The session id is unknown or its lease expired (`NOT_FOUND`: register again).
+    #[error("unknown or expired worker session `{0}`; register again")]
+    UnknownWorker(String),
+    /// Bad registration (`INVALID_ARGUMENT`).
+    #[error("invalid registration: {0}")]
+    InvalidArgument(String),
+}
+
+/// Lease and load-bound settings.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// How long a session lives without a heartbeat.
+    pub lease: Duration,
+    /// Heartbeat interval asked of workers.
+    pub heartbeat: Duration,
+    /// Load bound of the sharding (`ε ≥ 1`).
+    pub epsilon: f64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            lease: Duration::from_secs(10),
+            heartbeat: Duration::from_secs(2),
+            epsilon: 1.25,
+        }
+    }
+}
+
+/// A worker session as listed to operators.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerInfo {
+    /// Session id.
+    pub id: String,
+    /// Name the worker registered with.
+    pub name: String,
+    /// Declared capacity.
+    pub capacity: f64,
+    /// Hosts owned.
+    pub hosts: usize,
+    /// Feeds assigned.
+    pub feeds: usize,
+    /// Version of its desired state.
+    pub version: u64,
+    /// Report backlog from its last heartbeat.
+    pub report_backlog: u64,
+}
+
+struct Session {
+    name: String,
+    capacity: f64,
+    lease_until: Instant,
+    tx: watch::Sender<Desired>,
+    report_backlog: u64,
+}
+
+/// Sessions, owners and desired states.
+pub struct Cluster {
+    cfg: ClusterConfig,
+    epoch: u64,
+    next_id: u64,
+    sessions: BTreeMap<String, Session>,
+    feeds: BTreeMap<String, FeedSpec>,
+    /// Host → owning session id.
+    owner: HashMap<String, String>,
+    /// Hosts that changed owner since start.
+    moves_total: u64,
+}
+
+impl Cluster {
+    /// An empty cluster at `epoch` (a restarted coordinator must use a larger one).
+    pub fn new(cfg: ClusterConfig, epoch: u64) -> Self {
+        Cluster {
+            cfg,
+            epoch,
+            next_id: 1,
+            sessions: BTreeMap::new(),
+            feeds: BTreeMap::new(),
+            owner: HashMap::new(),
+            moves_total: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.cfg
+    }
+
+    /// The cluster epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Hosts moved between workers since start.
+    pub fn moves_total(&self) -> u64 {
+        self.moves_total
+    }
+
+    /// Opens a session. A live session of the same name is replaced (a restarted worker
+    /// takes over its own hosts at once instead of waiting for the old lease to expire).
+    pub fn register(
+        &mut self,
+        name: &str,
+        capacity: f64,
+        now: Instant,
+    ) -> Result<String, ClusterError> {
+        if name.is_empty() || name.len() > 200 {
+            return Err(ClusterError::InvalidArgument(
+                "worker_name must be 1 to 200 bytes".into(),
+            ));
+        }
+        if !(capacity > 0.0 && capacity.is_finite()) {
+            return Err(ClusterError::InvalidArgument(format!(
+                "capacity_fetches_per_second must be a positive number, got {capacity}"
+            )));
+        }
+        self.sessions.retain(|_, s| s.name != name);
+        let id = format!("{name}#{}", self.next_id);
+        self.next_id += 1;
+        let (tx, _) = watch::channel(Desired::default());
+        self.sessions.insert(
+            id.clone(),
+            Session {
+                name: name.to_string(),
+                capacity,
+                lease_until: now + self.cfg.lease,
+                tx,
+                report_backlog: 0,
+            },
+        );
+        self.reshard();
+        Ok(id)
+    }
+
+    /// Renews a lease; returns the session's desired-state version.
+    pub fn heartbeat(
+        &mut self,
+        id: &str,
+        report_backlog: u64,
+        now: Instant,
+    ) -> Result<u64, ClusterError> {
+        let lease = self.cfg.lease;
+        let s = self
+            .sessions
+            .get_mut(id)
+            .filter(|s| s.lease_until >= now)
+            .ok_or_else(|| ClusterError::UnknownWorker(id.to_string()))?;
+        s.lease_until = now + lease;
+        s.report_backlog = report_backlog;
+        Ok(s.tx.borrow().version)
+    }
+
+    /// Drops sessions whose lease ran out; returns their names.
+    pub fn expire(&mut self, now: Instant) -> Vec<String> {
+        let gone: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.lease_until < now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let names = gone
+            .iter()
+            .filter_map(|id| self.sessions.remove(id).map(|s| s.name))
+            .collect::<Vec<_>>();
+        if !names.is_empty() {
+            self.reshard();
+        }
+        names
+    }
+
+    /// The desired-state channel of a live session.
+    pub fn subscribe(&self, id: &str) -> Result<watch::Receiver<Desired>, ClusterError> {
+        self.sessions
+            .get(id)
+            .map(|s| s.tx.subscribe())
+            .ok_or_else(|| ClusterError::UnknownWorker(id.to_string()))
+    }
+
+    /// Whether session `worker` may report for `feed` (it owns the feed's host now).
+    pub fn check_owner(&self, worker: &str, feed: &str) -> Result<(), String> {
+        if !self.sessions.contains_key(worker) {
+            return Err(format!("worker session `{worker}` is unknown or expired"));
+        }
+        let spec = self
+            .feeds
+            .get(feed)
+            .ok_or_else(|| format!("feed `{feed}` is not in the plan"))?;
+        match self.owner.get(&spec.host) {
+            Some(w) if w == worker => Ok(()),
+            _ => Err(format!(
+                "feed `{feed}` (host {}) is not assigned to worker `{worker}`",
+                spec.host
+            )),
+        }
+    }
+
+    /// Installs new fetch times for all feeds. Owners stay unless the set of hosts changed.
+    pub fn set_feeds(&mut self, feeds: BTreeMap<String, FeedSpec>) {
+        let hosts_changed = {
+            let old: std::collections::BTreeSet<&str> =
+                self.feeds.values().map(|f| f.host.as_str()).collect();
+            let new: std::collections::BTreeSet<&str> =
+                feeds.values().map(|f| f.host.as_str()).collect();
+            old != new
+        };
+        self.feeds = feeds;
+        if hosts_changed {
+            self.reshard();
+        } else {
+            self.publish();
+        }
+    }
+
+    /// The planned feeds.
+    pub fn feeds(&self) -> &BTreeMap<String, FeedSpec> {
+        &self.feeds
+    }
+
+    /// Live sessions.
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        self.sessions
+            .iter()
+            .map(|(id, s)| {
+                let d = s.tx.borrow();
+                WorkerInfo {
+                    id: id.clone(),
+                    name: s.name.clone(),
+                    capacity: s.capacity,
+                    hosts: self.owner.values().filter(|w| *w == id).count(),
+                    feeds: d.feeds.len(),
+                    version: d.version,
+                    report_backlog: s.report_backlog,
+                }
+            })
+            .collect()
+    }
+
+    /// Re-deals every host over the live sessions and publishes the result.
+    fn reshard(&mut self) {
+        let mut load: BTreeMap<&str, f64> = BTreeMap::new();
+        for f in self.feeds.values() {
+            let per_day = f.offsets_seconds.len() as f64 * 86_400.0 / f.period_seconds.max(1.0);
+            *load.entry(f.host.as_str()).or_default() += per_day;
+        }
+        let hosts: Vec<Host> = load
+            .into_iter()
+            .map(|(name, load)| Host {
+                name: name.to_string(),
+                load,
+            })
+            .collect();
+        let workers: Vec<Worker> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| Worker {
+                id: id.clone(),
+                capacity: s.capacity,
+            })
+            .collect();
+        let owner: HashMap<String, String> = match shard::assign(&hosts, &workers, self.cfg.epsilon)
+        {
+            Ok(a) => hosts
+                .iter()
+                .zip(a.owner)
+                .map(|(h, w)| (h.name.clone(), workers[w].id.clone()))
+                .collect(),
+            // No live worker: every host waits unowned.
+            Err(shard::ShardError::NoWorkers(_)) => HashMap::new(),
+        };
+        // A move is a host that had a live owner and now has another one.
+        self.moves_total += owner
+            .iter()
+            .filter(|(h, w)| {
+                self.owner
+                    .get(*h)
+                    .is_some_and(|old| old != *w && self.sessions.contains_key(old))
+            })
+            .count() as u64;
+        self.owner = owner;
+        self.publish();
+    }
+
+    /// Sends every session whose feed set or fetch times changed its new desired state.
+    fn publish(&mut self) {
+        let mut per_worker: HashMap<&str, BTreeMap<String, FeedSpec>> = HashMap::new();
+        for f in self.feeds.values() {
+            if let Some(w) = self.owner.get(&f.host) {
+                per_worker
+                    .entry(w.as_str())
+                    .or_default()
+                    .insert(f.id.clone(), f.clone());
+            }
+        }
+        for (id, s) in &self.sessions {
+            let feeds = per_worker.remove(id.as_str()).unwrap_or_default();
+            let current = s.tx.borrow().clone();
+            if current.version == 0 || *current.feeds != feeds {
+                s.tx.send_replace(Desired {
+                    version: current.version + 1,
+                    feeds: Arc::new(feeds),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(id: usize, host: usize, offsets: &[f64]) -> FeedSpec {
+        FeedSpec {
+            id: format!("f{id}"),
+            url: format!("http://h{host}.test/f{id}"),
+            host: format!("h{host}.test"),
+            offsets_seconds: offsets.to_vec(),
+            period_seconds: 86_400.0,
+            origin_unix_ms: 0,
+        }
+    }
+
+    fn plan(n: usize, hosts: usize, offset: f64) -> BTreeMap<String, FeedSpec> {
+        (0..n)
+            .map(|i| {
+                let s = spec(i, i % hosts, &[offset]);
+                (s.id.clone(), s)
+            })
+            .collect()
+    }
+
+    fn owned(c: &Cluster, id: &str) -> Vec<String> {
+        c.subscribe(id)
+            .unwrap()
+            .borrow()
+            .feeds
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn hosts_split_and_move_on_leave_and_replans_keep_owners() {
+        let t0 = Instant::now();
+        let mut c = Cluster::new(ClusterConfig::default(), 7);
+        c.set_feeds(plan(40, 10, 60.0));
+        let a = c.register("a", 1.0, t0).unwrap();
+        assert_eq!(owned(&c, &a).len(), 40, "a lone worker owns everything");
+        let b = c.register("b", 1.0, t0).unwrap();
+        let (fa, fb) = (owned(&c, &a), owned(&c, &b));
+        assert_eq!(fa.len() + fb.len(), 40);
+        assert!(!fa.is_empty() && !fb.is_empty());
+        assert!(fa.iter().all(|f| !fb.contains(f)), "no feed has two owners");
+        let moves = c.moves_total();
+        assert!(moves > 0 && moves < 10);
+        // Owner checks follow the hosts.
+        assert!(c.check_owner(&a, &fa[0]).is_ok());
+        assert!(c.check_owner(&b, &fa[0]).is_err());
+        assert!(c.check_owner(&a, "nope").is_err());
+        // A replan that changes times bumps versions but moves nothing.
+        let va = c.subscribe(&a).unwrap().borrow().version;
+        c.set_feeds(plan(40, 10, 120.0));
+        assert_eq!(owned(&c, &a), fa);
+        assert_eq!(c.subscribe(&a).unwrap().borrow().version, va + 1);
+        assert_eq!(c.moves_total(), moves);
+        // The same plan again changes nothing.
+        c.set_feeds(plan(40, 10, 120.0));
+        assert_eq!(c.subscribe(&a).unwrap().borrow().version, va + 1);
+        // b misses its heartbeats: its hosts go to a, a's stay.
+        let later = t0 + Duration::from_secs(8);
+        c.heartbeat(&a, 0, later).unwrap();
+        assert_eq!(
+            c.expire(t0 + Duration::from_secs(11)),
+            vec!["b".to_string()]
+        );
+        assert_eq!(owned(&c, &a).len(), 40);
+        assert_eq!(
+            c.heartbeat(&b, 0, later),
+            Err(ClusterError::UnknownWorker(b.clone()))
+        );
+        assert!(c.subscribe(&b).is_err());
+        assert_eq!(c.workers().len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_worker_replaces_its_old_session_and_bad_registrations_are_refused() {
+        let t0 = Instant::now();
+        let mut c = Cluster::new(ClusterConfig::default(), 1);
+        c.set_feeds(plan(10, 5, 0.0));
+        let a1 = c.register("a", 2.0, t0).unwrap();
+        let a2 = c.register("a", 2.0, t0).unwrap();
+        assert_ne!(a1, a2);
+        assert_eq!(c.workers().len(), 1);
+        assert_eq!(owned(&c, &a2).len(), 10);
+        assert!(c.register("", 1.0, t0).is_err());
+        assert!(c.register("x", 0.0, t0).is_err());
+        assert!(c.register("x", f64::NAN, t0).is_err());
+        // With no worker at all, nothing is owned and reports are refused.
+        assert_eq!(
+            c.expire(t0 + Duration::from_secs(60)),
+            vec!["a".to_string()]
+        );
+        assert!(c.check_owner(&a2, "f0").is_err());
+    }
+}

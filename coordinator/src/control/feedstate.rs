@@ -1,0 +1,213 @@
+//! Per-feed runtime state kept by the coordinator and persisted as the feed's learned
+//! record: cache validators, recently seen item ids (handed to a feed's next owner so a
+//! host move does not re-report old items), and the posting observations relearning uses.
+//!
+//! **Which posting times are trusted.** A feed's claimed publication date is trusted for the
+//! realized-delay measure only when it falls between the previous fetch and the discovering
+//! one: anything earlier was published before we were looking (or is a back-dated item), and
+//! anything later is a clock problem of the publisher. For *learning* the rule is looser:
+//! every dated item inside the learning window counts at its date, because a feed's first
+//! document already shows days of its history; undated items count at discovery time.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Item ids remembered per feed (a document rarely carries more).
+pub const RECENT_ITEMS: usize = 256;
+/// Posting times remembered per feed for learning.
+pub const MAX_OBSERVATIONS: usize = 4096;
+
+/// One fetch as the coordinator learns from it.
+#[derive(Clone, Debug, Default)]
+pub struct FetchObservation {
+    /// When the fetch finished (discovery time of its new items), Unix ms.
+    pub finished_ms: i64,
+    /// Whether the server answered with a document or a 304 (else the fetch failed and
+    /// says nothing about postings).
+    pub answered: bool,
+    /// New validators, if the server sent any.
+    pub etag: Option<String>,
+    /// New `Last-Modified`, if any.
+    pub last_modified: Option<String>,
+    /// Items ingested for the first time: id hash and claimed publication time.
+    pub new_items: Vec<(u64, Option<i64>)>,
+}
+
+/// What one observation changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    /// Delays (ms) of new items whose publication time is trusted.
+    pub trusted_delays_ms: Vec<i64>,
+    /// Whether the learning inputs changed (a posting was added or the window moved).
+    pub model_changed: bool,
+}
+
+/// Runtime and learned state of one feed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeedState {
+    /// Last `ETag`.
+    pub etag: String,
+    /// Last `Last-Modified`.
+    pub last_modified: String,
+    /// Item ids seen most recently, oldest first.
+    pub recent_items: VecDeque<u64>,
+    /// Start of the span over which `postings_ms` is complete, Unix ms.
+    pub observed_since_ms: Option<i64>,
+    /// Last fetch the server answered, Unix ms.
+    pub last_answered_ms: Option<i64>,
+    /// Posting times inside the learning window, ascending.
+    pub postings_ms: VecDeque<i64>,
+    /// Answered fetches.
+    pub fetches: u64,
+}
+
+impl FeedState {
+    /// Folds one fetch into the state. `window_ms` is the learning window's length.
+    pub fn observe(&mut self, o: &FetchObservation, window_ms: i64) -> Observed {
+        let mut out = Observed::default();
+        if !o.answered {
+            return out;
+        }
+        let window_start = o.finished_ms - window_ms;
+        let previous = self.last_answered_ms;
+        if let Some(e) = &o.etag {
+            self.etag = e.clone();
+        }
+        if let Some(l) = &o.last_modified {
+            self.last_modified = l.clone();
+        }
+        let mut times = Vec::with_capacity(o.new_items.len());
+        for &(id, published) in &o.new_items {
+            self.recent_items.push_back(id);
+            let trusted = matches!((previous, published),
+                (Some(prev), Some(p)) if p > prev && p <= o.finished_ms);
+            if trusted {
+                out.trusted_delays_ms
+                    .push(o.finished_ms - published.expect("trusted has a date"));
+            }
+            let at = match published {
+                Some(p) if p <= o.finished_ms && (trusted || previous.is_none()) => p,
+                _ => o.finished_ms,
+            };
+            if at >= window_start {
+                times.push(at);
+            }
+        }
+        while self.recent_items.len() > RECENT_ITEMS {
+            self.recent_items.pop_front();
+        }
+        if self.observed_since_ms.is_none() {
+            // The first document shows history back to its oldest dated item (clamped to
+            // the window below).
+            let oldest = o
+                .new_items
+                .iter()
+                .filter_map(|&(_, p)| p.filter(|&p| p <= o.finished_ms))
+                .min()
+                .unwrap_or(o.finished_ms);
+            self.observed_since_ms = Some(oldest.max(window_start));
+        }
+        if !times.is_empty() {
+            out.model_changed = true;
+            let mut all: Vec<i64> = self.postings_ms.drain(..).chain(times).collect();
+            all.sort_unstable();
+            self.postings_ms = all.into();
+        }
+        while self.postings_ms.front().is_some_and(|&t| t < window_start) {
+            self.postings_ms.pop_front();
+            out.model_changed = true;
+        }
+        while self.postings_ms.len() > MAX_OBSERVATIONS {
+            self.postings_ms.pop_front();
+            self.observed_since_ms = self.postings_ms.front().copied();
+        }
+        if let Some(since) = self.observed_since_ms.as_mut() {
+            *since = (*since).max(window_start);
+        }
+        self.last_answered_ms = Some(o.finished_ms);
+        self.fetches += 1;
+        out
+    }
+
+    /// Observed span in ms up to `now_ms` (0 before the first answered fetch).
+    pub fn observed_span_ms(&self, now_ms: i64) -> i64 {
+        self.observed_since_ms
+            .map(|s| (now_ms - s).max(0))
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: i64 = 3_600_000;
+
+    fn fetch(at: i64, items: &[(u64, Option<i64>)]) -> FetchObservation {
+        FetchObservation {
+            finished_ms: at,
+            answered: true,
+            etag: Some(format!("e{at}")),
+            last_modified: None,
+            new_items: items.to_vec(),
+        }
+    }
+
+    #[test]
+    fn first_document_gives_history_later_ones_give_trusted_delays() {
+        let mut s = FeedState::default();
+        let day = 24 * H;
+        let now = 100 * day;
+        // First fetch: three dated items over the last two days, one older than the window.
+        let o = s.observe(
+            &fetch(
+                now,
+                &[
+                    (1, Some(now - 2 * day)),
+                    (2, Some(now - H)),
+                    (3, Some(now - 30 * day)),
+                ],
+            ),
+            14 * day,
+        );
+        assert!(o.trusted_delays_ms.is_empty(), "nothing was watched yet");
+        assert!(o.model_changed);
+        assert_eq!(s.postings_ms, vec![now - 2 * day, now - H]);
+        assert_eq!(s.observed_since_ms, Some(now - 14 * day));
+        assert_eq!(s.etag, format!("e{now}"));
+        // Next fetch: one item posted in between (trusted), one back-dated, one undated.
+        let t = now + 2 * H;
+        let o = s.observe(
+            &fetch(t, &[(4, Some(now + H)), (5, Some(now - 5 * H)), (6, None)]),
+            14 * day,
+        );
+        assert_eq!(o.trusted_delays_ms, vec![H]);
+        assert_eq!(
+            s.postings_ms,
+            vec![now - 2 * day, now - H, now + H, t, t],
+            "untrusted times count at discovery"
+        );
+        assert_eq!(s.recent_items.len(), 6);
+        // A failed fetch changes nothing.
+        let before = s.clone();
+        let mut failed = fetch(t + H, &[(7, None)]);
+        failed.answered = false;
+        assert_eq!(s.observe(&failed, 14 * day), Observed::default());
+        assert_eq!(s, before);
+    }
+
+    #[test]
+    fn window_slides_and_bounds_hold() {
+        let mut s = FeedState::default();
+        let day = 24 * H;
+        let items: Vec<(u64, Option<i64>)> = (0..300).map(|i| (i, Some(i as i64 * H))).collect();
+        s.observe(&fetch(301 * H, &items), 10 * day);
+        assert_eq!(s.recent_items.len(), RECENT_ITEMS);
+        assert_eq!(s.postings_ms.len(), 239, "only the last ten days count");
+        assert_eq!(s.observed_since_ms, Some(61 * H));
+        let o = s.observe(&fetch(320 * H, &[]), 10 * day);
+        assert!(o.model_changed, "old postings left the window");
+        assert_eq!(s.postings_ms.front(), Some(&(80 * H)));
+        assert_eq!(s.observed_span_ms(320 * H), 240 * H);
+    }
+}

@@ -1,0 +1,478 @@
+//! From what fetches observed to what workers should fetch: per-feed models, the plan, and
+//! the plan as fetch times.
+//!
+//! The rules are the offline learner's ([`crate::learn`]) applied to live observations,
+//! where each feed has its own observed span instead of one training window:
+//! * hourly posting counts of the learning window, shrunk toward the pooled shape of all
+//!   feeds by `shrinkage` pseudo-postings;
+//! * rate = postings / observed days (at least one day, so one fresh item is not read as a
+//!   feed posting every hour); a feed never answered gets the median rate of the others;
+//! * a feed with fewer than `explore_min_postings` observed postings is fetched at least
+//!   once a day until its rate is known;
+//! * reader access rates come from the access statistics, per day of statistics kept.
+//!
+//! [`Replanner`] keeps the optimal policy's state between rounds, so a round where only a
+//! few feeds' models changed re-solves only those feeds ([`crate::plan::planner::replan`]).
+
+use super::feedstate::FeedState;
+use super::FeedSpec;
+use crate::plan::alloc::{ceil_level, floor_level, AllocError, Level};
+use crate::plan::cost::Metric;
+use crate::plan::pattern::Smoothing;
+use crate::plan::planner::{self, FeedModel, PlanConfig, PlanState, Policy, Scheduler};
+use crate::registry::FeedRecord;
+use std::collections::{BTreeMap, HashMap};
+
+const DAY_MS: i64 = 86_400_000;
+const BINS: usize = 24;
+
+/// How the fetch budget is given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// Average fetches per feed per day (scales with the number of feeds).
+    PerFeedPerDay(f64),
+    /// Total fetches per day.
+    PerDay(f64),
+}
+
+impl Budget {
+    /// Fetches per day for `feeds` feeds.
+    pub fn per_day(self, feeds: usize) -> f64 {
+        match self {
+            Budget::PerFeedPerDay(x) => x * feeds as f64,
+            Budget::PerDay(m) => m,
+        }
+    }
+}
+
+/// Planner settings of the live system.
+#[derive(Clone, Debug)]
+pub struct PlannerSettings {
+    /// Objective.
+    pub metric: Metric,
+    /// Policy.
+    pub policy: Policy,
+    /// Budget.
+    pub budget: Budget,
+    /// Minimum fetches per feed per day (fractions: once every few days).
+    pub min_fetches_per_day: f64,
+    /// Maximum fetches per feed per day.
+    pub max_fetches_per_day: Option<f64>,
+    /// Slots per day.
+    pub slots: usize,
+    /// Learning window, days.
+    pub window_days: f64,
+    /// Pseudo-postings pulling sparse feeds toward the pooled shape.
+    pub shrinkage: f64,
+    /// Feeds with fewer observed postings are fetched at least daily.
+    pub explore_min_postings: usize,
+}
+
+impl Default for PlannerSettings {
+    fn default() -> Self {
+        PlannerSettings {
+            metric: Metric::Delay,
+            policy: Policy::Optimal,
+            budget: Budget::PerFeedPerDay(4.0),
+            min_fetches_per_day: 1.0 / 7.0,
+            max_fetches_per_day: None,
+            slots: 1440,
+            window_days: 14.0,
+            shrinkage: 4.0,
+            explore_min_postings: 3,
+        }
+    }
+}
+
+impl PlannerSettings {
+    /// Checks the settings, with a message naming the bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        let per_day = match self.budget {
+            Budget::PerFeedPerDay(x) | Budget::PerDay(x) => x,
+        };
+        if !(per_day > 0.0 && per_day.is_finite()) {
+            return Err("the budget must be a positive number".into());
+        }
+        if !(self.min_fetches_per_day > 0.0 && self.min_fetches_per_day.is_finite()) {
+            return Err("the minimum fetches per day must be positive".into());
+        }
+        if self.slots < 2 || self.slots > 100_000 {
+            return Err("slots must be between 2 and 100000".into());
+        }
+        if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
+            return Err("the learning window must be at least one day".into());
+        }
+        if let Some(m) = self.max_fetches_per_day {
+            if m < self.min_fetches_per_day {
+                return Err("the maximum fetches per day is below the minimum".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn levels(&self) -> (Level, Level) {
+        let min = ceil_level(self.min_fetches_per_day);
+        let max = match self.max_fetches_per_day {
+            Some(b) => floor_level(b, min),
+            None => self.slots as Level,
+        }
+        .min(self.slots as Level);
+        (min, max)
+    }
+
+    fn plan_config(&self, feeds: usize) -> PlanConfig {
+        PlanConfig {
+            metric: self.metric,
+            policy: self.policy,
+            scheduler: Scheduler::Exact,
+            slots: self.slots,
+            period_seconds: 86_400.0,
+            budget: self.budget.per_day(feeds),
+            host_cap: None,
+            smoothing: Smoothing::Linear,
+        }
+    }
+}
+
+/// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
+/// reader accesses per hourly bin per day.
+pub fn models(
+    feeds: &[FeedRecord],
+    states: &HashMap<String, FeedState>,
+    access_bins: &dyn Fn(&str) -> Vec<f32>,
+    now_ms: i64,
+    s: &PlannerSettings,
+) -> (Vec<FeedModel>, usize) {
+    let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
+    let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
+    let mut counts = vec![[0u32; BINS]; feeds.len()];
+    let mut pooled = [0.0f64; BINS];
+    let mut rates: Vec<f64> = Vec::new();
+    for (f, feed) in feeds.iter().enumerate() {
+        let Some(st) = states
+            .get(&feed.id)
+            .filter(|st| st.observed_since_ms.is_some())
+        else {
+            continue;
+        };
+        let mut n = 0;
+        for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
+            counts[f][bin_of(t)] += 1;
+            pooled[bin_of(t)] += 1.0;
+            n += 1;
+        }
+        let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
+        rates.push(n as f64 / days);
+    }
+    let total: f64 = pooled.iter().sum();
+    let shared: Vec<f64> = if total > 0.0 {
+        pooled.iter().map(|c| c / total).collect()
+    } else {
+        vec![1.0 / BINS as f64; BINS]
+    };
+    rates.sort_by(f64::total_cmp);
+    let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
+    let (min_level, max_level) = s.levels();
+    let mut hosts: HashMap<&str, u32> = HashMap::new();
+    let mut exploring = 0;
+    let models = feeds
+        .iter()
+        .enumerate()
+        .map(|(f, feed)| {
+            let state = states
+                .get(&feed.id)
+                .filter(|st| st.observed_since_ms.is_some());
+            let n: f64 = counts[f].iter().map(|&c| c as f64).sum();
+            let rate = match state {
+                Some(st) => {
+                    let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
+                    // A feed seen silent still gets half a posting per window.
+                    n.max(0.5) / days
+                }
+                None => typical,
+            };
+            let alpha = s.shrinkage.max(0.0);
+            let post_bins = (0..BINS)
+                .map(|b| {
+                    let shape = if n + alpha > 0.0 {
+                        (counts[f][b] as f64 + alpha * shared[b]) / (n + alpha)
+                    } else {
+                        shared[b]
+                    };
+                    (rate * shape) as f32
+                })
+                .collect();
+            let mut lo = min_level;
+            if (n as usize) < s.explore_min_postings && lo < 1 {
+                lo = 1;
+                exploring += 1;
+            }
+            let next = hosts.len() as u32;
+            FeedModel {
+                weight: feed.weight,
+                post_bins,
+                access_bins: access_bins(&feed.id),
+                min_level: lo,
+                max_level: max_level.max(lo),
+                host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
+            }
+        })
+        .collect();
+    (models, exploring)
+}
+
+/// What one planning round produced.
+#[derive(Clone, Debug)]
+pub struct PlanOutcome {
+    /// Fetch times per feed id.
+    pub specs: BTreeMap<String, FeedSpec>,
+    /// The model's expected weighted cost per day (seconds of delay for `delay`).
+    pub expected_cost: f64,
+    /// Planned fetches per day.
+    pub fetches_per_day: f64,
+    /// Budget per day.
+    pub budget_per_day: f64,
+    /// Feeds whose model changed and were re-solved (all of them on a fresh solve).
+    pub resolved: usize,
+    /// Whether this round solved from scratch.
+    pub fresh: bool,
+}
+
+struct Last {
+    ids: Vec<String>,
+    models: Vec<FeedModel>,
+    state: PlanState,
+}
+
+/// Plans round after round, re-solving only what changed under the optimal policy.
+pub struct Replanner {
+    settings: PlannerSettings,
+    last: Option<Last>,
+}
+
+/// Relative L1 change of a rate histogram below which a model counts as unchanged.
+const MODEL_TOLERANCE: f64 = 0.1;
+
+fn close(a: &[f32], b: &[f32]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff: f64 = a.iter().zip(b).map(|(x, y)| (x - y).abs() as f64).sum();
+    let size: f64 = b.iter().map(|y| y.abs() as f64).sum();
+    diff <= MODEL_TOLERANCE * size.max(1e-6)
+}
+
+/// Whether a new model differs enough from the one planned with to re-solve the feed.
+/// Observed spans grow and the pooled shape drifts a little every round, so exact
+/// comparison would re-solve every feed every round.
+fn same_model(new: &FeedModel, old: &FeedModel) -> bool {
+    new.weight == old.weight
+        && new.min_level == old.min_level
+        && new.max_level == old.max_level
+        && new.host == old.host
+        && close(&new.post_bins, &old.post_bins)
+        && close(&new.access_bins, &old.access_bins)
+}
+
+impl Replanner {
+    /// A replanner with fixed settings.
+    pub fn new(settings: PlannerSettings) -> Self {
+        Replanner {
+            settings,
+            last: None,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &PlannerSettings {
+        &self.settings
+    }
+
+    /// Plans `feeds` with `models` (same order). Pure computation: call it off the async
+    /// threads.
+    pub fn plan(
+        &mut self,
+        feeds: &[FeedRecord],
+        models: Vec<FeedModel>,
+    ) -> Result<PlanOutcome, AllocError> {
+        let cfg = self.settings.plan_config(feeds.len());
+        let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
+        let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
+            (planner::solve(&models, &cfg)?, feeds.len(), true)
+        } else {
+            match self.last.take() {
+                Some(mut last) if last.ids == ids => {
+                    let changed: Vec<usize> = (0..models.len())
+                        .filter(|&i| !same_model(&models[i], &last.models[i]))
+                        .collect();
+                    // Unchanged feeds keep the model they were planned with, so small drifts
+                    // add up until they matter instead of being lost.
+                    let mut models = models;
+                    for (i, m) in models.iter_mut().enumerate() {
+                        if changed.binary_search(&i).is_err() {
+                            *m = last.models[i].clone();
+                        }
+                    }
+                    if !changed.is_empty() {
+                        planner::replan(&models, &cfg, &mut last.state, &changed)?;
+                    }
+                    let plan = last.state.plan().clone();
+                    let n = changed.len();
+                    self.last = Some(Last {
+                        ids: ids.clone(),
+                        models,
+                        state: last.state,
+                    });
+                    (plan, n, false)
+                }
+                _ => {
+                    let state = planner::solve_optimal_with_state(&models, &cfg)?;
+                    let plan = state.plan().clone();
+                    self.last = Some(Last {
+                        ids: ids.clone(),
+                        models,
+                        state,
+                    });
+                    (plan, feeds.len(), true)
+                }
+            }
+        };
+        let slot = cfg.period_seconds / cfg.slots as f64;
+        let specs = feeds
+            .iter()
+            .zip(&plan.feeds)
+            .map(|(f, p)| {
+                let base = p.phase_period as f64 * cfg.period_seconds;
+                let mut offsets: Vec<f64> =
+                    p.slots.iter().map(|&s| base + s as f64 * slot).collect();
+                offsets.sort_by(f64::total_cmp);
+                let spec = FeedSpec {
+                    id: f.id.clone(),
+                    url: f.url.clone(),
+                    host: f.host.clone(),
+                    offsets_seconds: offsets,
+                    period_seconds: p.period_multiple as f64 * cfg.period_seconds,
+                    // Unix epoch: midnight UTC, and a fixed origin for multi-day periods.
+                    origin_unix_ms: 0,
+                };
+                (f.id.clone(), spec)
+            })
+            .collect();
+        Ok(PlanOutcome {
+            specs,
+            expected_cost: plan.expected_cost,
+            fetches_per_day: plan.fetches_per_period,
+            budget_per_day: cfg.budget,
+            resolved,
+            fresh,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::feedstate::FetchObservation;
+
+    fn feed(i: usize) -> FeedRecord {
+        FeedRecord {
+            id: format!("f{i}"),
+            url: format!("http://h{}.test/f{i}", i % 3),
+            host: format!("h{}.test", i % 3),
+            weight: 1.0,
+        }
+    }
+
+    /// A feed posting `per_day` times a day at hour `hour`, watched for `days` days.
+    fn watched(per_day: usize, hour: i64, days: i64, now: i64) -> FeedState {
+        let mut st = FeedState::default();
+        let h = 3_600_000;
+        for d in (0..days).rev() {
+            let day_start = (now / DAY_MS - d) * DAY_MS;
+            let items: Vec<(u64, Option<i64>)> = (0..per_day)
+                .map(|k| {
+                    (
+                        (d * 100 + k as i64) as u64,
+                        Some(day_start + hour * h + k as i64),
+                    )
+                })
+                .collect();
+            st.observe(
+                &FetchObservation {
+                    finished_ms: day_start + 23 * h,
+                    answered: true,
+                    new_items: items,
+                    ..Default::default()
+                },
+                14 * DAY_MS,
+            );
+        }
+        st
+    }
+
+    #[test]
+    fn models_follow_observations_and_unknown_feeds_explore() {
+        let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+        let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
+        let mut states = HashMap::new();
+        states.insert("f0".to_string(), watched(8, 9, 10, now));
+        states.insert("f1".to_string(), watched(1, 20, 10, now));
+        let s = PlannerSettings::default();
+        let (m, exploring) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        let rate = |i: usize| m[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
+        // 80 postings over ~10 days observed (first fetch at 23:00 of the first day).
+        assert!((rate(0) - 8.0).abs() < 0.9, "{}", rate(0));
+        assert!((rate(1) - 1.0).abs() < 0.2, "{}", rate(1));
+        assert!(
+            m[0].post_bins[9] > 0.8 * 8.0,
+            "the 9 o'clock peak is learned"
+        );
+        assert!(
+            (rate(2) - rate(1)).abs() < 1e-6 || (rate(2) - rate(0)).abs() < 1e-6,
+            "an unwatched feed gets a typical rate"
+        );
+        assert_eq!(exploring, 1);
+        assert_eq!(m[2].min_level, 1);
+    }
+
+    #[test]
+    fn replans_resolve_only_changed_feeds_and_fetch_before_the_peak() {
+        let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+        let feeds: Vec<FeedRecord> = (0..6).map(feed).collect();
+        let mut states: HashMap<String, FeedState> = (0..6)
+            .map(|i| (format!("f{i}"), watched(4, 6 + 2 * i as i64, 7, now)))
+            .collect();
+        let mut r = Replanner::new(PlannerSettings {
+            budget: Budget::PerFeedPerDay(2.0),
+            ..Default::default()
+        });
+        let access = |_: &str| vec![0.0; BINS];
+        let (m, _) = models(&feeds, &states, &access, now, r.settings());
+        let first = r.plan(&feeds, m).unwrap();
+        assert!(first.fresh);
+        assert!((first.fetches_per_day - 12.0).abs() < 1e-6);
+        // f0 posts in the 06:00 hour: one of its fetches follows that hour closely.
+        let f0 = &first.specs["f0"];
+        assert!(
+            f0.offsets_seconds
+                .iter()
+                .any(|&o| (6.5 * 3600.0..8.0 * 3600.0).contains(&o)),
+            "{:?}",
+            f0.offsets_seconds
+        );
+        let (m, _) = models(&feeds, &states, &access, now, r.settings());
+        let same = r.plan(&feeds, m).unwrap();
+        assert!(!same.fresh);
+        assert_eq!(same.resolved, 0);
+        assert_eq!(same.specs, first.specs);
+        // One feed learns more postings: only it is re-solved.
+        states.insert("f3".to_string(), watched(12, 15, 7, now));
+        let (m, _) = models(&feeds, &states, &access, now, r.settings());
+        let next = r.plan(&feeds, m).unwrap();
+        assert!(!next.fresh);
+        assert!(next.resolved >= 1 && next.resolved < 6, "{}", next.resolved);
+        // A changed feed set solves afresh.
+        let (m, _) = models(&feeds[..5], &states, &access, now, r.settings());
+        assert!(r.plan(&feeds[..5], m).unwrap().fresh);
+    }
+}
