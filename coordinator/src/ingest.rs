@@ -96,6 +96,19 @@ impl<B: KvBackend> Ingestor<B> {
         &self,
         reports: &[(&str, &[PostingRecord])],
     ) -> Result<IngestCounts, IngestError> {
+        let (counts, _) = self.ingest_many_with(reports, |_| Ok(Vec::new())).await?;
+        Ok(counts)
+    }
+
+    /// Like [`Ingestor::ingest_many`], and also writes the operations `extra` derives from
+    /// which postings were new (`fresh[r][p]` for posting `p` of report `r`) in the same
+    /// atomic batch, so state learned from new postings never disagrees with the postings
+    /// stored. Returns the counts and the `fresh` flags.
+    pub async fn ingest_many_with(
+        &self,
+        reports: &[(&str, &[PostingRecord])],
+        extra: impl FnOnce(&[Vec<bool>]) -> Result<Vec<Op>, IngestError>,
+    ) -> Result<(IngestCounts, Vec<Vec<bool>>), IngestError> {
         let mut seqs = self.next_seq.lock().await;
         // Sequence counters of feeds not seen since start, in one read.
         let mut missing: Vec<&str> = reports
@@ -133,11 +146,15 @@ impl<B: KvBackend> Ingestor<B> {
         let mut in_call = HashSet::new();
         // Counters this call advances (applied to `seqs` only once the write succeeded).
         let mut next: HashMap<&str, u64> = HashMap::new();
+        let mut fresh: Vec<Vec<bool>> = Vec::with_capacity(reports.len());
         for (feed, postings) in reports {
             let seq = next.entry(*feed).or_insert_with(|| seqs[*feed]);
+            let mut flags = Vec::with_capacity(postings.len());
             for p in postings.iter() {
                 let already = stored.next().expect("one answer per key").is_some();
-                if already || !in_call.insert((*feed, p.item_id_hash)) {
+                let new = !already && in_call.insert((*feed, p.item_id_hash));
+                flags.push(new);
+                if !new {
                     counts.duplicates += 1;
                     continue;
                 }
@@ -152,22 +169,24 @@ impl<B: KvBackend> Ingestor<B> {
                 *seq += 1;
                 counts.new += 1;
             }
+            fresh.push(flags);
         }
-        if counts.new > 0 {
-            for (feed, n) in &next {
-                if seqs.get(*feed) != Some(n) {
-                    ops.push(Op::Put(
-                        Key::PostingSeq(feed).encode()?,
-                        n.to_string().into_bytes(),
-                    ));
-                }
+        for (feed, n) in &next {
+            if seqs.get(*feed) != Some(n) {
+                ops.push(Op::Put(
+                    Key::PostingSeq(feed).encode()?,
+                    n.to_string().into_bytes(),
+                ));
             }
+        }
+        ops.extend(extra(&fresh)?);
+        if !ops.is_empty() {
             self.store.batch(ops).await?;
         }
         for (feed, n) in next {
             seqs.insert(feed.to_string(), n);
         }
-        Ok(counts)
+        Ok((counts, fresh))
     }
 
     /// Up to `limit` postings of `feed` after `cursor` (empty = from the first).

@@ -1,8 +1,8 @@
 //! Every metric of the coordinator, declared once with its description. Names follow
-//! `kairos_{subsystem}_{name}` with `_total` on counters; label values come from closed
-//! sets (never a feed URL or user id).
+//! `kairos_{subsystem}_{name}` with `_total` on counters and base units in the name; label
+//! values come from closed sets (never a feed URL or user id).
 
-use metrics::{describe_counter, describe_gauge};
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 
 /// Access events by outcome: `accepted`, `unknown_user`, `unknown_feed`, `out_of_window`.
 pub const ACCESS_EVENTS_TOTAL: &str = "kairos_ingest_access_events_total";
@@ -10,6 +10,40 @@ pub const ACCESS_EVENTS_TOTAL: &str = "kairos_ingest_access_events_total";
 pub const REGISTRY_FEEDS: &str = "kairos_registry_feeds";
 /// Registered users.
 pub const REGISTRY_USERS: &str = "kairos_registry_users";
+/// Fetch reports accepted, by outcome class.
+pub const FETCHES_TOTAL: &str = "kairos_fetches_total";
+/// Body bytes fetched (after decompression).
+pub const FETCH_BYTES_TOTAL: &str = "kairos_fetch_bytes_total";
+/// Fetch start minus planned time.
+pub const FETCH_LATENESS_SECONDS: &str = "kairos_fetch_lateness_seconds";
+/// Realized delay of postings with trusted publication dates.
+pub const POSTING_DELAY_SECONDS: &str = "kairos_posting_delay_seconds";
+/// Postings ingested, by `result`: `new` or `duplicate`.
+pub const POSTINGS_TOTAL: &str = "kairos_postings_ingested_total";
+/// Reader accesses counted for the miss measures.
+pub const ACCESSES_TOTAL: &str = "kairos_reader_accesses_total";
+/// Postings a reader access missed (published, not yet discovered).
+pub const MISSED_POSTINGS_TOTAL: &str = "kairos_missed_postings_total";
+/// Summed age of missed postings at the accesses that missed them (user-access delay).
+pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total";
+/// Reports refused (feed not owned by the reporting worker, unknown feed).
+pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
+/// Unacknowledged reports summed over workers' last heartbeats.
+pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
+/// Live worker sessions.
+pub const WORKERS: &str = "kairos_workers";
+/// Hosts moved between workers.
+pub const SHARD_MOVES_TOTAL: &str = "kairos_shard_moves_total";
+/// Wall time of one relearn + plan round.
+pub const PLAN_SOLVE_SECONDS: &str = "kairos_plan_solve_seconds";
+/// Fetch budget per day.
+pub const PLAN_BUDGET_FETCHES: &str = "kairos_plan_budget_fetches_per_day";
+/// Fetches per day the plan allocated.
+pub const PLAN_ALLOCATED_FETCHES: &str = "kairos_plan_allocated_fetches_per_day";
+/// The model's expected delay per posting under the current plan.
+pub const PLAN_EXPECTED_DELAY_SECONDS: &str = "kairos_plan_expected_delay_seconds";
+/// Feeds re-solved by the last round.
+pub const PLAN_FEEDS_RESOLVED: &str = "kairos_plan_feeds_resolved";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
@@ -19,6 +53,62 @@ pub fn describe() {
     );
     describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
     describe_gauge!(REGISTRY_USERS, "Users in the registry.");
+    describe_counter!(
+        FETCHES_TOTAL,
+        "Fetches reported by workers, by outcome class."
+    );
+    describe_counter!(
+        FETCH_BYTES_TOTAL,
+        "Body bytes fetched, after decompression."
+    );
+    describe_histogram!(
+        FETCH_LATENESS_SECONDS,
+        "Fetch start minus its planned time (simulated seconds)."
+    );
+    describe_histogram!(
+        POSTING_DELAY_SECONDS,
+        "Discovery minus publication time of postings with trusted dates (simulated seconds)."
+    );
+    describe_counter!(
+        POSTINGS_TOTAL,
+        "Postings reported, by result: new or duplicate."
+    );
+    describe_counter!(
+        ACCESSES_TOTAL,
+        "Reader accesses counted for the miss measures."
+    );
+    describe_counter!(
+        MISSED_POSTINGS_TOTAL,
+        "Postings published but not yet discovered at a reader's access."
+    );
+    describe_counter!(
+        ACCESS_DELAY_SECONDS_TOTAL,
+        "Summed age of missed postings at the accesses that missed them."
+    );
+    describe_counter!(
+        REPORTS_REJECTED_TOTAL,
+        "Reports refused: feed not owned by the worker, or not planned."
+    );
+    describe_gauge!(REPORT_BACKLOG, "Unacknowledged reports over all workers.");
+    describe_gauge!(WORKERS, "Live worker sessions.");
+    describe_counter!(
+        SHARD_MOVES_TOTAL,
+        "Hosts moved from one live worker to another."
+    );
+    describe_histogram!(PLAN_SOLVE_SECONDS, "Wall time of a relearn + plan round.");
+    describe_gauge!(PLAN_BUDGET_FETCHES, "Fetch budget per day.");
+    describe_gauge!(
+        PLAN_ALLOCATED_FETCHES,
+        "Fetches per day in the current plan."
+    );
+    describe_gauge!(
+        PLAN_EXPECTED_DELAY_SECONDS,
+        "Expected delay per posting under the current plan and model."
+    );
+    describe_gauge!(
+        PLAN_FEEDS_RESOLVED,
+        "Feeds re-solved by the last planning round."
+    );
 }
 
 /// Counts a batch's access-event outcomes.
@@ -30,7 +120,43 @@ pub fn record_access(c: &crate::access::AccessCounts) {
         ("out_of_window", c.out_of_window),
     ] {
         if n > 0 {
-            metrics::counter!(ACCESS_EVENTS_TOTAL, "result" => result).increment(n);
+            counter!(ACCESS_EVENTS_TOTAL, "result" => result).increment(n);
         }
     }
+}
+
+/// Registry sizes.
+pub fn gauge_registry(feeds: usize, users: usize) {
+    gauge!(REGISTRY_FEEDS).set(feeds as f64);
+    gauge!(REGISTRY_USERS).set(users as f64);
+}
+
+/// Worker count and hosts moved by a membership change.
+pub fn record_membership(workers: usize, moved: u64) {
+    gauge!(WORKERS).set(workers as f64);
+    counter!(SHARD_MOVES_TOTAL).increment(moved);
+}
+
+/// One accepted fetch report; `outcome` is a closed-set label.
+pub fn record_fetch(outcome: &'static str, bytes: u64, lateness_seconds: f64) {
+    counter!(FETCHES_TOTAL, "outcome" => outcome).increment(1);
+    counter!(FETCH_BYTES_TOTAL).increment(bytes);
+    histogram!(FETCH_LATENESS_SECONDS).record(lateness_seconds);
+}
+
+/// Postings of an ingest batch and the misses they revealed.
+pub fn record_postings(new: u64, duplicates: u64, missed: u64, missed_age_ms: f64) {
+    counter!(POSTINGS_TOTAL, "result" => "new").increment(new);
+    counter!(POSTINGS_TOTAL, "result" => "duplicate").increment(duplicates);
+    counter!(MISSED_POSTINGS_TOTAL).increment(missed);
+    counter!(ACCESS_DELAY_SECONDS_TOTAL).increment((missed_age_ms / 1000.0) as u64);
+}
+
+/// A planning round.
+pub fn record_plan(p: &crate::hub::PlanFigures) {
+    histogram!(PLAN_SOLVE_SECONDS).record(p.solve_seconds);
+    gauge!(PLAN_BUDGET_FETCHES).set(p.budget_per_day);
+    gauge!(PLAN_ALLOCATED_FETCHES).set(p.fetches_per_day);
+    gauge!(PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
+    gauge!(PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
 }

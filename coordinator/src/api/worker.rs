@@ -1,0 +1,206 @@
+//! The `WorkerControl` service: registration, the assignment stream, the report stream
+//! and heartbeats, over the [`Hub`].
+//!
+//! * The assignment stream sends the session's desired state as a snapshot, then the
+//!   difference between each new version and the last one sent, as deltas. A slow stream
+//!   skips versions (the watch channel keeps only the latest), which is safe because a
+//!   delta is computed against what this stream actually sent. When the session ends (lease
+//!   expired, or replaced by a newer registration of the same name) the stream ends with
+//!   `NOT_FOUND`, telling the worker to register again.
+//! * Reports are read in small batches (what arrived within a few milliseconds, at most
+//!   512) and acknowledged once the batch is durable: the ack carries the highest sequence
+//!   number of the batch and the reports refused, with reasons.
+
+use crate::control::cluster::{ClusterError, Desired};
+use crate::control::FeedSpec;
+use crate::hub::Hub;
+use crate::store::KvBackend;
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::worker_control_server::WorkerControl;
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+/// `WorkerControl` over a hub.
+pub struct WorkerControlService<B> {
+    hub: Arc<Hub<B>>,
+}
+
+impl<B> WorkerControlService<B> {
+    /// A service over `hub`.
+    pub fn new(hub: Arc<Hub<B>>) -> Self {
+        WorkerControlService { hub }
+    }
+}
+
+impl From<ClusterError> for Status {
+    fn from(e: ClusterError) -> Status {
+        match e {
+            ClusterError::UnknownWorker(_) => Status::not_found(e.to_string()),
+            ClusterError::InvalidArgument(_) => Status::invalid_argument(e.to_string()),
+        }
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The update that takes a worker from `sent` to `now`.
+fn delta<B: KvBackend>(
+    hub: &Hub<B>,
+    sent: &BTreeMap<String, FeedSpec>,
+    now: &BTreeMap<String, FeedSpec>,
+) -> pb::AssignmentDelta {
+    pb::AssignmentDelta {
+        upserts: now
+            .iter()
+            .filter(|(id, spec)| sent.get(*id) != Some(*spec))
+            .map(|(_, spec)| hub.assignment(spec))
+            .collect(),
+        removed_feed_ids: sent
+            .keys()
+            .filter(|id| !now.contains_key(*id))
+            .cloned()
+            .collect(),
+    }
+}
+
+#[tonic::async_trait]
+impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
+    async fn register(
+        &self,
+        r: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let r = r.into_inner();
+        let (worker_id, epoch) = self
+            .hub
+            .register(&r.worker_name, r.capacity_fetches_per_second)?;
+        let c = &self.hub.config().cluster;
+        Ok(Response::new(pb::RegisterResponse {
+            worker_id,
+            heartbeat_interval_ms: c.heartbeat.as_millis() as i64,
+            lease_ms: c.lease.as_millis() as i64,
+            epoch,
+        }))
+    }
+
+    type AssignmentsStream = BoxStream<pb::AssignmentUpdate>;
+
+    async fn assignments(
+        &self,
+        r: Request<pb::AssignmentsRequest>,
+    ) -> Result<Response<Self::AssignmentsStream>, Status> {
+        let r = r.into_inner();
+        let (epoch, mut rx) = self.hub.subscribe(&r.worker_id)?;
+        let (tx, out) = tokio::sync::mpsc::channel(4);
+        let hub = self.hub.clone();
+        let worker = r.worker_id;
+        tokio::spawn(async move {
+            let mut sent: Option<Desired> = None;
+            loop {
+                let now = rx.borrow_and_update().clone();
+                let update = match &sent {
+                    _ if now.version == 0 => None,
+                    None => Some(pb::assignment_update::Update::Snapshot(
+                        pb::AssignmentSnapshot {
+                            feeds: now.feeds.values().map(|s| hub.assignment(s)).collect(),
+                        },
+                    )),
+                    Some(prev) if prev.version != now.version => Some(
+                        pb::assignment_update::Update::Delta(delta(&hub, &prev.feeds, &now.feeds)),
+                    ),
+                    Some(_) => None,
+                };
+                if let Some(update) = update {
+                    let msg = pb::AssignmentUpdate {
+                        epoch,
+                        version: now.version,
+                        update: Some(update),
+                    };
+                    if tx.send(Ok(msg)).await.is_err() {
+                        return; // The worker hung up.
+                    }
+                    sent = Some(now);
+                }
+                if rx.changed().await.is_err() {
+                    // The session is gone: tell the worker to register again.
+                    let _ = tx
+                        .send(Err(Status::not_found(format!(
+                            "worker session `{worker}` ended; register again"
+                        ))))
+                        .await;
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(out))))
+    }
+
+    type ReportStream = BoxStream<pb::ReportAck>;
+
+    async fn report(
+        &self,
+        r: Request<Streaming<pb::ReportMessage>>,
+    ) -> Result<Response<Self::ReportStream>, Status> {
+        let input = r.into_inner();
+        let (tx, out) = tokio::sync::mpsc::channel(16);
+        let hub = self.hub.clone();
+        tokio::spawn(async move {
+            let batches = input.chunks_timeout(512, Duration::from_millis(5));
+            tokio::pin!(batches);
+            let mut worker: Option<String> = None;
+            while let Some(batch) = batches.next().await {
+                let mut msgs = Vec::with_capacity(batch.len());
+                let mut failed = None;
+                for m in batch {
+                    match m {
+                        Ok(m) => msgs.push(m),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if let Some(first) = msgs.first() {
+                    let w = worker.get_or_insert_with(|| first.worker_id.clone());
+                    if msgs.iter().any(|m| &m.worker_id != w) {
+                        let _ = tx
+                            .send(Err(Status::invalid_argument(
+                                "every message of a report stream must carry the same worker_id",
+                            )))
+                            .await;
+                        return;
+                    }
+                    let ack = match hub.handle_reports(w, msgs).await {
+                        Ok(ack) => Ok(ack),
+                        Err(e) => {
+                            // Not acknowledged: the worker resends after reconnecting.
+                            tracing::error!(error = %e, "report ingest failed");
+                            Err(Status::from(e))
+                        }
+                    };
+                    let stop = ack.is_err();
+                    if tx.send(ack).await.is_err() || stop {
+                        return;
+                    }
+                }
+                if failed.is_some() {
+                    return; // The worker's side broke off; it reconnects and resends.
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(out))))
+    }
+
+    async fn heartbeat(
+        &self,
+        r: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let r = r.into_inner();
+        let (epoch, version) = self.hub.heartbeat(&r.worker_id, r.report_backlog)?;
+        Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
+    }
+}

@@ -1,0 +1,593 @@
+//! The live coordinator: one owner for the registry, the ingest store, the access
+//! statistics, the worker cluster and every feed's learned state, and the loops that
+//! relearn, replan and expire leases.
+//!
+//! Locks are short and synchronous (`std::sync::Mutex`, never held across an `.await`);
+//! the relearn + plan step runs on the blocking pool, so a long solve never stalls gRPC.
+//! Report ingest writes the postings and the feeds' learned state in one atomic batch.
+
+use crate::access::AccessStats;
+use crate::control::cluster::{Cluster, ClusterConfig, ClusterError, Desired, WorkerInfo};
+use crate::control::feedstate::{FeedState, FetchObservation};
+use crate::control::relearn::{self, PlanOutcome, PlannerSettings, Replanner};
+use crate::control::FeedSpec;
+use crate::ingest::{IngestError, Ingestor, PostingRecord};
+use crate::metrics as m;
+use crate::registry::Registry;
+use crate::store::keys::Key;
+use crate::store::{KvBackend, Op};
+use kairos_proto::v1 as pb;
+use kairos_worker::clock::SimClock;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const DAY_MS: i64 = 86_400_000;
+/// Reader accesses remembered per user for the missed-postings measure.
+const ACCESSES_PER_USER: usize = 512;
+
+/// Settings of the live coordinator.
+#[derive(Clone, Debug)]
+pub struct HubConfig {
+    /// Leases and sharding.
+    pub cluster: ClusterConfig,
+    /// Planner settings.
+    pub planner: PlannerSettings,
+    /// Wall-clock time between relearn + replan rounds.
+    pub replan_interval: Duration,
+}
+
+/// Running totals of what the system did, for summaries and `GetStats`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Totals {
+    /// Fetch reports accepted.
+    pub fetches: u64,
+    /// Accepted fetches by outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Accepted fetches per feed.
+    pub fetches_per_feed: BTreeMap<String, u64>,
+    /// Postings stored for the first time.
+    pub postings_new: u64,
+    /// Postings reported again and ignored.
+    pub postings_duplicate: u64,
+    /// Reports refused (not the owner, unknown feed).
+    pub reports_rejected: u64,
+    /// Sum and count of realized delays of trusted postings (ms).
+    pub delay_sum_ms: f64,
+    /// Trusted postings.
+    pub delay_count: u64,
+    /// Reader accesses seen.
+    pub accesses: u64,
+    /// Postings that were published but not yet discovered at a reader's access.
+    pub missed: u64,
+    /// Summed age of those postings at the accesses (ms): the user-access delay.
+    pub access_delay_sum_ms: f64,
+    /// Body bytes fetched.
+    pub bytes: u64,
+    /// Planning rounds.
+    pub plans: u64,
+    /// The last plan's figures.
+    pub last_plan: Option<PlanFigures>,
+}
+
+/// The last plan, as reported.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PlanFigures {
+    /// Planned fetches per day.
+    pub fetches_per_day: f64,
+    /// Budget per day.
+    pub budget_per_day: f64,
+    /// Expected weighted cost per day.
+    pub expected_cost: f64,
+    /// Expected delay per posting (s), for the `delay` metric.
+    pub expected_delay_seconds: f64,
+    /// Feeds re-solved.
+    pub resolved: usize,
+    /// Solve wall time (s).
+    pub solve_seconds: f64,
+}
+
+/// One fetch report after the ownership check.
+struct Accepted {
+    report: pb::FetchReport,
+    postings: Vec<PostingRecord>,
+}
+
+/// The live coordinator state.
+pub struct Hub<B> {
+    /// Feeds, users, subscriptions.
+    pub registry: Registry<B>,
+    /// Postings.
+    pub ingestor: Arc<Ingestor<B>>,
+    /// Reader access statistics.
+    pub access: Arc<Mutex<AccessStats>>,
+    cluster: Mutex<Cluster>,
+    feeds: Mutex<HashMap<String, FeedState>>,
+    subscribers: Mutex<HashMap<String, Vec<String>>>,
+    recent_access: Mutex<HashMap<String, VecDeque<i64>>>,
+    replanner: Arc<Mutex<Replanner>>,
+    totals: Mutex<Totals>,
+    clock: SimClock,
+    started_ms: i64,
+    cfg: HubConfig,
+}
+
+fn outcome_label(o: i32) -> &'static str {
+    match pb::FetchOutcome::try_from(o).unwrap_or(pb::FetchOutcome::Unspecified) {
+        pb::FetchOutcome::Ok => "ok",
+        pb::FetchOutcome::NotModified => "not_modified",
+        pb::FetchOutcome::Malformed => "malformed",
+        pb::FetchOutcome::ClientError => "client_error",
+        pb::FetchOutcome::ServerError => "server_error",
+        pb::FetchOutcome::Throttled => "throttled",
+        pb::FetchOutcome::Timeout => "timeout",
+        pb::FetchOutcome::TooLarge => "too_large",
+        pb::FetchOutcome::RedirectLimit => "redirect_limit",
+        pb::FetchOutcome::ForbiddenTarget => "forbidden_target",
+        pb::FetchOutcome::NetworkError => "network_error",
+        pb::FetchOutcome::Unspecified => "unspecified",
+    }
+}
+
+impl<B: KvBackend> Hub<B> {
+    /// Loads the registry, access statistics and learned state from `store`.
+    pub async fn open(store: Arc<B>, clock: SimClock, cfg: HubConfig) -> anyhow::Result<Self> {
+        cfg.planner
+            .validate()
+            .map_err(|e| anyhow::anyhow!("planner settings: {e}"))?;
+        let registry = Registry::new(store.clone());
+        let mut access = AccessStats::new(24, DAY_MS);
+        let (users, feeds) = (registry.all_users().await?, registry.all_feeds().await?);
+        for u in &users {
+            access.set_user(&u.id, u.weight as f32);
+        }
+        for f in &feeds {
+            access.set_feed(&f.id);
+        }
+        m::gauge_registry(feeds.len(), users.len());
+        let mut learned = HashMap::new();
+        let prefix = Key::Learned("").prefix()?;
+        let mut after = None;
+        loop {
+            let page = store.range(prefix.clone(), after.clone(), 1000).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.0.clone());
+            for (k, v) in &page {
+                let feed = String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
+                match serde_json::from_slice::<FeedState>(v) {
+                    Ok(st) => {
+                        learned.insert(feed, st);
+                    }
+                    // Relearnable: drop it rather than refuse to start.
+                    Err(e) => tracing::warn!(%feed, error = %e, "unreadable learned state skipped"),
+                }
+            }
+        }
+        tracing::info!(
+            feeds = feeds.len(),
+            users = users.len(),
+            learned = learned.len(),
+            "state loaded"
+        );
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(1);
+        Ok(Hub {
+            registry,
+            ingestor: Arc::new(Ingestor::new(store)),
+            access: Arc::new(Mutex::new(access)),
+            cluster: Mutex::new(Cluster::new(cfg.cluster.clone(), epoch)),
+            feeds: Mutex::new(learned),
+            subscribers: Mutex::new(HashMap::new()),
+            recent_access: Mutex::new(HashMap::new()),
+            replanner: Arc::new(Mutex::new(Replanner::new(cfg.planner.clone()))),
+            totals: Mutex::new(Totals::default()),
+            started_ms: clock.now_ms(),
+            clock,
+            cfg,
+        })
+    }
+
+    /// The clock everything is timed by.
+    pub fn clock(&self) -> SimClock {
+        self.clock
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &HubConfig {
+        &self.cfg
+    }
+
+    /// A copy of the running totals.
+    pub fn totals(&self) -> Totals {
+        self.totals.lock().expect("totals lock").clone()
+    }
+
+    /// Live worker sessions.
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        self.cluster.lock().expect("cluster lock").workers()
+    }
+
+    /// The planned fetch times of a feed, if it is planned.
+    pub fn feed_spec(&self, feed: &str) -> Option<FeedSpec> {
+        self.cluster
+            .lock()
+            .expect("cluster lock")
+            .feeds()
+            .get(feed)
+            .cloned()
+    }
+
+    /// A copy of a feed's learned state.
+    pub fn feed_state(&self, feed: &str) -> Option<FeedState> {
+        self.feeds.lock().expect("feeds lock").get(feed).cloned()
+    }
+
+    /// Opens a worker session; returns (id, epoch).
+    pub fn register(&self, name: &str, capacity: f64) -> Result<(String, u64), ClusterError> {
+        let mut c = self.cluster.lock().expect("cluster lock");
+        let before = c.moves_total();
+        let id = c.register(name, capacity, Instant::now())?;
+        m::record_membership(c.workers().len(), c.moves_total() - before);
+        tracing::info!(worker = %id, capacity, "worker registered");
+        Ok((id, c.epoch()))
+    }
+
+    /// Renews a lease; returns (epoch, version).
+    pub fn heartbeat(&self, id: &str, backlog: u64) -> Result<(u64, u64), ClusterError> {
+        let mut c = self.cluster.lock().expect("cluster lock");
+        let v = c.heartbeat(id, backlog, Instant::now())?;
+        let total: u64 = c.workers().iter().map(|w| w.report_backlog).sum();
+        metrics::gauge!(m::REPORT_BACKLOG).set(total as f64);
+        Ok((c.epoch(), v))
+    }
+
+    /// A session's desired-state channel.
+    pub fn subscribe(
+        &self,
+        id: &str,
+    ) -> Result<(u64, tokio::sync::watch::Receiver<Desired>), ClusterError> {
+        let c = self.cluster.lock().expect("cluster lock");
+        Ok((c.epoch(), c.subscribe(id)?))
+    }
+
+    /// An assignment as sent: the spec plus the feed's validators and recent item ids.
+    pub fn assignment(&self, spec: &FeedSpec) -> pb::FeedAssignment {
+        let feeds = self.feeds.lock().expect("feeds lock");
+        let st = feeds.get(&spec.id);
+        pb::FeedAssignment {
+            feed_id: spec.id.clone(),
+            url: spec.url.clone(),
+            host: spec.host.clone(),
+            fetch_offsets_seconds: spec.offsets_seconds.clone(),
+            period_seconds: spec.period_seconds,
+            period_origin_unix_ms: spec.origin_unix_ms,
+            etag: st.map(|s| s.etag.clone()).unwrap_or_default(),
+            last_modified: st.map(|s| s.last_modified.clone()).unwrap_or_default(),
+            recent_item_id_hashes: st
+                .map(|s| s.recent_items.iter().copied().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Drops sessions whose lease ran out (their hosts move to the others).
+    pub fn expire_leases(&self) {
+        let mut c = self.cluster.lock().expect("cluster lock");
+        let before = c.moves_total();
+        let gone = c.expire(Instant::now());
+        if !gone.is_empty() {
+            tracing::warn!(workers = ?gone, "worker leases expired; hosts reassigned");
+            m::record_membership(c.workers().len(), c.moves_total() - before);
+        }
+    }
+
+    /// Records reader access events (from the Ingest service or a worker's relay) and
+    /// charges the missed-postings measure later, when the postings are discovered.
+    pub fn record_access(
+        &self,
+        events: &[crate::access::AccessEvent],
+    ) -> crate::access::AccessCounts {
+        let now = self.clock.now_ms();
+        let counts = self.access.lock().expect("access lock").record(events, now);
+        m::record_access(&counts);
+        if counts.accepted > 0 {
+            let mut recent = self.recent_access.lock().expect("access lock");
+            let stats = self.access.lock().expect("access lock");
+            let mut accepted = 0;
+            for e in events {
+                // Only events the statistics accepted (known user, in window).
+                if stats.check(std::slice::from_ref(e), now).accepted == 1 {
+                    let q = recent.entry(e.user_id.clone()).or_default();
+                    q.push_back(e.unix_ms);
+                    if q.len() > ACCESSES_PER_USER {
+                        q.pop_front();
+                    }
+                    accepted += 1;
+                }
+            }
+            self.totals.lock().expect("totals lock").accesses += accepted;
+            metrics::counter!(m::ACCESSES_TOTAL).increment(accepted);
+        }
+        counts
+    }
+
+    /// Ingests a batch of report messages from session `worker`; answers with the ack.
+    pub async fn handle_reports(
+        &self,
+        worker: &str,
+        msgs: Vec<pb::ReportMessage>,
+    ) -> Result<pb::ReportAck, IngestError> {
+        let mut ack = pb::ReportAck::default();
+        let mut accepted = Vec::new();
+        let mut accesses = Vec::new();
+        {
+            let c = self.cluster.lock().expect("cluster lock");
+            for msg in msgs {
+                ack.acked_seq = ack.acked_seq.max(msg.seq);
+                match msg.body {
+                    Some(pb::report_message::Body::Fetch(r)) => {
+                        match c.check_owner(worker, &r.feed_id) {
+                            Ok(()) => {
+                                let postings = r
+                                    .new_postings
+                                    .iter()
+                                    .map(|p| PostingRecord {
+                                        item_id_hash: p.item_id_hash,
+                                        link: Some(p.link.clone()).filter(|s| !s.is_empty()),
+                                        title: Some(p.title.clone()).filter(|s| !s.is_empty()),
+                                        published_unix_ms: p.published_unix_ms,
+                                        discovered_unix_ms: p.discovered_unix_ms,
+                                    })
+                                    .collect();
+                                accepted.push(Accepted {
+                                    report: r,
+                                    postings,
+                                });
+                            }
+                            Err(reason) => ack.rejected.push(pb::RejectedReport {
+                                seq: msg.seq,
+                                reason,
+                            }),
+                        }
+                    }
+                    Some(pb::report_message::Body::Accesses(b)) => {
+                        accesses.extend(b.events.into_iter().map(|e| crate::access::AccessEvent {
+                            user_id: e.user_id,
+                            feed_id: e.feed_id,
+                            unix_ms: e.unix_ms,
+                        }))
+                    }
+                    None => ack.rejected.push(pb::RejectedReport {
+                        seq: msg.seq,
+                        reason: "empty report message".into(),
+                    }),
+                }
+            }
+        }
+        if !accesses.is_empty() {
+            self.record_access(&accesses);
+        }
+        if !ack.rejected.is_empty() {
+            tracing::debug!(worker, rejected = ack.rejected.len(), "reports rejected");
+            metrics::counter!(m::REPORTS_REJECTED_TOTAL).increment(ack.rejected.len() as u64);
+            self.totals.lock().expect("totals lock").reports_rejected += ack.rejected.len() as u64;
+        }
+        if accepted.is_empty() {
+            return Ok(ack);
+        }
+        let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
+        let refs: Vec<(&str, &[PostingRecord])> = accepted
+            .iter()
+            .map(|a| (a.report.feed_id.as_str(), a.postings.as_slice()))
+            .collect();
+        let mut updated: Vec<(String, FeedState, Vec<i64>)> = Vec::new();
+        let (counts, _) = self
+            .ingestor
+            .ingest_many_with(&refs, |fresh| {
+                let feeds = self.feeds.lock().expect("feeds lock");
+                let mut next: HashMap<&str, FeedState> = HashMap::new();
+                let mut ops = Vec::new();
+                for (a, flags) in accepted.iter().zip(fresh) {
+                    let feed = a.report.feed_id.as_str();
+                    let st = next
+                        .entry(feed)
+                        .or_insert_with(|| feeds.get(feed).cloned().unwrap_or_default());
+                    let o = FetchObservation {
+                        finished_ms: a.report.finished_unix_ms,
+                        answered: matches!(outcome_label(a.report.outcome), "ok" | "not_modified"),
+                        etag: Some(a.report.etag.clone()).filter(|s| !s.is_empty()),
+                        last_modified: Some(a.report.last_modified.clone())
+                            .filter(|s| !s.is_empty()),
+                        new_items: a
+                            .postings
+                            .iter()
+                            .zip(flags)
+                            .filter(|(_, &f)| f)
+                            .map(|(p, _)| (p.item_id_hash, p.published_unix_ms))
+                            .collect(),
+                    };
+                    let observed = st.observe(&o, window_ms);
+                    updated.push((feed.to_string(), st.clone(), observed.trusted_delays_ms));
+                }
+                for (feed, st) in &next {
+                    ops.push(Op::Put(
+                        Key::Learned(feed).encode()?,
+                        serde_json::to_vec(st).expect("feed state serializes"),
+                    ));
+                }
+                Ok(ops)
+            })
+            .await?;
+        // Durable: now the in-memory state and the measures may move.
+        let mut misses: Vec<(String, i64, i64)> = Vec::new();
+        {
+            let mut feeds = self.feeds.lock().expect("feeds lock");
+            for (feed, st, _) in &updated {
+                feeds.insert(feed.clone(), st.clone());
+            }
+        }
+        for (a, (_, _, delays)) in accepted.iter().zip(&updated) {
+            let r = &a.report;
+            let label = outcome_label(r.outcome);
+            m::record_fetch(
+                label,
+                r.body_bytes,
+                (r.started_unix_ms - r.scheduled_unix_ms) as f64 / 1000.0,
+            );
+            for &d in delays {
+                metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
+                misses.push((
+                    r.feed_id.clone(),
+                    r.finished_unix_ms - d,
+                    r.finished_unix_ms,
+                ));
+            }
+        }
+        let (missed, missed_age_ms) = self.charge_misses(&misses);
+        let mut t = self.totals.lock().expect("totals lock");
+        for (a, (_, _, delays)) in accepted.iter().zip(&updated) {
+            t.fetches += 1;
+            *t.outcomes
+                .entry(outcome_label(a.report.outcome).to_string())
+                .or_default() += 1;
+            *t.fetches_per_feed
+                .entry(a.report.feed_id.clone())
+                .or_default() += 1;
+            t.bytes += a.report.body_bytes;
+            t.delay_count += delays.len() as u64;
+            t.delay_sum_ms += delays.iter().map(|&d| d as f64).sum::<f64>();
+        }
+        t.postings_new += counts.new;
+        t.postings_duplicate += counts.duplicates;
+        t.missed += missed;
+        t.access_delay_sum_ms += missed_age_ms;
+        drop(t);
+        m::record_postings(counts.new, counts.duplicates, missed, missed_age_ms);
+        Ok(ack)
+    }
+
+    /// For postings published at `p` and discovered at `d`, every access of a subscriber in
+    /// `[p, d)` missed them: returns (missed postings, summed age at those accesses in ms).
+    fn charge_misses(&self, postings: &[(String, i64, i64)]) -> (u64, f64) {
+        if postings.is_empty() {
+            return (0, 0.0);
+        }
+        let subs = self.subscribers.lock().expect("subscribers lock");
+        let recent = self.recent_access.lock().expect("access lock");
+        let (mut n, mut age) = (0u64, 0.0f64);
+        for (feed, p, d) in postings {
+            for user in subs.get(feed).into_iter().flatten() {
+                for &t in recent.get(user).into_iter().flatten() {
+                    if t >= *p && t < *d {
+                        n += 1;
+                        age += (t - p) as f64;
+                    }
+                }
+            }
+        }
+        (n, age)
+    }
+
+    /// One relearn + replan round: models from the learned state, the plan solved on the
+    /// blocking pool, and the new fetch times handed to the cluster.
+    pub async fn replan(&self) -> anyhow::Result<PlanOutcome> {
+        let feeds = self.registry.all_feeds().await?;
+        let mut subs = HashMap::with_capacity(feeds.len());
+        for f in &feeds {
+            subs.insert(f.id.clone(), self.registry.subscribers(&f.id).await?);
+        }
+        let users: HashMap<String, f64> = self
+            .registry
+            .all_users()
+            .await?
+            .into_iter()
+            .map(|u| (u.id, u.weight))
+            .collect();
+        m::gauge_registry(feeds.len(), users.len());
+        *self.subscribers.lock().expect("subscribers lock") = subs.clone();
+        let states = self.feeds.lock().expect("feeds lock").clone();
+        let now = self.clock.now_ms();
+        let stats_days = ((now - self.started_ms) as f64 / DAY_MS as f64).max(1.0);
+        let access = self.access.clone();
+        let replanner = self.replanner.clone();
+        let started = Instant::now();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let stats = access.lock().expect("access lock");
+            let access_bins = |feed: &str| -> Vec<f32> {
+                let mut bins = vec![0.0f32; 24];
+                for u in subs.get(feed).into_iter().flatten() {
+                    for h in [stats.app_histogram(u), stats.feed_histogram(u, feed)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        for (b, v) in bins.iter_mut().zip(h) {
+                            *b += v / stats_days as f32;
+                        }
+                    }
+                }
+                bins
+            };
+            let mut r = replanner.lock().expect("replanner lock");
+            let (models, _exploring) =
+                relearn::models(&feeds, &states, &access_bins, now, r.settings());
+            drop(stats);
+            r.plan(&feeds, models)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))?
+        .map_err(|e| anyhow::anyhow!("planning failed: {e}"))?;
+        let solve = started.elapsed().as_secs_f64();
+        let posts_per_day: f64 = self
+            .feeds
+            .lock()
+            .expect("feeds lock")
+            .values()
+            .map(|s| {
+                s.postings_ms.len() as f64
+                    / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
+            })
+            .sum();
+        let figures = PlanFigures {
+            fetches_per_day: outcome.fetches_per_day,
+            budget_per_day: outcome.budget_per_day,
+            expected_cost: outcome.expected_cost,
+            expected_delay_seconds: if posts_per_day > 0.0 {
+                outcome.expected_cost / posts_per_day
+            } else {
+                0.0
+            },
+            resolved: outcome.resolved,
+            solve_seconds: solve,
+        };
+        m::record_plan(&figures);
+        {
+            let mut c = self.cluster.lock().expect("cluster lock");
+            let before = c.moves_total();
+            c.set_feeds(outcome.specs.clone());
+            m::record_membership(c.workers().len(), c.moves_total() - before);
+        }
+        let mut t = self.totals.lock().expect("totals lock");
+        t.plans += 1;
+        t.last_plan = Some(figures);
+        Ok(outcome)
+    }
+
+    /// Replans every `replan_interval` and expires leases every second until `stop` fires.
+    pub async fn run_loops(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut replan = tokio::time::interval(self.cfg.replan_interval);
+        let mut leases = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                _ = replan.tick() => {
+                    if let Err(e) = self.replan().await {
+                        // Keep the previous plan; the next round tries again.
+                        tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                    }
+                }
+                _ = leases.tick() => self.expire_leases(),
+                _ = stop.changed() => break,
+            }
+        }
+    }
+}
