@@ -34,22 +34,10 @@ enum Command {
     Plan(PlanArgs),
     /// Train on the first days of a trace, replay the rest, and compare policies.
     Simulate(SimulateArgs),
-    /// Serve the gRPC API (Admin, Postings, health, reflection) over a persistent store.
-    Serve(ServeArgs),
-}
-
-#[derive(Args)]
-struct ServeArgs {
-    /// Address to listen on (port 0 picks a free one; the bound address is printed).
-    #[arg(long, default_value = "127.0.0.1:7700")]
-    listen: std::net::SocketAddr,
-    /// Directory of the embedded store (created if missing). Without it, state is kept in
-    /// memory and lost on exit.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
-    #[arg(long, default_value = "127.0.0.1:9700")]
-    metrics_addr: std::net::SocketAddr,
+    /// Run the coordinator: gRPC API, worker control, relearn and replan loops, metrics.
+    Serve(crate::live::ServeArgs),
+    /// Run the coordinator with in-process workers; `--demo` adds a feed farm and readers.
+    Standalone(crate::live::StandaloneArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -153,7 +141,8 @@ pub fn run() -> Result<()> {
     match cli.command {
         Command::Plan(a) => plan(a),
         Command::Simulate(a) => simulate(a),
-        Command::Serve(a) => crate::serve::serve(a.listen, a.data_dir, a.metrics_addr),
+        Command::Serve(a) => crate::live::serve(a),
+        Command::Standalone(a) => crate::standalone::run(a),
     }
 }
 

@@ -46,6 +46,8 @@ pub struct Totals {
     pub outcomes: BTreeMap<String, u64>,
     /// Accepted fetches per feed.
     pub fetches_per_feed: BTreeMap<String, u64>,
+    /// Start of each feed's last answered fetch (200 or 304), simulated Unix ms.
+    pub last_fetch_started: BTreeMap<String, i64>,
     /// Postings stored for the first time.
     pub postings_new: u64,
     /// Postings reported again and ignored.
@@ -202,6 +204,11 @@ impl<B: KvBackend> Hub<B> {
     /// A copy of the running totals.
     pub fn totals(&self) -> Totals {
         self.totals.lock().expect("totals lock").clone()
+    }
+
+    /// Feeds in the current plan.
+    pub fn feeds_planned(&self) -> usize {
+        self.cluster.lock().expect("cluster lock").feeds().len()
     }
 
     /// Live worker sessions.
@@ -454,6 +461,10 @@ impl<B: KvBackend> Hub<B> {
             *t.fetches_per_feed
                 .entry(a.report.feed_id.clone())
                 .or_default() += 1;
+            if matches!(outcome_label(a.report.outcome), "ok" | "not_modified") {
+                t.last_fetch_started
+                    .insert(a.report.feed_id.clone(), a.report.started_unix_ms);
+            }
             t.bytes += a.report.body_bytes;
             t.delay_count += delays.len() as u64;
             t.delay_sum_ms += delays.iter().map(|&d| d as f64).sum::<f64>();

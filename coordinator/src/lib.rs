@@ -7,6 +7,7 @@
 pub mod access;
 pub mod api;
 pub mod control;
+pub mod demo;
 pub mod hub;
 pub mod ingest;
 pub mod learn;

@@ -5,7 +5,9 @@
 //! `serve` runs the gRPC API.
 
 mod cli;
+mod live;
 mod serve;
+mod standalone;
 
 use std::process::ExitCode;
 

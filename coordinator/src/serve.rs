@@ -1,15 +1,18 @@
 //! `kairos-coordinator serve`: the gRPC server over the embedded (or in-memory) store.
 //!
-//! Serves `Admin`, `Postings` and `Ingest`, Prometheus metrics on `/metrics`, gRPC health checking (so Kubernetes probes and grpcurl
-//! work) and server reflection. Stops on SIGINT/SIGTERM: it stops accepting, lets
+//! Serves `Admin`, `Postings`, `Ingest` and `WorkerControl`, Prometheus metrics on
+//! `/metrics`, gRPC health checking (so Kubernetes probes and grpcurl work) and server
+//! reflection, and runs the hub's relearn/replan and lease loops. `standalone` starts the
+//! same server in-process with its workers. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
 use anyhow::{Context, Result};
-use kairos_coordinator::access::AccessStats;
+use kairos_coordinator::access::AccessEvent;
 use kairos_coordinator::api::admin::AdminService;
 use kairos_coordinator::api::ingest::IngestService;
 use kairos_coordinator::api::postings::PostingsService;
-use kairos_coordinator::ingest::Ingestor;
+use kairos_coordinator::api::worker::WorkerControlService;
+use kairos_coordinator::hub::{Hub, HubConfig};
 use kairos_coordinator::registry::Registry;
 use kairos_coordinator::store::embedded::EmbeddedBackend;
 use kairos_coordinator::store::memory::MemoryBackend;
@@ -17,16 +20,120 @@ use kairos_coordinator::store::KvBackend;
 use kairos_proto::v1::admin_server::AdminServer;
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_proto::v1::postings_server::PostingsServer;
+use kairos_proto::v1::worker_control_server::WorkerControlServer;
+use kairos_worker::clock::SimClock;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Runs the server until a shutdown signal.
-pub fn serve(
-    listen: SocketAddr,
-    data_dir: Option<PathBuf>,
-    metrics_addr: SocketAddr,
-) -> Result<()> {
+/// What a coordinator server needs besides its store.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// gRPC address (port 0 picks one; printed once bound).
+    pub listen: SocketAddr,
+    /// Metrics address, if metrics are served (port 0 picks one; printed).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Hub settings.
+    pub hub: HubConfig,
+    /// The clock of the whole system.
+    pub clock: SimClock,
+}
+
+/// A running coordinator: the hub, its loops and its gRPC server.
+pub struct Running<B> {
+    /// The live state.
+    pub hub: Arc<Hub<B>>,
+    /// Bound gRPC address.
+    pub addr: SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    loops: tokio::task::JoinHandle<()>,
+    metrics: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl<B: KvBackend> Running<B> {
+    /// Stops accepting, lets in-flight calls finish, stops the loops.
+    pub async fn shutdown(self) -> Result<()> {
+        let _ = self.stop.send(true);
+        let served = self.server.await.context("server task")?;
+        let _ = self.loops.await;
+        if let Some(m) = self.metrics {
+            m.abort();
+        }
+        served.context("serving gRPC")
+    }
+}
+
+/// Opens the hub over `store`, plans once, and starts the gRPC server and the loops.
+pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Running<B>> {
+    let metrics = match o.metrics_addr {
+        Some(a) => Some(serve_metrics(a).await?),
+        None => None,
+    };
+    let hub = Arc::new(Hub::open(store.clone(), o.clock, o.hub.clone()).await?);
+    // A first plan before workers connect, so they get fetch times at once.
+    if let Err(e) = hub.replan().await {
+        tracing::error!(error = %e, "initial plan failed; retrying on the replan interval");
+    }
+    let listener = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .with_context(|| format!("binding {}", o.listen))?;
+    let addr = listener.local_addr()?;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<AdminServer<AdminService<B>>>().await;
+    health
+        .set_serving::<PostingsServer<PostingsService<B>>>()
+        .await;
+    health.set_serving::<IngestServer<IngestService>>().await;
+    health
+        .set_serving::<WorkerControlServer<WorkerControlService<B>>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(kairos_proto::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+    let sink_hub = hub.clone();
+    let ingest = IngestService::new(
+        hub.access.clone(),
+        Arc::new(move |events: &[AccessEvent]| sink_hub.record_access(events)),
+        o.clock,
+    );
+    let admin = AdminService::new(Registry::new(store.clone()), hub.access.clone());
+    let postings = PostingsService::new(hub.ingestor.clone());
+    let control = WorkerControlService::new(hub.clone());
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let mut server_stop = stop_rx.clone();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health_service)
+            .add_service(reflection)
+            .add_service(AdminServer::new(admin))
+            .add_service(PostingsServer::new(postings))
+            .add_service(IngestServer::new(ingest))
+            .add_service(WorkerControlServer::new(control))
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                async move {
+                    let _ = server_stop.wait_for(|s| *s).await;
+                },
+            ),
+    );
+    let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
+    // Printed for operators and for tests that asked for port 0.
+    println!("kairos-coordinator listening on {addr}");
+    Ok(Running {
+        hub,
+        addr,
+        stop,
+        server,
+        loops,
+        metrics,
+    })
+}
+
+/// `serve`: runs the coordinator until SIGINT/SIGTERM.
+pub fn serve(data_dir: Option<PathBuf>, o: ServerOptions) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -34,80 +141,26 @@ pub fn serve(
     rt.block_on(async move {
         match data_dir {
             Some(dir) => {
-                run(
-                    Arc::new(
-                        EmbeddedBackend::open(&dir)
-                            .with_context(|| format!("opening the store in {}", dir.display()))?,
-                    ),
-                    listen,
-                    metrics_addr,
-                )
-                .await
+                let store = EmbeddedBackend::open(&dir)
+                    .with_context(|| format!("opening the store in {}", dir.display()))?;
+                serve_until_signal(Arc::new(store), o).await
             }
-            None => run(Arc::new(MemoryBackend::new()), listen, metrics_addr).await,
+            None => serve_until_signal(Arc::new(MemoryBackend::new()), o).await,
         }
     })
 }
 
-async fn run<B: KvBackend>(
-    store: Arc<B>,
-    listen: SocketAddr,
-    metrics_addr: SocketAddr,
-) -> Result<()> {
-    let metrics = serve_metrics(metrics_addr).await?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("binding {listen}"))?;
-    let bound = listener.local_addr()?;
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<AdminServer<AdminService<B>>>().await;
-    health
-        .set_serving::<PostingsServer<PostingsService<B>>>()
-        .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(kairos_proto::v1::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("building the reflection service")?;
-    // The access statistics start from the registry's users and feeds.
-    let registry = Registry::new(store.clone());
-    let mut access = AccessStats::new(24, 86_400_000);
-    let (users, feeds) = (registry.all_users().await?, registry.all_feeds().await?);
-    for u in &users {
-        access.set_user(&u.id, u.weight as f32);
-    }
-    for f in &feeds {
-        access.set_feed(&f.id);
-    }
-    metrics::gauge!(kairos_coordinator::metrics::REGISTRY_USERS).set(users.len() as f64);
-    metrics::gauge!(kairos_coordinator::metrics::REGISTRY_FEEDS).set(feeds.len() as f64);
-    let access = Arc::new(std::sync::Mutex::new(access));
-    health.set_serving::<IngestServer<IngestService>>().await;
-    let ingest = IngestService::new(access.clone());
-    let admin = AdminService::new(registry, access);
-    let postings = PostingsService::new(Arc::new(Ingestor::new(store)));
-    // Printed for operators and for tests that asked for port 0.
-    println!("kairos-coordinator listening on {bound}");
-    tonic::transport::Server::builder()
-        .add_service(health_service)
-        .add_service(reflection)
-        .add_service(AdminServer::new(admin))
-        .add_service(PostingsServer::new(postings))
-        .add_service(IngestServer::new(ingest))
-        .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener),
-            shutdown_signal(),
-        )
-        .await
-        .context("serving gRPC")?;
-    metrics.abort();
+async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<()> {
+    let running = start(store, o).await?;
+    shutdown_signal().await;
+    running.shutdown().await?;
     eprintln!("kairos-coordinator: shut down");
     Ok(())
 }
 
 /// Installs the Prometheus recorder and serves its text format on `GET /metrics` at
 /// `addr` (printed once bound, so port 0 works).
-async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
+pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .context("installing the metrics recorder")?;
@@ -146,7 +199,7 @@ async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> 
     }))
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => {

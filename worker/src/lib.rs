@@ -1,5 +1,6 @@
 //! Kairos worker library: the data plane's pieces, usable and testable on their own.
 //!
+//! * [`agent`] — the running worker: coordinator session and fetch loop;
 //! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
 //! * [`farm`] — a synthetic feed farm on loopback for demos, tests and benchmarks;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
@@ -8,6 +9,7 @@
 //! * [`schedule`] — which feed to fetch when, from the versioned assignment;
 //! * [`target`] — which addresses a feed URL may reach.
 
+pub mod agent;
 pub mod clock;
 pub mod farm;
 pub mod fetch;

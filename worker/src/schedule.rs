@@ -94,6 +94,12 @@ impl Schedule {
         self.applied
     }
 
+    /// Starts a new coordinator session, whose versions count from 1 again: the next
+    /// update is accepted whatever its version (the session's snapshot comes first).
+    pub fn begin_session(&mut self) {
+        self.applied = 0;
+    }
+
     /// Feeds currently assigned.
     pub fn len(&self) -> usize {
         self.feeds.len()
@@ -163,6 +169,24 @@ impl Schedule {
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
     }
 
+    /// Moves a feed's next fetch to `at_ms` (a feed never fetched is fetched at once to
+    /// learn it); its regular times resume after that fetch. No-op for unknown feeds.
+    pub fn expedite(&mut self, feed_id: &str, at_ms: i64) {
+        if let Some((times, _)) = self.feeds.get(feed_id) {
+            let times = times.clone();
+            // A new generation makes the feed's queued entry stale: one chain per feed.
+            self.generation += 1;
+            self.heap.push(Reverse((
+                at_ms,
+                self.generation,
+                at_ms,
+                feed_id.to_string(),
+            )));
+            self.feeds
+                .insert(feed_id.to_string(), (times, self.generation));
+        }
+    }
+
     /// When the next fetch is due (possibly a stale entry: waking early is harmless).
     pub fn next_due(&self) -> Option<i64> {
         self.heap.peek().map(|Reverse((due, ..))| *due)
@@ -219,6 +243,25 @@ mod tests {
             period_ms: period,
             origin_ms: 0,
         }
+    }
+
+    #[test]
+    fn an_expedited_feed_is_fetched_once_now_then_on_its_times() {
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(1, vec![feed("a", "h", &[500], 1000)], 0)
+            .unwrap();
+        s.expedite("a", 10);
+        s.expedite("nope", 10);
+        let due = |s: &mut Schedule, t| -> Vec<i64> {
+            s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+        };
+        assert_eq!(due(&mut s, 10), vec![10]);
+        assert_eq!(due(&mut s, 499), Vec::<i64>::new());
+        assert_eq!(
+            due(&mut s, 2600),
+            vec![500, 1500, 2500],
+            "one chain, no duplicate"
+        );
     }
 
     #[test]

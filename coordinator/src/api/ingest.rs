@@ -8,30 +8,28 @@
 use crate::access::{AccessCounts, AccessEvent, AccessStats};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::ingest_server::Ingest;
+use kairos_worker::clock::SimClock;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 use tonic::{Request, Response, Status, Streaming};
 
 /// Access statistics shared by the services that see users and feeds come and go.
 pub type SharedAccessStats = Arc<Mutex<AccessStats>>;
 
+/// Where checked events go (the hub records them and feeds the miss measures).
+pub type AccessSink = Arc<dyn Fn(&[AccessEvent]) -> AccessCounts + Send + Sync>;
+
 /// `Ingest` over shared access statistics.
 pub struct IngestService {
     stats: SharedAccessStats,
+    sink: AccessSink,
+    clock: SimClock,
 }
 
 impl IngestService {
-    /// A service recording into `stats`.
-    pub fn new(stats: SharedAccessStats) -> Self {
-        IngestService { stats }
+    /// A service that checks against `stats` and records through `sink`, on `clock`'s time.
+    pub fn new(stats: SharedAccessStats, sink: AccessSink, clock: SimClock) -> Self {
+        IngestService { stats, sink, clock }
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 fn events(batch: Vec<pb::AccessEvent>) -> Vec<AccessEvent> {
@@ -58,9 +56,8 @@ impl Ingest for IngestService {
         r: Request<pb::RecordAccessesRequest>,
     ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
         let batch = events(r.into_inner().events);
-        let now = now_ms();
-        let mut stats = lock(&self.stats)?;
-        let c = stats.check(&batch, now);
+        let now = self.clock.now_ms();
+        let c = lock(&self.stats)?.check(&batch, now);
         if c.accepted as usize != batch.len() {
             // The whole batch is refused: every event counts as skipped, by its reason.
             crate::metrics::record_access(&AccessCounts { accepted: 0, ..c });
@@ -74,8 +71,7 @@ impl Ingest for IngestService {
                 "batch refused: {unknown_user} events from unknown users, {unknown_feed} for unknown feeds, {out_of_window} outside the accepted time window"
             )));
         }
-        let recorded = stats.record(&batch, now);
-        crate::metrics::record_access(&recorded);
+        let recorded = (self.sink)(&batch);
         Ok(Response::new(pb::RecordAccessesResponse {
             accepted: recorded.accepted,
         }))
@@ -89,9 +85,7 @@ impl Ingest for IngestService {
         let mut accepted = 0;
         while let Some(msg) = stream.message().await? {
             let batch = events(msg.events);
-            let c = lock(&self.stats)?.record(&batch, now_ms());
-            crate::metrics::record_access(&c);
-            accepted += c.accepted;
+            accepted += (self.sink)(&batch).accepted;
         }
         Ok(Response::new(pb::RecordAccessesResponse { accepted }))
     }

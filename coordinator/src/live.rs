@@ -1,0 +1,198 @@
+//! Command-line options of the live commands (`serve`, `standalone`) and their translation
+//! into hub settings.
+
+use crate::serve::ServerOptions;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use kairos_coordinator::control::cluster::ClusterConfig;
+use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
+use kairos_coordinator::hub::HubConfig;
+use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::plan::planner::Policy;
+use kairos_worker::clock::SimClock;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Planner and loop settings of a live coordinator.
+#[derive(Args, Clone, Debug)]
+pub struct LivePlanArgs {
+    /// Objective: delay, miss or access-delay.
+    #[arg(long, default_value = "delay")]
+    pub metric: Metric,
+    /// Policy.
+    #[arg(long, default_value = "optimal")]
+    pub policy: Policy,
+    /// Budget as average fetches per feed per day (default 4 when no budget is given).
+    #[arg(long, conflicts_with = "budget")]
+    pub fetches_per_feed_per_day: Option<f64>,
+    /// Budget as total fetches per day.
+    #[arg(long)]
+    pub budget: Option<f64>,
+    /// Minimum fetches per day per feed; a fraction such as 0.142857 means once a week.
+    #[arg(long, default_value_t = 1.0 / 7.0)]
+    pub min_fetches_per_day: f64,
+    /// Maximum fetches per day per feed.
+    #[arg(long)]
+    pub max_fetches_per_day: Option<f64>,
+    /// Slots per day.
+    #[arg(long, default_value_t = 1440)]
+    pub slots: usize,
+    /// Days of observations a model learns from.
+    #[arg(long, default_value_t = 14.0)]
+    pub window_days: f64,
+    /// Wall-clock time between relearn + replan rounds (e.g. 5s, 1m).
+    #[arg(long, default_value = "5s")]
+    pub replan_interval: humantime::Duration,
+    /// Lease of a worker session: missing heartbeats this long moves its hosts.
+    #[arg(long, default_value = "6s")]
+    pub worker_lease: humantime::Duration,
+}
+
+impl LivePlanArgs {
+    /// The hub settings these options describe.
+    pub fn hub_config(&self) -> Result<HubConfig> {
+        let budget = match (self.fetches_per_feed_per_day, self.budget) {
+            (_, Some(m)) => Budget::PerDay(m),
+            (Some(x), None) => Budget::PerFeedPerDay(x),
+            (None, None) => Budget::PerFeedPerDay(4.0),
+        };
+        let planner = PlannerSettings {
+            metric: self.metric,
+            policy: self.policy,
+            budget,
+            min_fetches_per_day: self.min_fetches_per_day,
+            max_fetches_per_day: self.max_fetches_per_day,
+            slots: self.slots,
+            window_days: self.window_days,
+            ..PlannerSettings::default()
+        };
+        if let Err(e) = planner.validate() {
+            bail!("{e}");
+        }
+        let lease: Duration = self.worker_lease.into();
+        if lease < Duration::from_millis(500) {
+            bail!("--worker-lease must be at least 500ms");
+        }
+        let replan: Duration = self.replan_interval.into();
+        if replan < Duration::from_millis(100) {
+            bail!("--replan-interval must be at least 100ms");
+        }
+        Ok(HubConfig {
+            cluster: ClusterConfig {
+                lease,
+                heartbeat: lease / 3,
+                ..ClusterConfig::default()
+            },
+            planner,
+            replan_interval: replan,
+        })
+    }
+}
+
+/// The clock options shared by the live commands.
+#[derive(Args, Clone, Debug)]
+pub struct ClockArgs {
+    /// Run the system's clock this many times faster than the wall clock (1 = real time).
+    #[arg(long)]
+    pub time_scale: Option<f64>,
+    /// Simulated instant the clock starts at (RFC 3339); default: now.
+    #[arg(long)]
+    pub clock_start: Option<String>,
+}
+
+impl ClockArgs {
+    /// The clock, with `default_scale` when no scale is given.
+    pub fn clock(&self, default_scale: f64) -> Result<SimClock> {
+        let scale = self.time_scale.unwrap_or(default_scale);
+        if !(scale > 0.0 && scale.is_finite() && scale <= 1e6) {
+            bail!("--time-scale must be a positive number up to 1000000");
+        }
+        let start = match &self.clock_start {
+            Some(s) => chrono::DateTime::parse_from_rfc3339(s)
+                .with_context(|| format!("--clock-start `{s}` is not an RFC 3339 time"))?
+                .timestamp_millis(),
+            None => SimClock::real().now_ms(),
+        };
+        Ok(SimClock::new(start, scale))
+    }
+}
+
+/// `serve` options.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: SocketAddr,
+    /// Directory of the embedded store (created if missing). Without it, state is kept in
+    /// memory and lost on exit.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
+    #[arg(long, default_value = "127.0.0.1:9700")]
+    pub metrics_addr: SocketAddr,
+    #[command(flatten)]
+    pub plan: LivePlanArgs,
+    #[command(flatten)]
+    pub clock: ClockArgs,
+}
+
+/// `standalone` options.
+#[derive(Args, Debug)]
+pub struct StandaloneArgs {
+    /// Serve a synthetic feed farm on loopback with simulated readers, and crawl it.
+    #[arg(long)]
+    pub demo: bool,
+    /// Feeds to crawl: an OPML file, or one URL per line (`#` starts a comment).
+    #[arg(long, conflicts_with = "demo", required_unless_present = "demo")]
+    pub feeds: Option<PathBuf>,
+    /// In-process workers.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Exit cleanly after this much wall-clock time (e.g. 90s, 5m).
+    #[arg(long)]
+    pub run_for: Option<humantime::Duration>,
+    /// Write the final summary as JSON here.
+    #[arg(long)]
+    pub summary_json: Option<PathBuf>,
+    /// Address of the coordinator's gRPC server (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Where Prometheus scrapes `/metrics`.
+    #[arg(long, default_value = "127.0.0.1:9700")]
+    pub metrics_addr: SocketAddr,
+    /// Directory of the embedded store; without it, state is in memory.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Permit fetching from this private/loopback network (repeatable), e.g. 127.0.0.0/8.
+    #[arg(long)]
+    pub allow_private: Vec<ipnet::IpNet>,
+    /// Demo: feeds in the farm.
+    #[arg(long, default_value_t = 300)]
+    pub demo_feeds: usize,
+    /// Demo: hosts (loopback addresses) the farm's feeds share.
+    #[arg(long, default_value_t = 12)]
+    pub demo_hosts: usize,
+    /// Demo: simulated readers.
+    #[arg(long, default_value_t = 100)]
+    pub demo_users: usize,
+    /// Demo: random seed.
+    #[arg(long, default_value_t = 1)]
+    pub demo_seed: u64,
+    #[command(flatten)]
+    pub plan: LivePlanArgs,
+    #[command(flatten)]
+    pub clock: ClockArgs,
+}
+
+/// Runs `serve`.
+pub fn serve(a: ServeArgs) -> Result<()> {
+    crate::standalone::init_tracing();
+    let o = ServerOptions {
+        listen: a.listen,
+        metrics_addr: Some(a.metrics_addr),
+        hub: a.plan.hub_config()?,
+        clock: a.clock.clock(1.0)?,
+    };
+    crate::serve::serve(a.data_dir, o)
+}

@@ -1,0 +1,543 @@
+//! The running worker: one session with the coordinator at a time, and a fetch loop that
+//! outlives sessions.
+//!
+//! * **Session** — connect, `Register`, then three streams side by side: assignments
+//!   (applied to the [`Schedule`]), reports (sent from the [`ReportBuffer`], acknowledged by
+//!   sequence number) and heartbeats. When any of them fails (coordinator restart, lease
+//!   lost, network), the session is torn down and a new one is opened with backoff; the
+//!   first snapshot of the new session replaces the assignment, and every report not yet
+//!   acknowledged is sent again.
+//! * **Fetch loop** — sleeps until the next planned fetch, starts it when due (bounded
+//!   concurrency, per-host spacing from the schedule), parses the body, keeps only items
+//!   not seen before (the ids handed over with the assignment included), and queues the
+//!   report. A full report buffer blocks the fetch that wants to report — back-pressure,
+//!   never a dropped report. A `Retry-After` from the server postpones the feed's fetches
+//!   until then; the report carries it.
+
+use crate::clock::SimClock;
+use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+use crate::parse;
+use crate::reports::ReportBuffer;
+use crate::schedule::{FeedTimes, Schedule};
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::worker_control_client::WorkerControlClient;
+use pb::report_message::Body;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+/// Item ids remembered per feed.
+const SEEN_PER_FEED: usize = 1024;
+
+/// Settings of a worker.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// Coordinator URL (`http://host:port`).
+    pub coordinator: String,
+    /// Stable worker name (pod name).
+    pub name: String,
+    /// Fetches per second this worker can sustain (weights its share of hosts).
+    pub capacity: f64,
+    /// Fetches in flight at most.
+    pub max_in_flight: usize,
+    /// Wall time between two fetches of one host.
+    pub host_gap: Duration,
+    /// HTTP limits and target policy.
+    pub fetch: FetchConfig,
+    /// Unacknowledged reports kept at most.
+    pub report_buffer: usize,
+    /// The (possibly compressed) clock.
+    pub clock: SimClock,
+}
+
+/// Counters of a running worker (for logs, tests and the standalone summary).
+#[derive(Debug, Default)]
+pub struct AgentStats {
+    /// Fetches finished.
+    pub fetches: AtomicU64,
+    /// Reports acknowledged.
+    pub acked: AtomicU64,
+    /// Reports the coordinator refused (acknowledged, not ingested).
+    pub rejected: AtomicU64,
+    /// Sessions opened.
+    pub sessions: AtomicU64,
+    /// Fetches skipped because the server asked to retry later.
+    pub deferred: AtomicU64,
+}
+
+struct FeedInfo {
+    url: String,
+    validators: Validators,
+    seen: HashSet<u64>,
+    order: VecDeque<u64>,
+    not_before_ms: i64,
+    /// Already moved forward once for a first fetch.
+    expedited: bool,
+}
+
+impl FeedInfo {
+    fn never_fetched(&self) -> bool {
+        !self.expedited
+            && self.seen.is_empty()
+            && self.validators.etag.is_none()
+            && self.validators.last_modified.is_none()
+    }
+
+    fn remember(&mut self, id: u64) -> bool {
+        if !self.seen.insert(id) {
+            return false;
+        }
+        self.order.push_back(id);
+        while self.order.len() > SEEN_PER_FEED {
+            if let Some(old) = self.order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        true
+    }
+}
+
+struct State {
+    schedule: Schedule,
+    feeds: HashMap<String, FeedInfo>,
+    reports: ReportBuffer<Body>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    schedule_changed: Notify,
+    reports_ready: Notify,
+    space: Notify,
+    stats: Arc<AgentStats>,
+    clock: SimClock,
+}
+
+/// Why the worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Setup(#[from] crate::fetch::SetupError),
+    /// The coordinator URL is unusable.
+    #[error("bad coordinator URL `{0}`: {1}")]
+    BadCoordinator(String, String),
+}
+
+/// Runs the worker until `stop` turns true.
+pub async fn run(
+    cfg: AgentConfig,
+    stats: Arc<AgentStats>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), AgentError> {
+    let endpoint = Endpoint::from_shared(cfg.coordinator.clone())
+        .map_err(|e| AgentError::BadCoordinator(cfg.coordinator.clone(), e.to_string()))?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true);
+    let fetcher = Fetcher::new(cfg.fetch.clone())?;
+    let gap_ms = (cfg.host_gap.as_secs_f64() * 1000.0 * cfg.clock.scale()) as i64;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            schedule: Schedule::new(gap_ms),
+            feeds: HashMap::new(),
+            reports: ReportBuffer::new(cfg.report_buffer),
+        }),
+        schedule_changed: Notify::new(),
+        reports_ready: Notify::new(),
+        space: Notify::new(),
+        stats,
+        clock: cfg.clock,
+    });
+    let fetching = tokio::spawn(fetch_loop(
+        shared.clone(),
+        fetcher,
+        cfg.max_in_flight.max(1),
+        stop.clone(),
+    ));
+    let mut backoff = Duration::from_millis(100);
+    while !*stop.borrow() {
+        let ended = tokio::select! {
+            r = session(&endpoint, &cfg, &shared) => r,
+            _ = stop.changed() => break,
+        };
+        match ended {
+            Ok(()) => backoff = Duration::from_millis(100),
+            Err(e) => {
+                tracing::warn!(worker = %cfg.name, error = %e, retry_in = ?backoff, "coordinator session ended");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.changed() => break,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+    fetching.abort();
+    Ok(())
+}
+
+/// One session: register, then assignments, reports and heartbeats until one fails.
+async fn session(
+    endpoint: &Endpoint,
+    cfg: &AgentConfig,
+    shared: &Arc<Shared>,
+) -> Result<(), tonic::Status> {
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
+    let mut client = WorkerControlClient::new(channel);
+    let reg = client
+        .register(pb::RegisterRequest {
+            worker_name: cfg.name.clone(),
+            capacity_fetches_per_second: cfg.capacity,
+            ingest_address: String::new(),
+        })
+        .await?
+        .into_inner();
+    shared.stats.sessions.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(worker = %reg.worker_id, epoch = reg.epoch, "registered");
+    {
+        let mut st = shared.state.lock().expect("worker state");
+        // A new session numbers its versions from 1 again; its snapshot replaces all.
+        st.schedule.begin_session();
+        st.reports.reset_stream();
+    }
+    let hb = Duration::from_millis(reg.heartbeat_interval_ms.clamp(100, 60_000) as u64);
+    let id = reg.worker_id;
+    tokio::select! {
+        r = assignments(client.clone(), &id, shared) => r,
+        r = reports(client.clone(), &id, reg.epoch, shared) => r,
+        r = heartbeats(client, &id, hb, shared) => r,
+    }
+}
+
+fn feed_times(a: &pb::FeedAssignment) -> FeedTimes {
+    FeedTimes {
+        feed_id: a.feed_id.clone(),
+        host: a.host.clone(),
+        offsets_ms: a
+            .fetch_offsets_seconds
+            .iter()
+            .map(|s| (s * 1000.0).round() as i64)
+            .collect(),
+        period_ms: (a.period_seconds * 1000.0).round() as i64,
+        origin_ms: a.period_origin_unix_ms,
+    }
+}
+
+/// Takes over the feed's identity from an assignment; validators and seen ids of a feed
+/// this worker already fetches are its own and fresher.
+fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
+    let info = feeds.entry(a.feed_id.clone()).or_insert_with(|| FeedInfo {
+        url: a.url.clone(),
+        validators: Validators {
+            etag: Some(a.etag.clone()).filter(|s| !s.is_empty()),
+            last_modified: Some(a.last_modified.clone()).filter(|s| !s.is_empty()),
+        },
+        seen: HashSet::new(),
+        order: VecDeque::new(),
+        not_before_ms: i64::MIN,
+        expedited: false,
+    });
+    info.url = a.url.clone();
+    for &id in &a.recent_item_id_hashes {
+        info.remember(id);
+    }
+}
+
+async fn assignments(
+    mut client: WorkerControlClient<Channel>,
+    id: &str,
+    shared: &Arc<Shared>,
+) -> Result<(), tonic::Status> {
+    let mut stream = client
+        .assignments(pb::AssignmentsRequest {
+            worker_id: id.to_string(),
+            applied_version: 0,
+        })
+        .await?
+        .into_inner();
+    while let Some(u) = stream.message().await? {
+        let now = shared.clock.now_ms();
+        let mut st = shared.state.lock().expect("worker state");
+        let st = &mut *st;
+        let applied = match u.update {
+            Some(pb::assignment_update::Update::Snapshot(s)) => {
+                let keep: HashSet<&str> = s.feeds.iter().map(|a| a.feed_id.as_str()).collect();
+                st.feeds.retain(|f, _| keep.contains(f.as_str()));
+                for a in &s.feeds {
+                    adopt(&mut st.feeds, a);
+                }
+                let times = s.feeds.iter().map(feed_times).collect();
+                st.schedule.apply_snapshot(u.version, times, now)
+            }
+            Some(pb::assignment_update::Update::Delta(d)) => {
+                for f in &d.removed_feed_ids {
+                    st.feeds.remove(f);
+                }
+                for a in &d.upserts {
+                    adopt(&mut st.feeds, a);
+                }
+                let times = d.upserts.iter().map(feed_times).collect();
+                st.schedule
+                    .apply_delta(u.version, times, &d.removed_feed_ids, now)
+            }
+            None => Ok(()),
+        };
+        match applied {
+            Ok(()) => {
+                // Feeds nobody has fetched yet are fetched at once, to start learning them.
+                let fresh: Vec<String> = st
+                    .feeds
+                    .iter()
+                    .filter(|(_, f)| f.never_fetched())
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in fresh {
+                    st.schedule.expedite(&id, now);
+                    if let Some(f) = st.feeds.get_mut(&id) {
+                        f.expedited = true;
+                    }
+                }
+            }
+            // Stale or bad updates change nothing; the next snapshot repairs the rest.
+            Err(e) => tracing::warn!(error = %e, "assignment update ignored"),
+        }
+        shared.schedule_changed.notify_one();
+    }
+    Err(tonic::Status::unavailable("assignment stream ended"))
+}
+
+async fn reports(
+    mut client: WorkerControlClient<Channel>,
+    id: &str,
+    epoch: u64,
+    shared: &Arc<Shared>,
+) -> Result<(), tonic::Status> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<pb::ReportMessage>(1024);
+    let mut acks = client.report(ReceiverStream::new(rx)).await?.into_inner();
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = shared.reports_ready.notified() => {}
+            _ = tick.tick() => {}
+            ack = acks.message() => {
+                let Some(ack) = ack? else {
+                    return Err(tonic::Status::unavailable("report stream closed"));
+                };
+                let n = shared.state.lock().expect("worker state").reports.ack(ack.acked_seq);
+                shared.stats.acked.fetch_add(n as u64, Ordering::Relaxed);
+                for r in &ack.rejected {
+                    tracing::debug!(seq = r.seq, reason = %r.reason, "report refused");
+                }
+                shared.stats.rejected.fetch_add(ack.rejected.len() as u64, Ordering::Relaxed);
+                shared.space.notify_waiters();
+                continue;
+            }
+        }
+        let unsent = shared
+            .state
+            .lock()
+            .expect("worker state")
+            .reports
+            .take_unsent();
+        for (seq, body) in unsent {
+            let msg = pb::ReportMessage {
+                worker_id: id.to_string(),
+                seq,
+                epoch,
+                body: Some(body),
+            };
+            if tx.send(msg).await.is_err() {
+                return Err(tonic::Status::unavailable("report stream closed"));
+            }
+        }
+    }
+}
+
+async fn heartbeats(
+    mut client: WorkerControlClient<Channel>,
+    id: &str,
+    every: Duration,
+    shared: &Arc<Shared>,
+) -> Result<(), tonic::Status> {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let backlog = shared.state.lock().expect("worker state").reports.backlog() as u64;
+        client
+            .heartbeat(pb::HeartbeatRequest {
+                worker_id: id.to_string(),
+                report_backlog: backlog,
+                in_flight: 0,
+            })
+            .await?;
+    }
+}
+
+async fn fetch_loop(
+    shared: Arc<Shared>,
+    fetcher: Fetcher,
+    max_in_flight: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(max_in_flight));
+    loop {
+        let now = shared.clock.now_ms();
+        let (due, next) = {
+            let mut st = shared.state.lock().expect("worker state");
+            let due = st.schedule.pop_due(now);
+            (due, st.schedule.next_due())
+        };
+        for d in due {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
+            let shared = shared.clone();
+            let fetcher = fetcher.clone();
+            tokio::spawn(async move {
+                fetch_one(&shared, &fetcher, &d.feed_id, d.planned_ms).await;
+                drop(permit);
+            });
+        }
+        let wait = next
+            .map(|t| shared.clock.wall_until(t))
+            .unwrap_or(Duration::from_secs(1))
+            .min(Duration::from_secs(1));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shared.schedule_changed.notified() => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+fn outcome_code(o: &Outcome) -> (pb::FetchOutcome, u32, String) {
+    use pb::FetchOutcome as F;
+    match o {
+        Outcome::Ok { status, .. } => (F::Ok, *status as u32, String::new()),
+        Outcome::NotModified => (F::NotModified, 304, String::new()),
+        Outcome::Throttled { status, .. } => (F::Throttled, *status as u32, String::new()),
+        Outcome::ClientError { status } => (F::ClientError, *status as u32, String::new()),
+        Outcome::ServerError { status } => (F::ServerError, *status as u32, String::new()),
+        Outcome::Timeout => (F::Timeout, 0, "timed out".into()),
+        Outcome::TooLarge => (F::TooLarge, 0, "body over the size limit".into()),
+        Outcome::RedirectLimit => (F::RedirectLimit, 0, "redirect limit or loop".into()),
+        Outcome::ForbiddenTarget(m) => (F::ForbiddenTarget, 0, m.clone()),
+        Outcome::BadUrl(m) => (F::NetworkError, 0, format!("bad URL: {m}")),
+        Outcome::Network(m) => (F::NetworkError, 0, m.clone()),
+    }
+}
+
+/// Fetches one feed and queues its report (waiting for buffer space if needed).
+async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i64) {
+    let started = shared.clock.now_ms();
+    let (url, validators) = {
+        let st = shared.state.lock().expect("worker state");
+        match st.feeds.get(feed) {
+            // Revoked meanwhile, or postponed by the server's Retry-After.
+            None => return,
+            Some(f) if f.not_before_ms > started => {
+                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Some(f) => (f.url.clone(), f.validators.clone()),
+        }
+    };
+    let fetched = fetcher.fetch(&url, &validators).await;
+    let finished = shared.clock.now_ms();
+    let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
+    let mut items = Vec::new();
+    let mut ttl = None;
+    if let Outcome::Ok { body, .. } = &fetched.outcome {
+        match parse::parse(body) {
+            Ok(doc) => {
+                ttl = doc.ttl_minutes;
+                items = doc.items;
+            }
+            Err(e) => {
+                outcome = pb::FetchOutcome::Malformed;
+                error = e.to_string();
+            }
+        }
+    }
+    let retry_after = match &fetched.outcome {
+        Outcome::Throttled { retry_after, .. } => retry_after.map(|d| d.as_secs() as u32),
+        _ => None,
+    };
+    let min_interval = fetched
+        .max_age
+        .map(|d| d.as_secs() as u32)
+        .or(ttl.map(|m| m.saturating_mul(60)));
+    let mut report = pb::FetchReport {
+        feed_id: feed.to_string(),
+        outcome: outcome as i32,
+        http_status: status,
+        scheduled_unix_ms: planned_ms,
+        started_unix_ms: started,
+        finished_unix_ms: finished,
+        body_bytes: fetched.body_bytes,
+        new_postings: Vec::new(),
+        etag: String::new(),
+        last_modified: String::new(),
+        redirected_to: if fetched.final_url != url {
+            fetched.final_url.clone()
+        } else {
+            String::new()
+        },
+        retry_after_seconds: retry_after.unwrap_or(0),
+        min_interval_seconds: min_interval.unwrap_or(0),
+        error,
+    };
+    {
+        let mut st = shared.state.lock().expect("worker state");
+        let Some(info) = st.feeds.get_mut(feed) else {
+            return; // Revoked while fetching: the new owner reports it.
+        };
+        if let Some(secs) = retry_after {
+            info.not_before_ms = finished + secs as i64 * 1000;
+        }
+        if outcome == pb::FetchOutcome::Ok {
+            info.validators = fetched.validators.clone();
+        }
+        report.etag = info.validators.etag.clone().unwrap_or_default();
+        report.last_modified = info.validators.last_modified.clone().unwrap_or_default();
+        for it in items {
+            if info.remember(it.id_hash) {
+                report.new_postings.push(pb::Posting {
+                    item_id_hash: it.id_hash,
+                    link: it.link.unwrap_or_default(),
+                    title: it.title.unwrap_or_default(),
+                    published_unix_ms: it.published_unix_ms,
+                    discovered_unix_ms: finished,
+                });
+            }
+        }
+    }
+    shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
+    let body = Body::Fetch(report);
+    loop {
+        let space = shared.space.notified();
+        let pushed = shared
+            .state
+            .lock()
+            .expect("worker state")
+            .reports
+            .push(body.clone());
+        match pushed {
+            Ok(_) => break,
+            Err(_) => {
+                // Back-pressure: wait for an acknowledgement to free room.
+                tokio::select! {
+                    _ = space => {}
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+            }
+        }
+    }
+    shared.reports_ready.notify_one();
+}
