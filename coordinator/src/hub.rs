@@ -89,6 +89,83 @@ pub struct PlanFigures {
     pub solve_seconds: f64,
 }
 
+/// The planner settings as stored (and as the Admin API shows them).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SettingsRecord {
+    /// Budget, fetches per day across all feeds (when `per_feed` is false) or per feed.
+    pub budget: f64,
+    /// Whether `budget` is per feed.
+    pub per_feed: bool,
+    /// Metric name.
+    pub metric: String,
+    /// Policy name.
+    pub policy: String,
+    /// Minimum fetches per feed per day.
+    pub min_fetches_per_day: f64,
+    /// Maximum fetches per feed per day (0 = none).
+    pub max_fetches_per_day: f64,
+    /// Slots per day.
+    pub slots: u32,
+}
+
+impl SettingsRecord {
+    /// The record of `s`.
+    pub fn of(s: &PlannerSettings) -> Self {
+        let (budget, per_feed) = match s.budget {
+            relearn::Budget::PerDay(m) => (m, false),
+            relearn::Budget::PerFeedPerDay(x) => (x, true),
+        };
+        SettingsRecord {
+            budget,
+            per_feed,
+            metric: s.metric.name().into(),
+            policy: s.policy.name().into(),
+            min_fetches_per_day: s.min_fetches_per_day,
+            max_fetches_per_day: s.max_fetches_per_day.unwrap_or(0.0),
+            slots: s.slots as u32,
+        }
+    }
+
+    /// Applies the record to `base` (learning parameters stay), validated.
+    pub fn apply(&self, base: &PlannerSettings) -> Result<PlannerSettings, String> {
+        let s = PlannerSettings {
+            metric: self.metric.parse()?,
+            policy: self.policy.parse()?,
+            budget: if self.per_feed {
+                relearn::Budget::PerFeedPerDay(self.budget)
+            } else {
+                relearn::Budget::PerDay(self.budget)
+            },
+            min_fetches_per_day: self.min_fetches_per_day,
+            max_fetches_per_day: (self.max_fetches_per_day > 0.0)
+                .then_some(self.max_fetches_per_day),
+            slots: self.slots as usize,
+            ..base.clone()
+        };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+/// A feed's learned model and plan, for inspection.
+#[derive(Clone, Debug)]
+pub struct FeedView {
+    /// Learned postings per hour of the day.
+    pub posting_rate_per_hour: Vec<f64>,
+    /// Learned weighted reader accesses per hour of the day.
+    pub access_rate_per_hour: Vec<f64>,
+    /// Allocated fetches per day.
+    pub fetches_per_day: f64,
+    /// Planned fetch offsets (s) within the period (s).
+    pub offsets_seconds: Vec<f64>,
+    /// Period (s).
+    pub period_seconds: f64,
+    /// Expected delay per posting (s) under the plan.
+    pub expected_delay_seconds: f64,
+    /// Postings observed in the learning window.
+    pub observed_postings: usize,
+}
+
 /// One fetch report after the ownership check.
 struct Accepted {
     report: pb::FetchReport,
@@ -97,6 +174,7 @@ struct Accepted {
 
 /// The live coordinator state.
 pub struct Hub<B> {
+    store: Arc<B>,
     /// Feeds, users, subscriptions.
     pub registry: Registry<B>,
     /// Postings.
@@ -175,7 +253,23 @@ impl<B: KvBackend> Hub<B> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(1);
+        let mut planner = cfg.planner.clone();
+        if let Some(v) = store.get(Key::Settings.encode()?).await? {
+            match serde_json::from_slice::<SettingsRecord>(&v)
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.apply(&planner))
+            {
+                Ok(p) => {
+                    tracing::info!("planner settings from the store (set through the Admin API) override the command line");
+                    planner = p;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "stored planner settings unusable; using the command line's")
+                }
+            }
+        }
         Ok(Hub {
+            store: store.clone(),
             registry,
             ingestor: Arc::new(Ingestor::new(store)),
             access: Arc::new(Mutex::new(access)),
@@ -183,7 +277,7 @@ impl<B: KvBackend> Hub<B> {
             feeds: Mutex::new(learned),
             subscribers: Mutex::new(HashMap::new()),
             recent_access: Mutex::new(HashMap::new()),
-            replanner: Arc::new(Mutex::new(Replanner::new(cfg.planner.clone()))),
+            replanner: Arc::new(Mutex::new(Replanner::new(planner))),
             totals: Mutex::new(Totals::default()),
             started_ms: clock.now_ms(),
             clock,
@@ -204,6 +298,69 @@ impl<B: KvBackend> Hub<B> {
     /// A copy of the running totals.
     pub fn totals(&self) -> Totals {
         self.totals.lock().expect("totals lock").clone()
+    }
+
+    /// The planner settings in force.
+    pub fn settings(&self) -> PlannerSettings {
+        self.replanner
+            .lock()
+            .expect("replanner lock")
+            .settings()
+            .clone()
+    }
+
+    /// Validates, persists and installs new planner settings; the next round replans
+    /// every feed with them.
+    pub async fn update_settings(&self, r: &SettingsRecord) -> Result<PlannerSettings, String> {
+        let next = r.apply(&self.settings())?;
+        let key = Key::Settings.encode().map_err(|e| e.to_string())?;
+        let value = serde_json::to_vec(&SettingsRecord::of(&next)).expect("settings serialize");
+        self.store
+            .batch(vec![Op::Put(key, value)])
+            .await
+            .map_err(|e| e.to_string())?;
+        self.replanner
+            .lock()
+            .expect("replanner lock")
+            .set_settings(next.clone());
+        tracing::info!(settings = ?SettingsRecord::of(&next), "planner settings updated");
+        Ok(next)
+    }
+
+    /// A feed's learned model and plan from the last round.
+    pub fn inspect(&self, feed: &str) -> Option<FeedView> {
+        let spec = self.feed_spec(feed)?;
+        let observed = self
+            .feed_state(feed)
+            .map(|s| s.postings_ms.len())
+            .unwrap_or(0);
+        let r = self.replanner.lock().expect("replanner lock");
+        let (model, plan) = r.inspect(feed)?;
+        let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
+        let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+        Some(FeedView {
+            posting_rate_per_hour: model.post_bins.iter().map(|&b| b as f64).collect(),
+            access_rate_per_hour: model.access_bins.iter().map(|&b| b as f64).collect(),
+            fetches_per_day: fetches,
+            offsets_seconds: spec.offsets_seconds,
+            period_seconds: spec.period_seconds,
+            expected_delay_seconds: if per_day > 0.0 && model.weight > 0.0 {
+                plan.expected_cost / model.weight / per_day
+            } else {
+                0.0
+            },
+            observed_postings: observed,
+        })
+    }
+
+    /// Subscriptions known at the last replan.
+    pub fn subscriptions(&self) -> usize {
+        self.subscribers
+            .lock()
+            .expect("subscribers lock")
+            .values()
+            .map(Vec::len)
+            .sum()
     }
 
     /// Feeds in the current plan.

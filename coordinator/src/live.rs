@@ -99,6 +99,10 @@ pub struct ClockArgs {
     /// Simulated instant the clock starts at (RFC 3339); default: now.
     #[arg(long)]
     pub clock_start: Option<String>,
+    /// Wall-clock instant (Unix ms) at which the clock reads `--clock-start`; processes
+    /// given the same pair share one simulated time. Default: this process's start.
+    #[arg(long, requires = "clock_start")]
+    pub clock_anchor_unix_ms: Option<i64>,
 }
 
 impl ClockArgs {
@@ -114,7 +118,10 @@ impl ClockArgs {
                 .timestamp_millis(),
             None => SimClock::real().now_ms(),
         };
-        Ok(SimClock::new(start, scale))
+        Ok(match self.clock_anchor_unix_ms {
+            Some(anchor) => SimClock::anchored(start, anchor, scale),
+            None => SimClock::new(start, scale),
+        })
     }
 }
 

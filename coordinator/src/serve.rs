@@ -99,7 +99,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         Arc::new(move |events: &[AccessEvent]| sink_hub.record_access(events)),
         o.clock,
     );
-    let admin = AdminService::new(Registry::new(store.clone()), hub.access.clone());
+    let admin = AdminService::new(Registry::new(store.clone()), hub.clone());
     let postings = PostingsService::new(hub.ingestor.clone());
     let control = WorkerControlService::new(hub.clone());
     let (stop, stop_rx) = tokio::sync::watch::channel(false);

@@ -129,13 +129,61 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
     };
     let imported = admin.import_opml(opml).await.unwrap().into_inner();
     assert_eq!((imported.feeds_added, imported.subscriptions_added), (2, 2));
+    let stats = admin
+        .get_stats(pb::GetStatsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let listed = admin
+        .list_feeds(pb::ListFeedsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .feeds
+        .len();
+    assert_eq!(stats.feeds as usize, listed);
+    assert_eq!(stats.workers, 0);
+    // Settings: a bad policy is refused and changes nothing; a good budget is kept.
+    let before = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let bad = pb::Settings {
+        policy: "fastest".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        admin.update_settings(bad).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
     assert_eq!(
         admin
-            .get_stats(pb::GetStatsRequest {})
+            .get_settings(pb::GetSettingsRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+        before
+    );
+    let set = admin
+        .update_settings(pb::Settings {
+            budget_fetches_per_day: 123.0,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(set.budget_fetches_per_day, 123.0);
+    assert_eq!(set.policy, before.policy);
+    assert_eq!(
+        admin
+            .inspect_feed_plan(pb::InspectFeedPlanRequest {
+                feed_id: "no-such-feed".into()
+            })
             .await
             .unwrap_err()
             .code(),
-        Code::Unimplemented
+        Code::NotFound
     );
 
     let mut postings = PostingsClient::connect(url.clone()).await.unwrap();
@@ -244,6 +292,15 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         .into_inner()
         .subscriptions;
     assert_eq!(subs.len(), 3);
+    let settings = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        settings.budget_fetches_per_day, 123.0,
+        "settings set through the API survive a restart"
+    );
     // The restarted server knows the registered users and feeds for access events too.
     let mut ingest = kairos_proto::v1::ingest_client::IngestClient::connect(url_after_restart)
         .await

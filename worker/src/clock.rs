@@ -28,6 +28,13 @@ impl SimClock {
         }
     }
 
+    /// A clock that reads `sim_at_anchor_ms` at the wall-clock instant `anchor_unix_ms`:
+    /// processes given the same pair share one simulated time whenever they start.
+    pub fn anchored(sim_at_anchor_ms: i64, anchor_unix_ms: i64, scale: f64) -> SimClock {
+        let since = SimClock::real().now_ms() - anchor_unix_ms;
+        SimClock::new(sim_at_anchor_ms + (since as f64 * scale) as i64, scale)
+    }
+
     /// Real time.
     pub fn real() -> SimClock {
         let now = SystemTime::now()
@@ -69,5 +76,17 @@ mod tests {
             "{wall:?}"
         );
         assert_eq!(c.wall_until(0), Duration::ZERO);
+    }
+
+    #[test]
+    fn anchored_clocks_started_apart_agree() {
+        let anchor = SimClock::real().now_ms() - 1000;
+        let a = SimClock::anchored(5_000_000, anchor, 100.0);
+        std::thread::sleep(Duration::from_millis(50));
+        let b = SimClock::anchored(5_000_000, anchor, 100.0);
+        let (ta, tb) = (a.now_ms(), b.now_ms());
+        // One wall second after the anchor: ~100 simulated seconds.
+        assert!((ta - 5_100_000).abs() < 20_000, "{ta}");
+        assert!((ta - tb).abs() < 1_000, "{ta} vs {tb}");
     }
 }

@@ -4,6 +4,7 @@
 //! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
 //! * [`farm`] — a synthetic feed farm on loopback for demos, tests and benchmarks;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
+//! * [`fixtures`] — misbehaving servers and fixed documents on loopback;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
 //! * [`reports`] — the bounded, acknowledged report buffer;
 //! * [`schedule`] — which feed to fetch when, from the versioned assignment;
@@ -13,6 +14,7 @@ pub mod agent;
 pub mod clock;
 pub mod farm;
 pub mod fetch;
+pub mod fixtures;
 pub mod parse;
 pub mod reports;
 pub mod schedule;

@@ -1,15 +1,270 @@
 //! `kairos-worker`: the data plane of Kairos.
 //!
-//! The fetch worker (registration, assignment stream, timer wheel, HTTP fetching, feed
-//! parsing and reporting) is not built yet; until it is, the binary says so and exits with
-//! a non-zero status instead of pretending to run.
+//! * `run` — a fetch worker: registers with the coordinator, fetches its assigned feeds at
+//!   the planned moments and reports what it found.
+//! * `farm` — a synthetic feed farm on loopback (plus misbehaving endpoints and a folder of
+//!   fixed documents), for demos and end-to-end tests against real processes.
 
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use kairos_worker::agent::{self, AgentConfig, AgentStats};
+use kairos_worker::clock::SimClock;
+use kairos_worker::farm::{Farm, FarmConfig};
+use kairos_worker::fetch::FetchConfig;
+use kairos_worker::fixtures::Fixtures;
+use kairos_worker::target::TargetPolicy;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "kairos-worker", version, about = "Kairos fetch worker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fetch the feeds the coordinator assigns, at the planned moments.
+    Run(RunArgs),
+    /// Serve a synthetic feed farm on loopback (for demos and tests).
+    Farm(FarmArgs),
+}
+
+#[derive(Args)]
+struct ClockArgs {
+    /// Run the clock this many times faster than the wall clock.
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Simulated instant the clock starts at (RFC 3339); default: now.
+    #[arg(long)]
+    clock_start: Option<String>,
+    /// Wall-clock instant (Unix ms) at which the clock reads `--clock-start`.
+    #[arg(long, requires = "clock_start")]
+    clock_anchor_unix_ms: Option<i64>,
+}
+
+impl ClockArgs {
+    fn clock(&self) -> Result<SimClock> {
+        if !(self.time_scale > 0.0 && self.time_scale.is_finite() && self.time_scale <= 1e6) {
+            bail!("--time-scale must be a positive number up to 1000000");
+        }
+        let start = match &self.clock_start {
+            Some(s) => chrono::DateTime::parse_from_rfc3339(s)
+                .with_context(|| format!("--clock-start `{s}` is not an RFC 3339 time"))?
+                .timestamp_millis(),
+            None => SimClock::real().now_ms(),
+        };
+        Ok(match self.clock_anchor_unix_ms {
+            Some(a) => SimClock::anchored(start, a, self.time_scale),
+            None => SimClock::new(start, self.time_scale),
+        })
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Coordinator gRPC URL.
+    #[arg(long, default_value = "http://127.0.0.1:7700")]
+    coordinator: String,
+    /// Stable worker name (e.g. the pod name); defaults to the host name.
+    #[arg(long)]
+    name: Option<String>,
+    /// Fetches per second this worker can sustain (weights its share of hosts).
+    #[arg(long, default_value_t = 100.0)]
+    capacity: f64,
+    /// Fetches in flight at most.
+    #[arg(long, default_value_t = 64)]
+    max_in_flight: usize,
+    /// Wall time between two fetches of one host (politeness).
+    #[arg(long, default_value = "1s")]
+    host_gap: humantime::Duration,
+    /// Largest body accepted, after decompression (bytes).
+    #[arg(long, default_value_t = 10 << 20)]
+    max_body_bytes: usize,
+    /// Total time allowed for one fetch.
+    #[arg(long, default_value = "30s")]
+    fetch_timeout: humantime::Duration,
+    /// Permit fetching from this private/loopback network (repeatable), e.g. 127.0.0.0/8.
+    #[arg(long)]
+    allow_private: Vec<ipnet::IpNet>,
+    /// Unacknowledged reports kept at most (fetching pauses when full).
+    #[arg(long, default_value_t = 10_000)]
+    report_buffer: usize,
+    #[command(flatten)]
+    clock: ClockArgs,
+}
+
+#[derive(Args)]
+struct FarmArgs {
+    /// Feeds.
+    #[arg(long, default_value_t = 100)]
+    feeds: usize,
+    /// Loopback hosts the feeds are spread over (127.0.0.1, 127.0.0.2, ...).
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    /// Mean postings per feed per day.
+    #[arg(long, default_value_t = 4.0)]
+    posts_per_day: f64,
+    /// Days of postings after the start (the farm goes quiet after that).
+    #[arg(long, default_value_t = 30.0)]
+    days: f64,
+    /// Days of postings already published at the start.
+    #[arg(long, default_value_t = 0.0)]
+    history_days: f64,
+    /// Items per served document.
+    #[arg(long, default_value_t = 50)]
+    items_per_doc: usize,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the feed URLs here, one per line, in feed order.
+    #[arg(long)]
+    urls_out: Option<PathBuf>,
+    /// Write every posting here as `feed_index,unix_ms` lines.
+    #[arg(long)]
+    postings_out: Option<PathBuf>,
+    /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
+    #[arg(long)]
+    fixtures_dir: Option<PathBuf>,
+    #[command(flatten)]
+    clock: ClockArgs,
+}
 
 fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Run(a) => run(a).await,
+            Command::Farm(a) => farm(a).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(a: RunArgs) -> Result<()> {
+    let name = match a.name {
+        Some(n) => n,
+        None => std::env::var("HOSTNAME").unwrap_or_else(|_| "kairos-worker".into()),
+    };
+    let cfg = AgentConfig {
+        coordinator: a.coordinator,
+        name,
+        capacity: a.capacity,
+        max_in_flight: a.max_in_flight.max(1),
+        host_gap: a.host_gap.into(),
+        fetch: FetchConfig {
+            total_timeout: a.fetch_timeout.into(),
+            max_body_bytes: a.max_body_bytes,
+            policy: TargetPolicy::allowing(a.allow_private),
+            ..FetchConfig::default()
+        },
+        report_buffer: a.report_buffer.max(1),
+        clock: a.clock.clock()?,
+    };
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let stats = Arc::new(AgentStats::default());
+    let worker = tokio::spawn(agent::run(cfg, stats.clone(), stop_rx));
+    shutdown_signal().await;
+    let _ = stop.send(true);
+    worker.await.context("worker task")??;
     eprintln!(
-        "kairos-worker: the fetch worker is not implemented in this version; \
-         use `kairos-coordinator plan` / `simulate` for offline planning"
+        "kairos-worker: stopped after {} fetches",
+        stats.fetches.load(std::sync::atomic::Ordering::Relaxed)
     );
-    ExitCode::from(2)
+    Ok(())
+}
+
+async fn farm(a: FarmArgs) -> Result<()> {
+    let clock = a.clock.clock()?;
+    let farm = Arc::new(Farm::generate(
+        FarmConfig {
+            feeds: a.feeds.max(1),
+            hosts: a.hosts.clamp(1, 250),
+            mean_posts_per_day: a.posts_per_day,
+            days: a.days,
+            history_days: a.history_days,
+            items_per_doc: a.items_per_doc.max(1),
+            pad_bytes: 0,
+            seed: a.seed,
+        },
+        clock,
+    ));
+    let serving = farm
+        .clone()
+        .serve()
+        .await
+        .context("binding the farm's hosts")?;
+    let fixtures = match &a.fixtures_dir {
+        Some(dir) => {
+            let f = Fixtures::start(Some(dir.clone()))
+                .await
+                .context("binding the fixtures server")?;
+            println!("kairos-farm fixtures on 127.0.0.1:{}", f.port);
+            Some(f)
+        }
+        None => None,
+    };
+    if let Some(p) = &a.urls_out {
+        std::fs::write(p, serving.urls.join("\n") + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &a.postings_out {
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        );
+        for f in farm.feeds() {
+            for t in &f.postings {
+                writeln!(out, "{},{t}", f.index)?;
+            }
+        }
+        out.flush()?;
+    }
+    println!(
+        "kairos-farm ready: {} feeds on {} hosts",
+        serving.urls.len(),
+        serving.hosts.len()
+    );
+    shutdown_signal().await;
+    drop(fixtures);
+    drop(serving);
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

@@ -2,119 +2,10 @@
 //! time, with the right classification.
 
 use kairos_worker::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+use kairos_worker::fixtures::{Fixtures, RSS};
 use kairos_worker::target::TargetPolicy;
-use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-const RSS: &str =
-    "<rss version=\"2.0\"><channel><title>t</title><item><guid>1</guid></item></channel></rss>";
-
-/// 64 MiB of zeros, gzipped (about 64 KiB on the wire).
-fn bomb() -> &'static [u8] {
-    static BOMB: OnceLock<Vec<u8>> = OnceLock::new();
-    BOMB.get_or_init(|| {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        let zeros = vec![0u8; 1 << 20];
-        for _ in 0..64 {
-            enc.write_all(&zeros).unwrap();
-        }
-        enc.finish().unwrap()
-    })
-}
-
-/// A loopback server whose behaviour depends on the request path; counts connections.
-struct Server {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-}
-
-impl Server {
-    async fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let count = connections.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(handle(stream, port));
-            }
-        });
-        Server { port, connections }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-async fn handle(mut s: TcpStream, port: u16) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        match s.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let req = String::from_utf8_lossy(&buf).to_string();
-    let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let reply = |status: &str, headers: &str, body: &str| {
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
-            body.len()
-        )
-    };
-    let text = match path.as_str() {
-        "/feed" if req.to_ascii_lowercase().contains("if-none-match: \"v1\"") => reply("304 Not Modified", "ETag: \"v1\"\r\n", ""),
-        "/feed" => reply("200 OK", "ETag: \"v1\"\r\nCache-Control: public, max-age=600\r\nContent-Type: application/rss+xml\r\n", RSS),
-        "/throttle" => reply("429 Too Many Requests", "Retry-After: 120\r\n", ""),
-        "/unavailable" => {
-            let when = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(60));
-            reply("503 Service Unavailable", &format!("Retry-After: {when}\r\n"), "")
-        }
-        "/missing" => reply("404 Not Found", "", "no"),
-        "/broken" => reply("500 Internal Server Error", "", "oops"),
-        "/loop-a" => reply("302 Found", "Location: /loop-b\r\n", ""),
-        "/loop-b" => reply("302 Found", "Location: /loop-a\r\n", ""),
-        "/to-private" => reply("302 Found", "Location: http://10.0.0.1/feed\r\n", ""),
-        "/to-file" => reply("302 Found", "Location: file:///etc/passwd\r\n", ""),
-        p if p.starts_with("/hop/") => {
-            let n: u32 = p[5..].parse().unwrap_or(0);
-            reply("302 Found", &format!("Location: http://127.0.0.1:{port}/hop/{}\r\n", n + 1), "")
-        }
-        "/drip" => {
-            // Headers promise a body that then arrives one byte at a time, forever.
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n").await;
-            while s.write_all(b"x").await.is_ok() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            return;
-        }
-        "/endless" => {
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").await;
-            let block = vec![b'a'; 65536];
-            let mut frame = format!("{:x}\r\n", block.len()).into_bytes();
-            frame.extend_from_slice(&block);
-            frame.extend_from_slice(b"\r\n");
-            while s.write_all(&frame).await.is_ok() {}
-            return;
-        }
-        "/bomb" => {
-            let body = bomb();
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-            let _ = s.write_all(head.as_bytes()).await;
-            let _ = s.write_all(body).await;
-            return;
-        }
-        _ => reply("404 Not Found", "", ""),
-    };
-    let _ = s.write_all(text.as_bytes()).await;
-}
 
 fn loopback_config() -> FetchConfig {
     FetchConfig {
@@ -132,7 +23,7 @@ fn fetcher() -> Fetcher {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ok_then_conditional_get_not_modified() {
-    let srv = Server::start().await;
+    let srv = Fixtures::start(None).await.unwrap();
     let f = fetcher();
     let first = f.fetch(&srv.url("/feed"), &Validators::default()).await;
     assert_eq!(
@@ -151,7 +42,7 @@ async fn ok_then_conditional_get_not_modified() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttling_and_errors_are_classified() {
-    let srv = Server::start().await;
+    let srv = Fixtures::start(None).await.unwrap();
     let f = fetcher();
     let t = f.fetch(&srv.url("/throttle"), &Validators::default()).await;
     assert_eq!(
@@ -193,7 +84,7 @@ async fn throttling_and_errors_are_classified() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_drip_endless_body_and_gzip_bomb_end_bounded() {
-    let srv = Server::start().await;
+    let srv = Fixtures::start(None).await.unwrap();
     let f = fetcher();
     let drip = f.fetch(&srv.url("/drip"), &Validators::default()).await;
     assert_eq!(drip.outcome, Outcome::Timeout);
@@ -224,7 +115,7 @@ async fn slow_drip_endless_body_and_gzip_bomb_end_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redirect_loops_chains_and_bad_targets() {
-    let srv = Server::start().await;
+    let srv = Fixtures::start(None).await.unwrap();
     let f = fetcher();
     assert_eq!(
         f.fetch(&srv.url("/loop-a"), &Validators::default())
@@ -264,7 +155,7 @@ async fn redirect_loops_chains_and_bad_targets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_targets_are_refused_without_the_allow_list() {
-    let srv = Server::start().await;
+    let srv = Fixtures::start(None).await.unwrap();
     let strict = Fetcher::new(FetchConfig {
         total_timeout: Duration::from_secs(2),
         ..FetchConfig::default()

@@ -1,25 +1,48 @@
 //! The `Admin` service: feeds, users, subscriptions and OPML import over the registry.
-//! Settings, plan inspection, stats and workers arrive with the relearn loop and the worker
-//! protocol; until then those calls answer `UNIMPLEMENTED` with a message saying so.
+//! Settings (validated, persisted, applied on the next replan), per-feed plan inspection,
+//! stats and workers come from the live hub.
 
 use super::ingest::SharedAccessStats;
 use super::page_limit;
+use crate::hub::{Hub, SettingsRecord};
 use crate::registry::{FeedRecord, Registry, UserRecord};
 use crate::store::KvBackend;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_server::Admin;
+use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
-/// `Admin` over a registry; keeps the access statistics' view of users and feeds current.
+/// `Admin` over a registry; keeps the access statistics' view of users and feeds current,
+/// and answers settings, plan, stats and worker questions from the hub.
 pub struct AdminService<B> {
     registry: Registry<B>,
     access: SharedAccessStats,
+    hub: Arc<Hub<B>>,
 }
 
-impl<B> AdminService<B> {
-    /// A service over `registry` that also registers users and feeds in `access`.
-    pub fn new(registry: Registry<B>, access: SharedAccessStats) -> Self {
-        AdminService { registry, access }
+impl<B: KvBackend> AdminService<B> {
+    /// A service over `registry` and `hub` that also registers users and feeds in the
+    /// hub's access statistics.
+    pub fn new(registry: Registry<B>, hub: Arc<Hub<B>>) -> Self {
+        AdminService {
+            registry,
+            access: hub.access.clone(),
+            hub,
+        }
+    }
+
+    fn settings_view(&self) -> pb::Settings {
+        let s = self.hub.settings();
+        pb::Settings {
+            budget_fetches_per_day: s.budget.per_day(self.hub.feeds_planned()),
+            metric: s.metric.name().into(),
+            policy: s.policy.name().into(),
+            min_fetches_per_day: s.min_fetches_per_day,
+            max_fetches_per_day: s.max_fetches_per_day.unwrap_or(0.0),
+            max_fetches_per_host_per_day: 0.0,
+            slots: s.slots as u32,
+            replan_interval_seconds: self.hub.config().replan_interval.as_secs() as u32,
+        }
     }
 
     fn with_access(&self, f: impl FnOnce(&mut crate::access::AccessStats)) {
@@ -43,12 +66,6 @@ fn user(r: UserRecord) -> pb::User {
         user_id: r.id,
         weight: r.weight,
     }
-}
-
-fn not_yet(what: &str) -> Status {
-    Status::unimplemented(format!(
-        "{what} is not available yet in this version of the coordinator"
-    ))
 }
 
 #[tonic::async_trait]
@@ -208,34 +225,120 @@ impl<B: KvBackend> Admin for AdminService<B> {
         &self,
         _r: Request<pb::GetSettingsRequest>,
     ) -> Result<Response<pb::Settings>, Status> {
-        Err(not_yet("GetSettings"))
+        Ok(Response::new(self.settings_view()))
     }
 
     async fn update_settings(
         &self,
-        _r: Request<pb::Settings>,
+        r: Request<pb::Settings>,
     ) -> Result<Response<pb::Settings>, Status> {
-        Err(not_yet("UpdateSettings"))
+        let r = r.into_inner();
+        if r.max_fetches_per_host_per_day != 0.0 {
+            return Err(Status::invalid_argument(
+                "max_fetches_per_host_per_day is not supported by the live planner yet; leave it 0",
+            ));
+        }
+        let interval = self.hub.config().replan_interval.as_secs() as u32;
+        if r.replan_interval_seconds != 0 && r.replan_interval_seconds != interval {
+            return Err(Status::invalid_argument(format!(
+                "the replan interval is set on the command line ({interval} s) and cannot change at run time"
+            )));
+        }
+        // Zero / empty fields keep their current value.
+        let mut rec = SettingsRecord::of(&self.hub.settings());
+        if r.budget_fetches_per_day != 0.0 {
+            rec.budget = r.budget_fetches_per_day;
+            rec.per_feed = false;
+        }
+        if !r.metric.is_empty() {
+            rec.metric = r.metric;
+        }
+        if !r.policy.is_empty() {
+            rec.policy = r.policy;
+        }
+        if r.min_fetches_per_day != 0.0 {
+            rec.min_fetches_per_day = r.min_fetches_per_day;
+        }
+        if r.max_fetches_per_day != 0.0 {
+            rec.max_fetches_per_day = r.max_fetches_per_day;
+        }
+        if r.slots != 0 {
+            rec.slots = r.slots;
+        }
+        self.hub
+            .update_settings(&rec)
+            .await
+            .map_err(Status::invalid_argument)?;
+        Ok(Response::new(self.settings_view()))
     }
 
     async fn inspect_feed_plan(
         &self,
-        _r: Request<pb::InspectFeedPlanRequest>,
+        r: Request<pb::InspectFeedPlanRequest>,
     ) -> Result<Response<pb::FeedPlanView>, Status> {
-        Err(not_yet("InspectFeedPlan"))
+        let id = r.into_inner().feed_id;
+        // Unknown feeds are NOT_FOUND; known but not yet planned ones are UNAVAILABLE.
+        self.registry.get_feed(&id).await?;
+        let v = self.hub.inspect(&id).ok_or_else(|| {
+            Status::unavailable(format!(
+                "feed `{id}` is not planned yet; it will be after the next replan"
+            ))
+        })?;
+        Ok(Response::new(pb::FeedPlanView {
+            feed_id: id,
+            posting_rate_per_hour: v.posting_rate_per_hour,
+            access_rate_per_hour: v.access_rate_per_hour,
+            fetches_per_day: v.fetches_per_day,
+            fetch_offsets_seconds: v.offsets_seconds,
+            period_seconds: v.period_seconds,
+            expected_delay_seconds: v.expected_delay_seconds,
+            observed_postings: v.observed_postings as u64,
+        }))
     }
 
     async fn get_stats(
         &self,
         _r: Request<pb::GetStatsRequest>,
     ) -> Result<Response<pb::Stats>, Status> {
-        Err(not_yet("GetStats"))
+        let t = self.hub.totals();
+        let workers = self.hub.workers();
+        let plan = t.last_plan.clone().unwrap_or_default();
+        Ok(Response::new(pb::Stats {
+            feeds: self.registry.all_feeds().await?.len() as u64,
+            users: self.registry.all_users().await?.len() as u64,
+            subscriptions: self.hub.subscriptions() as u64,
+            workers: workers.len() as u32,
+            budget_fetches_per_day: plan.budget_per_day,
+            allocated_fetches_per_day: plan.fetches_per_day,
+            fetches_total: t.fetches,
+            postings_total: t.postings_new,
+            realized_avg_delay_seconds: if t.delay_count > 0 {
+                t.delay_sum_ms / t.delay_count as f64 / 1000.0
+            } else {
+                0.0
+            },
+            expected_avg_delay_seconds: plan.expected_delay_seconds,
+            report_backlog: workers.iter().map(|w| w.report_backlog).sum(),
+        }))
     }
 
     async fn list_workers(
         &self,
         _r: Request<pb::ListWorkersRequest>,
     ) -> Result<Response<pb::ListWorkersResponse>, Status> {
-        Err(not_yet("ListWorkers"))
+        let workers = self
+            .hub
+            .workers()
+            .into_iter()
+            .map(|w| pb::WorkerView {
+                worker_id: w.id,
+                worker_name: w.name,
+                capacity_fetches_per_second: w.capacity,
+                hosts: w.hosts as u32,
+                feeds: w.feeds as u32,
+                last_heartbeat_unix_ms: w.last_heartbeat_unix_ms,
+            })
+            .collect();
+        Ok(Response::new(pb::ListWorkersResponse { workers }))
     }
 }

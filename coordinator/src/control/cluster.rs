@@ -77,6 +77,8 @@ pub struct WorkerInfo {
     pub version: u64,
     /// Report backlog from its last heartbeat.
     pub report_backlog: u64,
+    /// Last heartbeat (or registration), Unix ms of the wall clock.
+    pub last_heartbeat_unix_ms: i64,
 }
 
 struct Session {
@@ -251,6 +253,11 @@ impl Cluster {
 
     /// Live sessions.
     pub fn workers(&self) -> Vec<WorkerInfo> {
+        let now = Instant::now();
+        let now_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
         self.sessions
             .iter()
             .map(|(id, s)| {
@@ -263,6 +270,10 @@ impl Cluster {
                     feeds: d.feeds.len(),
                     version: d.version,
                     report_backlog: s.report_backlog,
+                    last_heartbeat_unix_ms: now_unix
+                        - now
+                            .saturating_duration_since(s.lease_until - self.cfg.lease)
+                            .as_millis() as i64,
                 }
             })
             .collect()

@@ -19,7 +19,7 @@ use super::FeedSpec;
 use crate::plan::alloc::{ceil_level, floor_level, AllocError, Level};
 use crate::plan::cost::Metric;
 use crate::plan::pattern::Smoothing;
-use crate::plan::planner::{self, FeedModel, PlanConfig, PlanState, Policy, Scheduler};
+use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Policy, Scheduler};
 use crate::registry::FeedRecord;
 use std::collections::{BTreeMap, HashMap};
 
@@ -248,6 +248,7 @@ struct Last {
 pub struct Replanner {
     settings: PlannerSettings,
     last: Option<Last>,
+    view: HashMap<String, (FeedModel, FeedPlan)>,
 }
 
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
@@ -280,7 +281,19 @@ impl Replanner {
         Replanner {
             settings,
             last: None,
+            view: HashMap::new(),
         }
+    }
+
+    /// Replaces the settings; the next round solves afresh.
+    pub fn set_settings(&mut self, settings: PlannerSettings) {
+        self.settings = settings;
+        self.last = None;
+    }
+
+    /// A feed's model and plan from the last round.
+    pub fn inspect(&self, feed: &str) -> Option<&(FeedModel, FeedPlan)> {
+        self.view.get(feed)
     }
 
     /// The settings.
@@ -298,7 +311,13 @@ impl Replanner {
         let cfg = self.settings.plan_config(feeds.len());
         let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
         let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
-            (planner::solve(&models, &cfg)?, feeds.len(), true)
+            let plan = planner::solve(&models, &cfg)?;
+            self.view = ids
+                .iter()
+                .cloned()
+                .zip(models.into_iter().zip(plan.feeds.iter().cloned()))
+                .collect();
+            (plan, feeds.len(), true)
         } else {
             match self.last.take() {
                 Some(mut last) if last.ids == ids => {
@@ -337,6 +356,13 @@ impl Replanner {
                 }
             }
         };
+        if let Some(last) = &self.last {
+            self.view = ids
+                .iter()
+                .cloned()
+                .zip(last.models.iter().cloned().zip(plan.feeds.iter().cloned()))
+                .collect();
+        }
         let slot = cfg.period_seconds / cfg.slots as f64;
         let specs = feeds
             .iter()
