@@ -68,7 +68,12 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if std::thread::panicking() {
+            // Keep the processes' logs of a failed test.
+            eprintln!("test files kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
@@ -92,50 +97,95 @@ pub struct Coordinator {
     pub metrics: String,
 }
 
-/// Starts `kairos-coordinator serve` on free loopback ports with `args` added, waits for
-/// its "listening on" and "metrics on" lines and returns the process and the addresses.
-/// Its stderr goes to `log` (one log file per process).
-pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
+/// Starts binary `name` with `args` (stderr to `log`) and waits, up to 30 s, until its
+/// stdout has printed a line starting with each of `wait_for`; returns the process and the
+/// rest of each such line, in `wait_for` order.
+pub fn spawn_until(
+    name: &str,
+    args: &[&str],
+    log: &Path,
+    wait_for: &[&str],
+) -> (Child, Vec<String>) {
     use std::io::BufRead;
-    let mut cmd = Command::new(bin("kairos-coordinator"));
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-addr",
-        "127.0.0.1:0",
-    ])
-    .args(args);
+    let mut cmd = Command::new(bin(name));
+    cmd.args(args);
     cmd.stdout(std::process::Stdio::piped());
     cmd.stderr(std::fs::File::create(log).expect("log file"));
-    let mut child = Child(cmd.spawn().expect("start kairos-coordinator serve"));
+    let mut child = Child(cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}")));
     let stdout = child.0.stdout.take().expect("piped stdout");
+    let prefixes: Vec<String> = wait_for.iter().map(|s| s.to_string()).collect();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
         {
-            if let Some(addr) = line.strip_prefix("kairos-coordinator listening on ") {
-                let _ = tx.send(("grpc", addr.to_string()));
-            } else if let Some(addr) = line.strip_prefix("kairos-coordinator metrics on ") {
-                let _ = tx.send(("metrics", addr.to_string()));
+            for (i, p) in prefixes.iter().enumerate() {
+                if let Some(rest) = line.strip_prefix(p.as_str()) {
+                    let _ = tx.send((i, rest.to_string()));
+                }
             }
         }
     });
-    let (mut url, mut metrics) = (None, None);
-    while url.is_none() || metrics.is_none() {
+    let mut found: Vec<Option<String>> = vec![None; wait_for.len()];
+    while found.iter().any(Option::is_none) {
         match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-            Ok(("grpc", a)) => url = Some(format!("http://{a}")),
-            Ok((_, a)) => metrics = Some(a),
-            Err(_) => panic!("coordinator did not start; see {}", log.display()),
+            Ok((i, rest)) => found[i] = Some(rest),
+            Err(_) => panic!("{name} did not start; see {}", log.display()),
         }
     }
+    (
+        child,
+        found.into_iter().map(Option::unwrap_or_default).collect(),
+    )
+}
+
+/// Starts `kairos-coordinator serve` on free loopback ports with `args` added, waits for
+/// its "listening on" and "metrics on" lines and returns the process and the addresses.
+/// Its stderr goes to `log` (one log file per process).
+pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
+    let mut all = vec![
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ];
+    all.extend_from_slice(args);
+    let (child, found) = spawn_until(
+        "kairos-coordinator",
+        &all,
+        log,
+        &[
+            "kairos-coordinator listening on ",
+            "kairos-coordinator metrics on ",
+        ],
+    );
     Coordinator {
         child,
-        url: url.unwrap_or_default(),
-        metrics: metrics.unwrap_or_default(),
+        url: format!("http://{}", found[0]),
+        metrics: found[1].clone(),
     }
+}
+
+/// The value of the first sample of `metric` (name plus labels, exactly as exported) in a
+/// Prometheus text scrape.
+pub fn sample(scrape: &str, metric: &str) -> Option<f64> {
+    scrape.lines().find_map(|l| {
+        l.strip_prefix(metric)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Wall-clock Unix ms now.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// `GET /metrics` from `addr` (plain HTTP/1.0 over loopback).

@@ -263,6 +263,10 @@ async fn assignments(
         .into_inner();
     while let Some(u) = stream.message().await? {
         let now = shared.clock.now_ms();
+        tracing::debug!(version = u.version, update = ?u.update.as_ref().map(|x| match x {
+            pb::assignment_update::Update::Snapshot(s) => format!("snapshot of {}", s.feeds.len()),
+            pb::assignment_update::Update::Delta(d) => format!("delta +{} -{}", d.upserts.len(), d.removed_feed_ids.len()),
+        }), "assignment update");
         let mut st = shared.state.lock().expect("worker state");
         let st = &mut *st;
         let applied = match u.update {
@@ -393,6 +397,7 @@ async fn fetch_loop(
             let due = st.schedule.pop_due(now);
             (due, st.schedule.next_due())
         };
+        tracing::trace!(now, due = due.len(), next = ?next, "fetch loop");
         for d in due {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return;
@@ -519,6 +524,15 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         }
     }
     shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(
+        feed,
+        outcome = ?outcome,
+        planned_ms,
+        started,
+        new = report.new_postings.len(),
+        error = %report.error,
+        "fetched"
+    );
     let body = Body::Fetch(report);
     loop {
         let space = shared.space.notified();

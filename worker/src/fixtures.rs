@@ -137,11 +137,15 @@ async fn handle(mut s: TcpStream, port: u16, dir: Arc<Option<PathBuf>>) {
         }
         p if p.starts_with("/s/") => {
             // A fixed document, served as bytes (no Content-Type guessing).
-            let name = &p[3..];
+            // Percent-decoded relative path; no empty, `.` or `..` component escapes.
+            let name = percent_decode(&p[3..]);
+            let safe = name
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != "..");
             let file = (*dir)
                 .as_ref()
-                .filter(|_| !name.contains('/') && !name.starts_with('.'))
-                .map(|d| d.join(name));
+                .filter(|_| safe)
+                .map(|d| d.join(&name));
             match file.and_then(|f| std::fs::read(f).ok()) {
                 Some(bytes) => {
                     let head = format!(
@@ -158,4 +162,29 @@ async fn handle(mut s: TcpStream, port: u16, dir: Arc<Option<PathBuf>>) {
         _ => reply("404 Not Found", "", ""),
     };
     let _ = s.write_all(text.as_bytes()).await;
+}
+
+/// Decodes `%XX` escapes (invalid escapes stay as they are).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).and_then(|&c| hex(c)),
+            b.get(i + 2).and_then(|&c| hex(c)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, ..) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
