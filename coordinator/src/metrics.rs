@@ -32,7 +32,7 @@ pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
 pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
 /// Live worker sessions.
 pub const WORKERS: &str = "kairos_workers";
-/// Hosts moved between workers.
+/// Hosts whose owner changed (joins, leaves, expired leases).
 pub const SHARD_MOVES_TOTAL: &str = "kairos_shard_moves_total";
 /// Wall time of one relearn + plan round.
 pub const PLAN_SOLVE_SECONDS: &str = "kairos_plan_solve_seconds";

@@ -98,7 +98,7 @@ pub struct Cluster {
     feeds: BTreeMap<String, FeedSpec>,
     /// Host → owning session id.
     owner: HashMap<String, String>,
-    /// Hosts that changed owner since start.
+    /// Hosts that changed owner since start (joins, leaves, expired leases).
     moves_total: u64,
 }
 
@@ -311,14 +311,10 @@ impl Cluster {
             // No live worker: every host waits unowned.
             Err(shard::ShardError::NoWorkers(_)) => HashMap::new(),
         };
-        // A move is a host that had a live owner and now has another one.
+        // A move is a host that had an owner (live or just expired) and now has another.
         self.moves_total += owner
             .iter()
-            .filter(|(h, w)| {
-                self.owner
-                    .get(*h)
-                    .is_some_and(|old| old != *w && self.sessions.contains_key(old))
-            })
+            .filter(|(h, w)| self.owner.get(*h).is_some_and(|old| old != *w))
             .count() as u64;
         self.owner = owner;
         self.publish();
@@ -391,6 +387,7 @@ mod tests {
         assert_eq!(owned(&c, &a).len(), 40, "a lone worker owns everything");
         let b = c.register("b", 1.0, t0).unwrap();
         let (fa, fb) = (owned(&c, &a), owned(&c, &b));
+        let fb_hosts = c.workers().iter().find(|w| w.id == b).unwrap().hosts as u64;
         assert_eq!(fa.len() + fb.len(), 40);
         assert!(!fa.is_empty() && !fb.is_empty());
         assert!(fa.iter().all(|f| !fb.contains(f)), "no feed has two owners");
