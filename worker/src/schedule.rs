@@ -75,6 +75,8 @@ pub struct Schedule {
     /// (due, generation, feed): entries whose generation is not the feed's are stale.
     heap: BinaryHeap<Reverse<(i64, u64, i64, String)>>,
     host_free_at: HashMap<String, i64>,
+    /// Feeds with an expedited fetch not yet handed out (it survives re-assignment).
+    expedited: std::collections::HashSet<String>,
     min_host_gap_ms: i64,
     applied: u64,
     generation: u64,
@@ -162,7 +164,14 @@ impl Schedule {
 
     fn insert(&mut self, f: FeedTimes, now_ms: i64) {
         self.generation += 1;
-        if let Some(due) = f.next_after(now_ms - 1) {
+        if self.expedited.contains(&f.feed_id) {
+            self.heap.push(Reverse((
+                now_ms,
+                self.generation,
+                now_ms,
+                f.feed_id.clone(),
+            )));
+        } else if let Some(due) = f.next_after(now_ms - 1) {
             self.heap
                 .push(Reverse((due, self.generation, due, f.feed_id.clone())));
         }
@@ -176,6 +185,7 @@ impl Schedule {
             let times = times.clone();
             // A new generation makes the feed's queued entry stale: one chain per feed.
             self.generation += 1;
+            self.expedited.insert(feed_id.to_string());
             self.heap.push(Reverse((
                 at_ms,
                 self.generation,
@@ -218,6 +228,7 @@ impl Schedule {
             }
             self.host_free_at
                 .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
+            self.expedited.remove(&id);
             if let Some(next) = times.next_after(planned) {
                 self.heap
                     .push(Reverse((next, generation, next, id.clone())));
@@ -252,10 +263,17 @@ mod tests {
             .unwrap();
         s.expedite("a", 10);
         s.expedite("nope", 10);
+        // Re-assigning the feed before the expedited fetch keeps it.
+        s.apply_delta(2, vec![feed("a", "h", &[500], 1000)], &[], 5)
+            .unwrap();
         let due = |s: &mut Schedule, t| -> Vec<i64> {
             s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
         };
-        assert_eq!(due(&mut s, 10), vec![10]);
+        assert_eq!(
+            due(&mut s, 10),
+            vec![5],
+            "still expedited after the re-assignment"
+        );
         assert_eq!(due(&mut s, 499), Vec::<i64>::new());
         assert_eq!(
             due(&mut s, 2600),
