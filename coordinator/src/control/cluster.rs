@@ -414,6 +414,7 @@ mod tests {
             vec!["b".to_string()]
         );
         assert_eq!(owned(&c, &a).len(), 40);
+        assert_eq!(c.moves_total(), moves + fb_hosts, "b's hosts moved to a");
         assert_eq!(
             c.heartbeat(&b, 0, later),
             Err(ClusterError::UnknownWorker(b.clone()))
