@@ -155,6 +155,19 @@ impl<B: KvBackend> Registry<B> {
         }
     }
 
+    /// Points an existing feed at a new URL (a feed that moved), keeping its id, weight,
+    /// subscriptions, postings and learned state.
+    pub async fn set_feed_url(&self, id: &str, url: &str) -> Result<FeedRecord, RegistryError> {
+        let mut rec = self.get_feed(id).await?;
+        let (url, host) = check_url(url)?;
+        rec.url = url;
+        rec.host = host;
+        self.store
+            .batch(vec![Op::Put(Key::Feed(id).encode()?, json(&rec))])
+            .await?;
+        Ok(rec)
+    }
+
     /// Removes a feed and every subscription to it.
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
         self.get_feed(id).await?;
