@@ -106,11 +106,15 @@ async fn setup_demo<B: KvBackend>(
         .context("serving the demo feed farm on loopback")?;
     let registry = Registry::new(store.clone());
     for (i, url) in serving.urls.iter().enumerate() {
-        tolerate_existing(
-            registry
-                .add_feed(Some(&format!("farm-{i}")), url, 1.0)
-                .await,
-        )?;
+        let id = format!("farm-{i}");
+        match registry.add_feed(Some(&id), url, 1.0).await {
+            Ok(_) => {}
+            // A rerun on the same data dir: the farm listens on new ports.
+            Err(RegistryError::AlreadyExists(_)) => {
+                registry.set_feed_url(&id, url).await?;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(a.demo_seed ^ 0x5eed);
     for u in 0..a.demo_users {
