@@ -70,6 +70,8 @@ pub struct Ingestor<B> {
     /// Next sequence number per feed, loaded from the store on first use. The lock also
     /// serializes the check-then-write of concurrent reports for the same items.
     next_seq: tokio::sync::Mutex<HashMap<String, u64>>,
+    /// Next global discovery number (loaded on first use); taken after `next_seq`.
+    next_global: tokio::sync::Mutex<Option<u64>>,
 }
 
 impl<B: KvBackend> Ingestor<B> {
@@ -78,6 +80,7 @@ impl<B: KvBackend> Ingestor<B> {
         Ingestor {
             store,
             next_seq: Default::default(),
+            next_global: Default::default(),
         }
     }
 
@@ -110,6 +113,18 @@ impl<B: KvBackend> Ingestor<B> {
         extra: impl FnOnce(&[Vec<bool>]) -> Result<Vec<Op>, IngestError>,
     ) -> Result<(IngestCounts, Vec<Vec<bool>>), IngestError> {
         let mut seqs = self.next_seq.lock().await;
+        let mut global_guard = self.next_global.lock().await;
+        let global_start = match *global_guard {
+            Some(n) => n,
+            None => match self.store.get(Key::DiscoverySeq.encode()?).await? {
+                Some(b) => std::str::from_utf8(&b)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| StoreError("corrupt discovery sequence".into()))?,
+                None => 0,
+            },
+        };
+        let mut global = global_start;
         // Sequence counters of feeds not seen since start, in one read.
         let mut missing: Vec<&str> = reports
             .iter()
@@ -166,6 +181,11 @@ impl<B: KvBackend> Ingestor<B> {
                     Key::Posting(feed, *seq).encode()?,
                     serde_json::to_vec(p).expect("postings serialize"),
                 ));
+                ops.push(Op::Put(
+                    Key::Discovery(global).encode()?,
+                    format!("{feed}/{seq}").into_bytes(),
+                ));
+                global += 1;
                 *seq += 1;
                 counts.new += 1;
             }
@@ -179,6 +199,12 @@ impl<B: KvBackend> Ingestor<B> {
                 ));
             }
         }
+        if global != global_start {
+            ops.push(Op::Put(
+                Key::DiscoverySeq.encode()?,
+                global.to_string().into_bytes(),
+            ));
+        }
         ops.extend(extra(&fresh)?);
         if !ops.is_empty() {
             self.store.batch(ops).await?;
@@ -186,7 +212,80 @@ impl<B: KvBackend> Ingestor<B> {
         for (feed, n) in next {
             seqs.insert(feed.to_string(), n);
         }
+        *global_guard = Some(global);
         Ok((counts, fresh))
+    }
+
+    /// Up to `limit` postings of any of `feeds` discovered after `cursor` (empty = from the
+    /// first), in global discovery order. At most `scan` index entries are read per call,
+    /// so a page may come back short (even empty) with an advanced cursor: keep paging
+    /// until the cursor stops moving.
+    pub async fn list_for(
+        &self,
+        feeds: &HashSet<String>,
+        cursor: &str,
+        limit: usize,
+        scan: usize,
+    ) -> Result<(Vec<(String, PostingRecord)>, String), IngestError> {
+        let after = if cursor.is_empty() {
+            None
+        } else {
+            let n = u64::from_str_radix(cursor, 16).map_err(|_| {
+                IngestError::InvalidArgument(format!(
+                    "cursor `{cursor}` is not one this server issued"
+                ))
+            })?;
+            Some(Key::Discovery(n).encode()?)
+        };
+        let prefix = Key::Discovery(0).prefix()?;
+        let mut wanted: Vec<(String, u64)> = Vec::new();
+        let mut last = after.clone();
+        let mut scanned = 0;
+        while wanted.len() < limit && scanned < scan {
+            let rows = self
+                .store
+                .range(prefix.clone(), last.clone(), (scan - scanned).min(1000))
+                .await?;
+            let Some((k, _)) = rows.last() else { break };
+            last = Some(k.clone());
+            scanned += rows.len();
+            for (k, v) in &rows {
+                let text = String::from_utf8_lossy(v);
+                let Some((feed, seq)) = text.rsplit_once('/') else {
+                    return Err(StoreError(format!("corrupt discovery entry {text}")).into());
+                };
+                if feeds.contains(feed) {
+                    let seq = seq
+                        .parse()
+                        .map_err(|_| StoreError(format!("corrupt discovery entry {text}")))?;
+                    wanted.push((feed.to_string(), seq));
+                    if wanted.len() == limit {
+                        last = Some(k.clone());
+                        break;
+                    }
+                }
+            }
+        }
+        let keys = wanted
+            .iter()
+            .map(|(f, s)| Key::Posting(f, *s).encode())
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::with_capacity(wanted.len());
+        for ((feed, _), v) in wanted.into_iter().zip(self.store.get_many(keys).await?) {
+            // A feed removed since keeps its postings; a missing one is skipped.
+            if let Some(v) = v {
+                let p = serde_json::from_slice(&v)
+                    .map_err(|e| StoreError(format!("corrupt posting: {e}")))?;
+                out.push((feed, p));
+            }
+        }
+        let next = match last {
+            Some(k) if Some(&k) != after.as_ref() => {
+                String::from_utf8_lossy(&k[k.len() - 16..]).into_owned()
+            }
+            _ => cursor.to_string(),
+        };
+        Ok((out, next))
     }
 
     /// Up to `limit` postings of `feed` after `cursor` (empty = from the first).
@@ -236,6 +335,46 @@ mod tests {
             published_unix_ms: None,
             discovered_unix_ms: id as i64,
         }
+    }
+
+    #[test]
+    fn postings_of_a_set_of_feeds_page_in_discovery_order_with_short_scans() {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let ing = Ingestor::new(Arc::new(MemoryBackend::new()));
+                // Interleaved discoveries over three feeds; the user reads a and c.
+                for round in 0..10u64 {
+                    for f in ["a", "b", "c"] {
+                        ing.ingest(f, &[p(round)]).await.unwrap();
+                    }
+                }
+                // A repeat adds nothing to the index.
+                ing.ingest("a", &[p(3)]).await.unwrap();
+                let feeds: HashSet<String> = ["a", "c"].iter().map(|s| s.to_string()).collect();
+                let mut cursor = String::new();
+                let mut seen = Vec::new();
+                for _ in 0..100 {
+                    let (page, next) = ing.list_for(&feeds, &cursor, 3, 4).await.unwrap();
+                    assert!(page.len() <= 3);
+                    seen.extend(page.into_iter().map(|(f, p)| (f, p.item_id_hash)));
+                    if next == cursor {
+                        break;
+                    }
+                    cursor = next;
+                }
+                let want: Vec<(String, u64)> = (0..10u64)
+                    .flat_map(|r| [("a".to_string(), r), ("c".to_string(), r)])
+                    .collect();
+                assert_eq!(seen, want);
+                // New postings continue from the last cursor.
+                ing.ingest("c", &[p(99)]).await.unwrap();
+                let (page, _) = ing.list_for(&feeds, &cursor, 10, 100).await.unwrap();
+                assert_eq!(page.len(), 1);
+                assert_eq!(page[0].1.item_id_hash, 99);
+                assert!(ing.list_for(&feeds, "zz", 1, 1).await.is_err());
+            });
     }
 
     #[test]

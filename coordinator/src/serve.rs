@@ -100,7 +100,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         o.clock,
     );
     let admin = AdminService::new(Registry::new(store.clone()), hub.clone());
-    let postings = PostingsService::new(hub.ingestor.clone());
+    let postings = PostingsService::new(hub.ingestor.clone(), Registry::new(store.clone()));
     let control = WorkerControlService::new(hub.clone());
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();

@@ -3,7 +3,8 @@
 //! on one time-compressed clock (one simulated day per 15 s).
 //!
 //! * every posting the farm publishes appears exactly once through the Postings API, even
-//!   though one worker is killed with SIGKILL halfway (its hosts move to the survivor);
+//!   though one worker is killed with SIGKILL halfway (its hosts move to the survivor), and
+//!   a reader's postings page out by user exactly once;
 //! * a coordinator killed and restarted on the same data dir still has the registry, the
 //!   postings and the learned state.
 
@@ -165,6 +166,23 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
             .await
             .unwrap();
     }
+    // A reader subscribed to the first six feeds.
+    admin
+        .add_user(pb::AddUserRequest {
+            user_id: "ann".into(),
+            weight: 1.0,
+        })
+        .await
+        .unwrap();
+    for i in 0..6 {
+        admin
+            .subscribe(pb::SubscribeRequest {
+                user_id: "ann".into(),
+                feed_id: format!("f{i}"),
+            })
+            .await
+            .unwrap();
+    }
     let worker_args = |name: &str| {
         let mut a: Vec<String> = [
             "run",
@@ -253,6 +271,49 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
         found += got.len();
     }
     assert_eq!(found, total);
+    // Her postings, paged by user in discovery order: exactly those of her six feeds.
+    let mut mine = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = postings
+            .list_postings(pb::ListPostingsRequest {
+                scope: Some(pb::list_postings_request::Scope::UserId("ann".into())),
+                cursor: cursor.clone(),
+                limit: 7,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        mine.extend(page.postings);
+        if page.next_cursor == cursor {
+            break;
+        }
+        cursor = page.next_cursor;
+    }
+    let want: usize = (0..6).map(|i| published.get(&i).map_or(0, Vec::len)).sum();
+    assert_eq!(mine.len(), want);
+    assert!(mine
+        .iter()
+        .all(|p| ["f0", "f1", "f2", "f3", "f4", "f5"].contains(&p.feed_id.as_str())));
+    let mut ids: Vec<(String, u64)> = mine
+        .iter()
+        .map(|p| (p.feed_id.clone(), p.posting.as_ref().unwrap().item_id_hash))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), want, "no posting twice across pages");
+    assert_eq!(
+        postings
+            .list_postings(pb::ListPostingsRequest {
+                scope: Some(pb::list_postings_request::Scope::UserId("nobody".into())),
+                cursor: String::new(),
+                limit: 7,
+            })
+            .await
+            .unwrap_err()
+            .code(),
+        tonic::Code::NotFound
+    );
     let text = scrape(&coordinator.metrics);
     assert_eq!(sample(&text, "kairos_workers"), Some(1.0));
     assert!(

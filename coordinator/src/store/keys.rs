@@ -22,6 +22,11 @@ pub enum Key<'a> {
     Posting(&'a str, u64),
     /// The next posting sequence number of a feed.
     PostingSeq(&'a str),
+    /// A posting in global discovery order (value: feed id and the feed's sequence number),
+    /// the index postings-by-user pages through.
+    Discovery(u64),
+    /// The next global discovery number.
+    DiscoverySeq,
 }
 
 /// A key part that would break the layout.
@@ -51,6 +56,8 @@ impl Key<'_> {
             Key::Item(f, id) => format!("item/{}/{id:016x}", check(f)?),
             Key::Posting(f, seq) => format!("post/{}/{seq:016x}", check(f)?),
             Key::PostingSeq(f) => format!("postseq/{}", check(f)?),
+            Key::Discovery(n) => format!("disc/{n:016x}"),
+            Key::DiscoverySeq => "discseq".to_string(),
         }
         .into_bytes())
     }
@@ -68,6 +75,8 @@ impl Key<'_> {
             Key::Item(f, _) => format!("item/{}/", check(f)?).into_bytes(),
             Key::Posting(f, _) => format!("post/{}/", check(f)?).into_bytes(),
             Key::PostingSeq(_) => b"postseq/".to_vec(),
+            Key::Discovery(_) => b"disc/".to_vec(),
+            Key::DiscoverySeq => b"discseq".to_vec(),
         })
     }
 }
