@@ -225,8 +225,14 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             },
             report_buffer: 10_000,
             clock,
+            ingest_address: String::new(),
         };
-        agents.push(tokio::spawn(agent::run(cfg, s.clone(), stop_rx.clone())));
+        agents.push(tokio::spawn(agent::run(
+            cfg,
+            s.clone(),
+            None,
+            stop_rx.clone(),
+        )));
     }
     let readers = demo.as_ref().map(|d| {
         tokio::spawn(simulate_readers(

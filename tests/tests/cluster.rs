@@ -10,6 +10,7 @@
 
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::ingest_client::IngestClient;
 use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, TempDir};
 use std::collections::BTreeMap;
@@ -34,6 +35,13 @@ fn clock_args(anchor: &str) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect()
+}
+
+/// The shared simulated clock's time now (Unix ms).
+fn sim_now(anchor: &str) -> i64 {
+    // 2026-03-02T00:00:00Z
+    let start = 1_772_409_600_000i64;
+    start + ((unix_ms() - anchor.parse::<i64>().unwrap()) as f64 * SCALE) as i64
 }
 
 fn refs(v: &[String]) -> Vec<&str> {
@@ -209,7 +217,16 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
             .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap());
         kairos_tests::Child(cmd.spawn().unwrap())
     };
-    let _w1 = start_worker("w1");
+    // w1 also takes reader access events at the edge and relays them.
+    let mut w1_args = worker_args("w1");
+    w1_args.extend(["--ingest-listen".to_string(), "127.0.0.1:0".to_string()]);
+    let (_w1, found) = spawn_until(
+        "kairos-worker",
+        &refs(&w1_args),
+        &dir.path().join("w1.log"),
+        &["kairos-worker ingest on "],
+    );
+    let w1_ingest = format!("http://{}", found[0]);
     let mut w2 = start_worker("w2");
 
     // Both workers hold hosts once the feeds are planned.
@@ -245,6 +262,39 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
             }
         },
     )
+    .await;
+    // Access events through the surviving worker's endpoint reach the coordinator, which
+    // accepts the known reader's and counts the unknown one's.
+    let sim_now = sim_now(&anchor);
+    let ev = |user: &str| pb::AccessEvent {
+        user_id: user.into(),
+        feed_id: String::new(),
+        unix_ms: sim_now,
+    };
+    let mut relay = IngestClient::connect(w1_ingest).await.unwrap();
+    let queued = relay
+        .record_accesses(pb::RecordAccessesRequest {
+            events: vec![ev("ann"), ev("ann"), ev("ann"), ev("ghost")],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .accepted;
+    assert_eq!(queued, 4);
+    wait_for("relayed access events", Duration::from_secs(10), || {
+        let text = scrape(&coordinator.metrics);
+        async move {
+            (sample(
+                &text,
+                "kairos_ingest_access_events_total{result=\"accepted\"}",
+            ) == Some(3.0)
+                && sample(
+                    &text,
+                    "kairos_ingest_access_events_total{result=\"unknown_user\"}",
+                ) == Some(1.0))
+            .then_some(())
+        }
+    })
     .await;
     // Run until the farm has been quiet for a simulated day: every feed is fetched at least
     // once a day (optimal schedules place those fetches where postings are expected, so a

@@ -52,6 +52,8 @@ pub struct AgentConfig {
     pub report_buffer: usize,
     /// The (possibly compressed) clock.
     pub clock: SimClock,
+    /// Where this worker accepts reader access events (empty: it does not).
+    pub ingest_address: String,
 }
 
 /// Counters of a running worker (for logs, tests and the standalone summary).
@@ -127,10 +129,12 @@ pub enum AgentError {
     BadCoordinator(String, String),
 }
 
-/// Runs the worker until `stop` turns true.
+/// Runs the worker until `stop` turns true. Access events arriving on `relay` (the
+/// worker's public `Ingest` endpoint) are forwarded with the reports.
 pub async fn run(
     cfg: AgentConfig,
     stats: Arc<AgentStats>,
+    relay: Option<tokio::sync::mpsc::Receiver<Vec<pb::AccessEvent>>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), AgentError> {
     let endpoint = Endpoint::from_shared(cfg.coordinator.clone())
@@ -157,6 +161,7 @@ pub async fn run(
         cfg.max_in_flight.max(1),
         stop.clone(),
     ));
+    let relaying = relay.map(|rx| tokio::spawn(relay_loop(shared.clone(), rx)));
     let mut backoff = Duration::from_millis(100);
     while !*stop.borrow() {
         let ended = tokio::select! {
@@ -176,6 +181,9 @@ pub async fn run(
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
     fetching.abort();
+    if let Some(r) = relaying {
+        r.abort();
+    }
     Ok(())
 }
 
@@ -194,7 +202,7 @@ async fn session(
         .register(pb::RegisterRequest {
             worker_name: cfg.name.clone(),
             capacity_fetches_per_second: cfg.capacity,
-            ingest_address: String::new(),
+            ingest_address: cfg.ingest_address.clone(),
         })
         .await?
         .into_inner();
@@ -533,7 +541,11 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         error = %report.error,
         "fetched"
     );
-    let body = Body::Fetch(report);
+    push_report(shared, Body::Fetch(report)).await;
+}
+
+/// Queues a report, waiting while the buffer is full (back-pressure, never a drop).
+async fn push_report(shared: &Shared, body: Body) {
     loop {
         let space = shared.space.notified();
         let pushed = shared
@@ -542,16 +554,24 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
             .expect("worker state")
             .reports
             .push(body.clone());
-        match pushed {
-            Ok(_) => break,
-            Err(_) => {
-                // Back-pressure: wait for an acknowledgement to free room.
-                tokio::select! {
-                    _ = space => {}
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-                }
-            }
+        if pushed.is_ok() {
+            break;
+        }
+        // Wait for an acknowledgement to free room.
+        tokio::select! {
+            _ = space => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     }
     shared.reports_ready.notify_one();
+}
+
+/// Moves access events from the public endpoint into the report stream.
+async fn relay_loop(
+    shared: Arc<Shared>,
+    mut rx: tokio::sync::mpsc::Receiver<Vec<pb::AccessEvent>>,
+) {
+    while let Some(events) = rx.recv().await {
+        push_report(&shared, Body::Accesses(pb::AccessBatch { events })).await;
+    }
 }

@@ -6,6 +6,7 @@
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`fixtures`] — misbehaving servers and fixed documents on loopback;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
+//! * [`relay`] — the public access-event endpoint relayed to the coordinator;
 //! * [`reports`] — the bounded, acknowledged report buffer;
 //! * [`schedule`] — which feed to fetch when, from the versioned assignment;
 //! * [`target`] — which addresses a feed URL may reach.
@@ -16,6 +17,7 @@ pub mod farm;
 pub mod fetch;
 pub mod fixtures;
 pub mod parse;
+pub mod relay;
 pub mod reports;
 pub mod schedule;
 pub mod target;

@@ -7,11 +7,13 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
 use kairos_worker::clock::SimClock;
 use kairos_worker::farm::{Farm, FarmConfig};
 use kairos_worker::fetch::FetchConfig;
 use kairos_worker::fixtures::Fixtures;
+use kairos_worker::relay::RelayService;
 use kairos_worker::target::TargetPolicy;
 use std::io::Write;
 use std::path::PathBuf;
@@ -93,6 +95,10 @@ struct RunArgs {
     /// Unacknowledged reports kept at most (fetching pauses when full).
     #[arg(long, default_value_t = 10_000)]
     report_buffer: usize,
+    /// Serve the public `Ingest` endpoint (reader access events, relayed to the
+    /// coordinator) here; port 0 picks one (printed).
+    #[arg(long)]
+    ingest_listen: Option<std::net::SocketAddr>,
     #[command(flatten)]
     clock: ClockArgs,
 }
@@ -185,12 +191,46 @@ async fn run(a: RunArgs) -> Result<()> {
         },
         report_buffer: a.report_buffer.max(1),
         clock: a.clock.clock()?,
+        ingest_address: String::new(),
     };
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let mut cfg = cfg;
+    let (relay, server) = match a.ingest_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding the ingest address {addr}"))?;
+            let bound = listener.local_addr()?;
+            cfg.ingest_address = bound.to_string();
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
+            let (health, health_service) = tonic_health::server::health_reporter();
+            health.set_serving::<IngestServer<RelayService>>().await;
+            let mut server_stop = stop_rx.clone();
+            let server = tokio::spawn(
+                tonic::transport::Server::builder()
+                    .add_service(health_service)
+                    .add_service(IngestServer::new(RelayService::new(tx)))
+                    .serve_with_incoming_shutdown(
+                        tonic::transport::server::TcpIncoming::from(listener),
+                        async move {
+                            let _ = server_stop.wait_for(|s| *s).await;
+                        },
+                    ),
+            );
+            println!("kairos-worker ingest on {bound}");
+            (Some(rx), Some(server))
+        }
+        None => (None, None),
+    };
     let stats = Arc::new(AgentStats::default());
-    let worker = tokio::spawn(agent::run(cfg, stats.clone(), stop_rx));
+    let worker = tokio::spawn(agent::run(cfg, stats.clone(), relay, stop_rx));
     shutdown_signal().await;
     let _ = stop.send(true);
+    if let Some(s) = server {
+        s.await
+            .context("ingest server task")?
+            .context("serving ingest")?;
+    }
     worker.await.context("worker task")??;
     eprintln!(
         "kairos-worker: stopped after {} fetches",
