@@ -2,7 +2,7 @@
 //! into hub settings.
 
 use crate::serve::ServerOptions;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use kairos_coordinator::control::cluster::ClusterConfig;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
@@ -108,20 +108,12 @@ pub struct ClockArgs {
 impl ClockArgs {
     /// The clock, with `default_scale` when no scale is given.
     pub fn clock(&self, default_scale: f64) -> Result<SimClock> {
-        let scale = self.time_scale.unwrap_or(default_scale);
-        if !(scale > 0.0 && scale.is_finite() && scale <= 1e6) {
-            bail!("--time-scale must be a positive number up to 1000000");
-        }
-        let start = match &self.clock_start {
-            Some(s) => chrono::DateTime::parse_from_rfc3339(s)
-                .with_context(|| format!("--clock-start `{s}` is not an RFC 3339 time"))?
-                .timestamp_millis(),
-            None => SimClock::real().now_ms(),
-        };
-        Ok(match self.clock_anchor_unix_ms {
-            Some(anchor) => SimClock::anchored(start, anchor, scale),
-            None => SimClock::new(start, scale),
-        })
+        SimClock::from_options(
+            self.time_scale.unwrap_or(default_scale),
+            self.clock_start.as_deref(),
+            self.clock_anchor_unix_ms,
+        )
+        .map_err(anyhow::Error::msg)
     }
 }
 
@@ -194,7 +186,7 @@ pub struct StandaloneArgs {
 
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
-    crate::standalone::init_tracing();
+    kairos_worker::process::init_tracing();
     let o = ServerOptions {
         listen: a.listen,
         metrics_addr: Some(a.metrics_addr),

@@ -152,7 +152,7 @@ pub fn serve(data_dir: Option<PathBuf>, o: ServerOptions) -> Result<()> {
 
 async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<()> {
     let running = start(store, o).await?;
-    shutdown_signal().await;
+    kairos_worker::process::shutdown_signal().await;
     running.shutdown().await?;
     eprintln!("kairos-coordinator: shut down");
     Ok(())
@@ -197,18 +197,4 @@ pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<(
             });
         }
     }))
-}
-
-pub async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

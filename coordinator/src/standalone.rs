@@ -29,19 +29,9 @@ const SUBSCRIPTIONS_PER_READER: usize = 8;
 /// Accesses per reader per day.
 const READS_PER_DAY: f64 = 6.0;
 
-/// Logs to stderr; `RUST_LOG` overrides the default level (info).
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 /// Runs `standalone`.
 pub fn run(a: StandaloneArgs) -> Result<()> {
-    init_tracing();
+    kairos_worker::process::init_tracing();
     if a.workers == 0 || a.workers > 64 {
         bail!("--workers must be between 1 and 64");
     }
@@ -257,7 +247,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         tokio::select! {
             _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers),
             _ = &mut deadline => break,
-            _ = serve::shutdown_signal() => break,
+            _ = kairos_worker::process::shutdown_signal() => break,
         }
     }
     let _ = stop.send(true);

@@ -35,6 +35,29 @@ impl SimClock {
         SimClock::new(sim_at_anchor_ms + (since as f64 * scale) as i64, scale)
     }
 
+    /// The clock the command-line options describe: `scale` times faster than real time,
+    /// reading `start` (RFC 3339; default now) at wall instant `anchor_unix_ms` (default:
+    /// now). Errors name the bad option.
+    pub fn from_options(
+        scale: f64,
+        start: Option<&str>,
+        anchor_unix_ms: Option<i64>,
+    ) -> Result<SimClock, String> {
+        if !(scale > 0.0 && scale.is_finite() && scale <= 1e6) {
+            return Err("--time-scale must be a positive number up to 1000000".into());
+        }
+        let start = match start {
+            Some(s) => chrono::DateTime::parse_from_rfc3339(s)
+                .map_err(|e| format!("--clock-start `{s}` is not an RFC 3339 time: {e}"))?
+                .timestamp_millis(),
+            None => SimClock::real().now_ms(),
+        };
+        Ok(match anchor_unix_ms {
+            Some(a) => SimClock::anchored(start, a, scale),
+            None => SimClock::new(start, scale),
+        })
+    }
+
     /// Real time.
     pub fn real() -> SimClock {
         let now = SystemTime::now()

@@ -6,6 +6,7 @@
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`fixtures`] — misbehaving servers and fixed documents on loopback;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
+//! * [`process`] — logging set-up and shutdown signals of the binaries;
 //! * [`relay`] — the public access-event endpoint relayed to the coordinator;
 //! * [`reports`] — the bounded, acknowledged report buffer;
 //! * [`schedule`] — which feed to fetch when, from the versioned assignment;
@@ -17,6 +18,7 @@ pub mod farm;
 pub mod fetch;
 pub mod fixtures;
 pub mod parse;
+pub mod process;
 pub mod relay;
 pub mod reports;
 pub mod schedule;

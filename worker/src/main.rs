@@ -5,7 +5,7 @@
 //! * `farm` — a synthetic feed farm on loopback (plus misbehaving endpoints and a folder of
 //!   fixed documents), for demos and end-to-end tests against real processes.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
@@ -13,6 +13,7 @@ use kairos_worker::clock::SimClock;
 use kairos_worker::farm::{Farm, FarmConfig};
 use kairos_worker::fetch::FetchConfig;
 use kairos_worker::fixtures::Fixtures;
+use kairos_worker::process::shutdown_signal;
 use kairos_worker::relay::RelayService;
 use kairos_worker::target::TargetPolicy;
 use std::io::Write;
@@ -50,19 +51,12 @@ struct ClockArgs {
 
 impl ClockArgs {
     fn clock(&self) -> Result<SimClock> {
-        if !(self.time_scale > 0.0 && self.time_scale.is_finite() && self.time_scale <= 1e6) {
-            bail!("--time-scale must be a positive number up to 1000000");
-        }
-        let start = match &self.clock_start {
-            Some(s) => chrono::DateTime::parse_from_rfc3339(s)
-                .with_context(|| format!("--clock-start `{s}` is not an RFC 3339 time"))?
-                .timestamp_millis(),
-            None => SimClock::real().now_ms(),
-        };
-        Ok(match self.clock_anchor_unix_ms {
-            Some(a) => SimClock::anchored(start, a, self.time_scale),
-            None => SimClock::new(start, self.time_scale),
-        })
+        SimClock::from_options(
+            self.time_scale,
+            self.clock_start.as_deref(),
+            self.clock_anchor_unix_ms,
+        )
+        .map_err(anyhow::Error::msg)
     }
 }
 
@@ -140,12 +134,7 @@ struct FarmArgs {
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    kairos_worker::process::init_tracing();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -293,18 +282,4 @@ async fn farm(a: FarmArgs) -> Result<()> {
     drop(fixtures);
     drop(serving);
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

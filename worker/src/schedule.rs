@@ -75,6 +75,9 @@ pub struct Schedule {
     /// (due, generation, feed): entries whose generation is not the feed's are stale.
     heap: BinaryHeap<Reverse<(i64, u64, i64, String)>>,
     host_free_at: HashMap<String, i64>,
+    /// When each feed was last handed out, so a re-assignment does not fetch it again
+    /// right away.
+    last_out: HashMap<String, i64>,
     /// Feeds with an expedited fetch not yet handed out (it survives re-assignment).
     expedited: std::collections::HashSet<String>,
     min_host_gap_ms: i64,
@@ -154,6 +157,7 @@ impl Schedule {
         for id in removed {
             // Its heap entry becomes stale and is skipped when popped.
             self.feeds.remove(id);
+            self.last_out.remove(id);
         }
         for f in upserts {
             self.insert(f, now_ms);
@@ -171,11 +175,45 @@ impl Schedule {
                 now_ms,
                 f.feed_id.clone(),
             )));
-        } else if let Some(due) = f.next_after(now_ms - 1) {
+        } else if let Some(due) = self.first_due(&f, now_ms) {
             self.heap
                 .push(Reverse((due, self.generation, due, f.feed_id.clone())));
         }
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
+    }
+
+    /// A re-assigned feed's first fetch: its next planned time, unless that comes within
+    /// half the plan's shortest spacing of the feed's last fetch (the old plan just served
+    /// that slot), in which case the one after. This keeps replans from spending fetches the
+    /// plan does not have.
+    fn first_due(&self, f: &FeedTimes, now_ms: i64) -> Option<i64> {
+        let next = f.next_after(now_ms - 1)?;
+        let Some(&last) = self.last_out.get(&f.feed_id) else {
+            return Some(next);
+        };
+        let mut offsets: Vec<i64> = f
+            .offsets_ms
+            .iter()
+            .map(|o| o.rem_euclid(f.period_ms))
+            .collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        let spacing = offsets
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .chain(
+                offsets
+                    .first()
+                    .zip(offsets.last())
+                    .map(|(a, b)| a + f.period_ms - b),
+            )
+            .min()
+            .unwrap_or(f.period_ms);
+        if next - last < spacing / 2 {
+            f.next_after(next)
+        } else {
+            Some(next)
+        }
     }
 
     /// Moves a feed's next fetch to `at_ms` (a feed never fetched is fetched at once to
@@ -229,6 +267,7 @@ impl Schedule {
             self.host_free_at
                 .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
             self.expedited.remove(&id);
+            self.last_out.insert(id.clone(), now_ms);
             if let Some(next) = times.next_after(planned) {
                 self.heap
                     .push(Reverse((next, generation, next, id.clone())));
@@ -280,6 +319,25 @@ mod tests {
             vec![500, 1500, 2500],
             "one chain, no duplicate"
         );
+    }
+
+    #[test]
+    fn a_replan_does_not_refetch_a_feed_it_just_fetched() {
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(1, vec![feed("a", "h", &[100, 600], 1000)], 0)
+            .unwrap();
+        assert_eq!(s.pop_due(100).len(), 1);
+        // The new plan moves the slot to 150, 50 after the fetch at 100: skipped.
+        s.apply_delta(2, vec![feed("a", "h", &[150, 650], 1000)], &[], 120)
+            .unwrap();
+        let planned = |s: &mut Schedule, t| -> Vec<i64> {
+            s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+        };
+        assert_eq!(planned(&mut s, 640), Vec::<i64>::new());
+        // A slot far enough from the last fetch is kept.
+        s.apply_delta(3, vec![feed("a", "h", &[400, 900], 1000)], &[], 130)
+            .unwrap();
+        assert_eq!(planned(&mut s, 640), vec![400]);
     }
 
     #[test]
