@@ -332,7 +332,7 @@ impl<B: KvBackend> Hub<B> {
         let spec = self.feed_spec(feed)?;
         let observed = self
             .feed_state(feed)
-            .map(|s| s.postings_ms.len())
+            .map(|s| s.observed_postings())
             .unwrap_or(0);
         let r = self.replanner.lock().expect("replanner lock");
         let (model, plan) = r.inspect(feed)?;
@@ -712,7 +712,7 @@ impl<B: KvBackend> Hub<B> {
             .expect("feeds lock")
             .values()
             .map(|s| {
-                s.postings_ms.len() as f64
+                s.observed_postings() as f64
                     / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
             })
             .sum();

@@ -235,6 +235,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
     });
     let start_ms = clock.now_ms();
     let wall_hour = Duration::from_secs_f64((3600.0 / clock.scale()).max(1.0));
+    let mut history = DelayHistory::new();
     let mut hourly = tokio::time::interval_at(tokio::time::Instant::now() + wall_hour, wall_hour);
     let deadline = async {
         match a.run_for {
@@ -245,7 +246,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
     tokio::pin!(deadline);
     loop {
         tokio::select! {
-            _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers),
+            _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers, &mut history),
             _ = &mut deadline => break,
             _ = kairos_worker::process::shutdown_signal() => break,
         }
@@ -304,48 +305,55 @@ async fn simulate_readers<B: KvBackend>(
     }
 }
 
-fn print_line<B: KvBackend>(hub: &Hub<B>, demo: Option<&DemoFarm>, start_ms: i64, workers: usize) {
+/// Delay sums at past hourly lines, for the trailing-day figure.
+type DelayHistory = std::collections::VecDeque<(i64, f64, u64)>;
+
+/// One hourly line: totals so far, and the realized delay of the last simulated day next
+/// to uniform polling's on the same postings (the learning shows in the trailing figure).
+fn print_line<B: KvBackend>(
+    hub: &Hub<B>,
+    demo: Option<&DemoFarm>,
+    start_ms: i64,
+    workers: usize,
+    history: &mut DelayHistory,
+) {
     let t = hub.totals();
     let now = hub.clock().now_ms();
     let days = (now - start_ms) as f64 / DAY_MS as f64;
-    let budget = t
-        .last_plan
-        .as_ref()
-        .map(|p| p.budget_per_day)
-        .unwrap_or(0.0)
-        * days;
-    let delay = if t.delay_count > 0 {
-        format!(
-            "{:.1} min",
-            t.delay_sum_ms / t.delay_count as f64 / 60_000.0
-        )
-    } else {
-        "-".into()
+    let budget_per_day = t.last_plan.as_ref().map_or(0.0, |p| p.budget_per_day);
+    history.push_back((now, t.delay_sum_ms, t.delay_count));
+    while history.front().is_some_and(|&(at, ..)| at < now - DAY_MS) {
+        history.pop_front();
+    }
+    let (since, sum0, n0) = history.front().copied().unwrap_or((now, 0.0, 0));
+    let minutes = |sum: f64, n: u64| {
+        if n > 0 {
+            format!("{:.1} min", sum / n as f64 / 60_000.0)
+        } else {
+            "-".into()
+        }
     };
-    let uniform = demo
-        .map(|d| {
-            let feeds = d.farm.feeds().len().max(1);
-            let per_day = t
-                .last_plan
-                .as_ref()
-                .map(|p| p.budget_per_day)
-                .unwrap_or(0.0)
-                / feeds as f64;
-            match uniform_delay(&d.farm, per_day, d.start_ms, &|_| now) {
-                Some(u) => format!(" (uniform {:.1} min)", u / 60.0),
-                None => String::new(),
-            }
+    let delay = minutes(t.delay_sum_ms, t.delay_count);
+    let last_day = minutes(t.delay_sum_ms - sum0, t.delay_count - n0);
+    let uniform = |from: i64| {
+        demo.and_then(|d| {
+            let per_day = budget_per_day / d.farm.feeds().len().max(1) as f64;
+            uniform_delay(&d.farm, per_day, from.max(d.start_ms), &|_| now)
         })
-        .unwrap_or_default();
+        .map(|u| format!(" (uniform {:.1} min)", u / 60.0))
+        .unwrap_or_default()
+    };
     let when = chrono::DateTime::from_timestamp_millis(now)
         .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_default();
     println!(
-        "[{when} sim, day {days:.2}] feeds {} | workers {}/{workers} | fetches {} (budget {:.0}) | delay {delay}{uniform} | missed/access {:.3} | postings {} new, {} dup",
+        "[{when} sim, day {days:.2}] feeds {} | workers {}/{workers} | fetches {} (budget {:.0}) | delay {delay}{} | last day {last_day}{} | missed/access {:.3} | postings {} new, {} dup",
         hub.feeds_planned(),
         hub.workers().len(),
         t.fetches,
-        budget,
+        budget_per_day * days,
+        uniform(start_ms),
+        uniform(since),
         if t.accesses > 0 { t.missed as f64 / t.accesses as f64 } else { 0.0 },
         t.postings_new,
         t.postings_duplicate,

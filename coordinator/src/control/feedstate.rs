@@ -5,9 +5,11 @@
 //! **Which posting times are trusted.** A feed's claimed publication date is trusted for the
 //! realized-delay measure only when it falls between the previous fetch and the discovering
 //! one: anything earlier was published before we were looking (or is a back-dated item), and
-//! anything later is a clock problem of the publisher. For *learning* the rule is looser:
-//! every dated item inside the learning window counts at its date, because a feed's first
-//! document already shows days of its history; undated items count at discovery time.
+//! anything later is a clock problem of the publisher. For *learning*, a trusted date counts
+//! at that date, and so does every dated item of a feed's first document (it shows days of
+//! history); an undated or untrusted item found later is known only to have appeared between
+//! the two fetches, so its mass is spread evenly over that interval. Undated items of a first
+//! document have no interval at all and teach nothing about timing.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -57,6 +59,9 @@ pub struct FeedState {
     pub last_answered_ms: Option<i64>,
     /// Posting times inside the learning window, ascending.
     pub postings_ms: VecDeque<i64>,
+    /// Postings known only to have appeared within `(from, to]`, by `to` ascending.
+    #[serde(default)]
+    pub spread_ms: VecDeque<(i64, i64)>,
     /// Answered fetches.
     pub fetches: u64,
 }
@@ -77,6 +82,7 @@ impl FeedState {
             self.last_modified = l.clone();
         }
         let mut times = Vec::with_capacity(o.new_items.len());
+        let mut spread = Vec::new();
         for &(id, published) in &o.new_items {
             self.recent_items.push_back(id);
             let trusted = matches!((previous, published),
@@ -85,12 +91,15 @@ impl FeedState {
                 out.trusted_delays_ms
                     .push(o.finished_ms - published.expect("trusted has a date"));
             }
-            let at = match published {
-                Some(p) if p <= o.finished_ms && (trusted || previous.is_none()) => p,
-                _ => o.finished_ms,
-            };
-            if at >= window_start {
-                times.push(at);
+            match (published, previous) {
+                (Some(p), _) if p <= o.finished_ms && (trusted || previous.is_none()) => {
+                    if p >= window_start {
+                        times.push(p);
+                    }
+                }
+                (_, Some(prev)) => spread.push((prev.max(window_start), o.finished_ms)),
+                // Undated history of a first document: no interval to place it in.
+                (_, None) => {}
             }
         }
         while self.recent_items.len() > RECENT_ITEMS {
@@ -113,13 +122,36 @@ impl FeedState {
             all.sort_unstable();
             self.postings_ms = all.into();
         }
+        if !spread.is_empty() {
+            out.model_changed = true;
+            // Finish times only grow, so appending keeps the order.
+            self.spread_ms.extend(spread);
+        }
         while self.postings_ms.front().is_some_and(|&t| t < window_start) {
             self.postings_ms.pop_front();
             out.model_changed = true;
         }
-        while self.postings_ms.len() > MAX_OBSERVATIONS {
-            self.postings_ms.pop_front();
-            self.observed_since_ms = self.postings_ms.front().copied();
+        while self
+            .spread_ms
+            .front()
+            .is_some_and(|&(_, to)| to < window_start)
+        {
+            self.spread_ms.pop_front();
+            out.model_changed = true;
+        }
+        for s in self.spread_ms.iter_mut() {
+            s.0 = s.0.max(window_start);
+        }
+        while self.postings_ms.len() + self.spread_ms.len() > MAX_OBSERVATIONS {
+            // Drop the oldest observation of either kind; the span starts after it.
+            let point = self.postings_ms.front().copied();
+            let interval = self.spread_ms.front().map(|&(_, to)| to);
+            let dropped = match (point, interval) {
+                (Some(p), Some(i)) if i < p => self.spread_ms.pop_front().map(|(_, to)| to),
+                (Some(_), _) => self.postings_ms.pop_front(),
+                (None, _) => self.spread_ms.pop_front().map(|(_, to)| to),
+            };
+            self.observed_since_ms = dropped.or(self.observed_since_ms);
         }
         if let Some(since) = self.observed_since_ms.as_mut() {
             *since = (*since).max(window_start);
@@ -127,6 +159,11 @@ impl FeedState {
         self.last_answered_ms = Some(o.finished_ms);
         self.fetches += 1;
         out
+    }
+
+    /// Postings observed in the learning window (dated and spread).
+    pub fn observed_postings(&self) -> usize {
+        self.postings_ms.len() + self.spread_ms.len()
     }
 
     /// Observed span in ms up to `now_ms` (0 before the first answered fetch).
@@ -182,11 +219,13 @@ mod tests {
             14 * day,
         );
         assert_eq!(o.trusted_delays_ms, vec![H]);
+        assert_eq!(s.postings_ms, vec![now - 2 * day, now - H, now + H]);
         assert_eq!(
-            s.postings_ms,
-            vec![now - 2 * day, now - H, now + H, t, t],
-            "untrusted times count at discovery"
+            s.spread_ms,
+            vec![(now, t), (now, t)],
+            "untrusted and undated items are spread between the fetches"
         );
+        assert_eq!(s.observed_postings(), 5);
         assert_eq!(s.recent_items.len(), 6);
         // A failed fetch changes nothing.
         let before = s.clone();
@@ -204,6 +243,7 @@ mod tests {
         s.observe(&fetch(301 * H, &items), 10 * day);
         assert_eq!(s.recent_items.len(), RECENT_ITEMS);
         assert_eq!(s.postings_ms.len(), 239, "only the last ten days count");
+        assert!(s.spread_ms.is_empty());
         assert_eq!(s.observed_since_ms, Some(61 * H));
         let o = s.observe(&fetch(320 * H, &[]), 10 * day);
         assert!(o.model_changed, "old postings left the window");

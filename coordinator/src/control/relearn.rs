@@ -147,7 +147,7 @@ pub fn models(
 ) -> (Vec<FeedModel>, usize) {
     let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
-    let mut counts = vec![[0u32; BINS]; feeds.len()];
+    let mut counts = vec![[0.0f64; BINS]; feeds.len()];
     let mut exposure = vec![[0.0f64; BINS]; feeds.len()];
     let mut pooled = [0.0f64; BINS];
     let mut pooled_exposure = [0.0f64; BINS];
@@ -159,18 +159,31 @@ pub fn models(
         let Some(since) = st.observed_since_ms else {
             continue;
         };
-        let mut n = 0;
+        let mut n = 0.0;
         for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
-            counts[f][bin_of(t)] += 1;
+            counts[f][bin_of(t)] += 1.0;
             pooled[bin_of(t)] += 1.0;
-            n += 1;
+            n += 1.0;
+        }
+        for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
+            // One posting's mass spread evenly over the hours of its interval.
+            let share = hour_exposure(from.max(window_start), to);
+            let total: f64 = share.iter().sum();
+            if total <= 0.0 {
+                continue;
+            }
+            for (b, e) in share.iter().enumerate() {
+                counts[f][b] += e / total;
+                pooled[b] += e / total;
+            }
+            n += 1.0;
         }
         exposure[f] = hour_exposure(since.max(window_start), now_ms);
         for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
             *p += e;
         }
         let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
-        rates.push(n as f64 / days);
+        rates.push(n / days);
     }
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
     // not mistaken for quiet ones.
@@ -207,7 +220,7 @@ pub fn models(
             let state = states
                 .get(&feed.id)
                 .filter(|st| st.observed_since_ms.is_some());
-            let n: f64 = counts[f].iter().map(|&c| c as f64).sum();
+            let n: f64 = counts[f].iter().sum();
             let rate = match state {
                 Some(st) => {
                     let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
@@ -222,7 +235,7 @@ pub fn models(
             let post_bins = (0..BINS)
                 .map(|b| {
                     let prior = rate * shared[b];
-                    ((counts[f][b] as f64 + beta * prior) / (exposure[f][b] + beta)) as f32
+                    ((counts[f][b] + beta * prior) / (exposure[f][b] + beta)) as f32
                 })
                 .collect();
             let mut lo = min_level;
@@ -554,6 +567,41 @@ mod tests {
         assert_eq!(hour_exposure(start, now)[3], 1.0);
         assert_eq!(hour_exposure(start, now)[7], 0.0);
         assert_eq!(hour_exposure(start - 2 * DAY_MS, now)[7], 2.0);
+    }
+
+    #[test]
+    fn undated_postings_spread_over_the_hours_between_fetches() {
+        let h = 3_600_000;
+        let start = 1000 * DAY_MS;
+        let mut st = FeedState::default();
+        let obs = |at: i64, items: Vec<(u64, Option<i64>)>| FetchObservation {
+            finished_ms: at,
+            answered: true,
+            new_items: items,
+            ..Default::default()
+        };
+        st.observe(&obs(start, vec![]), 14 * DAY_MS);
+        // Every day: fetches at 06:00 and 12:00; one undated item shows up at 12:00.
+        for d in 0..10i64 {
+            let day = start + d * DAY_MS;
+            st.observe(&obs(day + 6 * h, vec![]), 14 * DAY_MS);
+            st.observe(&obs(day + 12 * h, vec![(d as u64, None)]), 14 * DAY_MS);
+        }
+        let now = start + 10 * DAY_MS;
+        let feeds = vec![feed(0)];
+        let states: HashMap<String, FeedState> = [("f0".to_string(), st)].into();
+        let (m, _) = models(
+            &feeds,
+            &states,
+            &|_| vec![0.0; BINS],
+            now,
+            &PlannerSettings::default(),
+        );
+        let b = &m[0].post_bins;
+        let inside: f32 = b[6..12].iter().sum();
+        let total: f32 = b.iter().sum();
+        assert!(inside / total > 0.8, "mass between 06:00 and 12:00: {b:?}");
+        assert!((b[7] - b[10]).abs() < 0.02, "evenly spread: {b:?}");
     }
 
     #[test]
