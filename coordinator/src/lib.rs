@@ -1,8 +1,10 @@
-//! Kairos coordinator library: learning, planning and offline simulation.
+//! Kairos coordinator library: learning, planning, offline simulation, and the live
+//! coordinator.
 //!
-//! The planner ([`plan`]) and the host-to-worker sharding ([`shard`]) are pure and
-//! synchronous; everything async (later: gRPC services,
-//! storage, the relearn loop) wraps it.
+//! The planner ([`plan`]), the host-to-worker sharding ([`shard`]) and the control state
+//! ([`control`]) are pure and synchronous; everything async wraps them: the live hub
+//! ([`hub`]: relearn and replan loops, report ingest), the gRPC services ([`api`]), storage
+//! ([`store`]) and the server that assembles them ([`server`]).
 
 pub mod access;
 pub mod api;
@@ -14,6 +16,7 @@ pub mod learn;
 pub mod metrics;
 pub mod plan;
 pub mod registry;
+pub mod server;
 pub mod shard;
 pub mod simulate;
 pub mod store;

@@ -1,7 +1,6 @@
 //! Command-line options of the live commands (`serve`, `standalone`) and their translation
 //! into hub settings.
 
-use crate::serve::ServerOptions;
 use anyhow::{bail, Result};
 use clap::Args;
 use kairos_coordinator::control::cluster::ClusterConfig;
@@ -9,6 +8,7 @@ use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::hub::HubConfig;
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::planner::Policy;
+use kairos_coordinator::server::ServerOptions;
 use kairos_worker::clock::SimClock;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -193,5 +193,5 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         hub: a.plan.hub_config()?,
         clock: a.clock.clock(1.0)?,
     };
-    crate::serve::serve(a.data_dir, o)
+    kairos_coordinator::server::serve(a.data_dir, o)
 }

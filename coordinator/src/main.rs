@@ -6,7 +6,6 @@
 
 mod cli;
 mod live;
-mod serve;
 mod standalone;
 
 use std::process::ExitCode;

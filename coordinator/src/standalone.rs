@@ -5,11 +5,11 @@
 //! postings.
 
 use crate::live::StandaloneArgs;
-use crate::serve::{self, Running, ServerOptions};
 use anyhow::{bail, Context, Result};
 use kairos_coordinator::demo;
 use kairos_coordinator::hub::Hub;
 use kairos_coordinator::registry::{Registry, RegistryError};
+use kairos_coordinator::server::{self as serve, Running, ServerOptions};
 use kairos_coordinator::store::embedded::EmbeddedBackend;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::store::KvBackend;

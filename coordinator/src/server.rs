@@ -6,17 +6,17 @@
 //! same server in-process with its workers. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
+use crate::access::AccessEvent;
+use crate::api::admin::AdminService;
+use crate::api::ingest::IngestService;
+use crate::api::postings::PostingsService;
+use crate::api::worker::WorkerControlService;
+use crate::hub::{Hub, HubConfig};
+use crate::registry::Registry;
+use crate::store::embedded::EmbeddedBackend;
+use crate::store::memory::MemoryBackend;
+use crate::store::KvBackend;
 use anyhow::{Context, Result};
-use kairos_coordinator::access::AccessEvent;
-use kairos_coordinator::api::admin::AdminService;
-use kairos_coordinator::api::ingest::IngestService;
-use kairos_coordinator::api::postings::PostingsService;
-use kairos_coordinator::api::worker::WorkerControlService;
-use kairos_coordinator::hub::{Hub, HubConfig};
-use kairos_coordinator::registry::Registry;
-use kairos_coordinator::store::embedded::EmbeddedBackend;
-use kairos_coordinator::store::memory::MemoryBackend;
-use kairos_coordinator::store::KvBackend;
 use kairos_proto::v1::admin_server::AdminServer;
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_proto::v1::postings_server::PostingsServer;
@@ -164,7 +164,7 @@ pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<(
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .context("installing the metrics recorder")?;
-    kairos_coordinator::metrics::describe();
+    crate::metrics::describe();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the metrics address {addr}"))?;
