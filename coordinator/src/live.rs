@@ -41,6 +41,10 @@ pub struct LivePlanArgs {
     /// Days of observations a model learns from.
     #[arg(long, default_value_t = 14.0)]
     pub window_days: f64,
+    /// Pseudo-days of the pooled hourly pattern added to each feed's observations (higher:
+    /// steadier, slower to specialise).
+    #[arg(long, default_value_t = PlannerSettings::default().shrinkage)]
+    pub shrinkage_days: f64,
     /// Wall-clock time between relearn + replan rounds (e.g. 5s, 1m).
     #[arg(long, default_value = "5s")]
     pub replan_interval: humantime::Duration,
@@ -65,6 +69,7 @@ impl LivePlanArgs {
             max_fetches_per_day: self.max_fetches_per_day,
             slots: self.slots,
             window_days: self.window_days,
+            shrinkage: self.shrinkage_days,
             ..PlannerSettings::default()
         };
         if let Err(e) = planner.validate() {

@@ -109,6 +109,20 @@ pub fn describe() {
         PLAN_FEEDS_RESOLVED,
         "Feeds re-solved by the last planning round."
     );
+    // Series that exist from the start, so dashboards and alerts ("no workers") have data
+    // before the first event of their kind.
+    for c in [
+        FETCH_BYTES_TOTAL,
+        ACCESSES_TOTAL,
+        MISSED_POSTINGS_TOTAL,
+        ACCESS_DELAY_SECONDS_TOTAL,
+        REPORTS_REJECTED_TOTAL,
+        SHARD_MOVES_TOTAL,
+    ] {
+        counter!(c).increment(0);
+    }
+    gauge!(WORKERS).set(0.0);
+    gauge!(REPORT_BACKLOG).set(0.0);
 }
 
 /// Counts a batch's access-event outcomes.

@@ -101,6 +101,9 @@ impl PlannerSettings {
         if self.slots < 2 || self.slots > 100_000 {
             return Err("slots must be between 2 and 100000".into());
         }
+        if !(self.shrinkage >= 0.0 && self.shrinkage.is_finite()) {
+            return Err("the shrinkage must be a non-negative number of days".into());
+        }
         if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
             return Err("the learning window must be at least one day".into());
         }
