@@ -87,7 +87,11 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
             .arg(&rules_path)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 
     let dir = TempDir::new("dashboard");
@@ -130,7 +134,10 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
     let _prom = kairos_tests::Child(
         Command::new(prometheus)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
