@@ -423,6 +423,8 @@ async fn summarize<B: KvBackend>(
             // the feed's last answered fetch, which every one of them should have reached.
             let (mut published, mut ingested, mut delay_sum, mut delayed) = (0u64, 0u64, 0.0, 0u64);
             let mut last_start = BTreeMap::new();
+            // Feed → (postings never ingested, postings published, fetches).
+            let mut missing: BTreeMap<String, (usize, usize, u64)> = BTreeMap::new();
             for f in d.farm.feeds() {
                 let id = format!("farm-{}", f.index);
                 let until = t.last_fetch_started.get(&id).copied().unwrap_or(i64::MIN);
@@ -435,13 +437,32 @@ async fn summarize<B: KvBackend>(
                     .collect();
                 published += window.len() as u64;
                 let stored = all_postings(hub, &id).await?;
+                let mut seen: Vec<i64> =
+                    stored.iter().filter_map(|p| p.published_unix_ms).collect();
+                seen.sort_unstable();
+                let lost = window
+                    .iter()
+                    .filter(|p| seen.binary_search(p).is_err())
+                    .count();
+                if lost > 0 {
+                    missing.insert(
+                        id.clone(),
+                        (
+                            lost,
+                            window.len(),
+                            t.fetches_per_feed.get(&id).copied().unwrap_or(0),
+                        ),
+                    );
+                }
+                // The same postings as `published`: after the start, up to the last fetch.
                 for p in &stored {
-                    if let Some(pub_ms) = p.published_unix_ms.filter(|&x| x >= d.start_ms) {
+                    if let Some(pub_ms) = p
+                        .published_unix_ms
+                        .filter(|&x| x >= d.start_ms && x <= until)
+                    {
                         ingested += 1;
-                        if pub_ms <= until {
-                            delay_sum += (p.discovered_unix_ms - pub_ms) as f64;
-                            delayed += 1;
-                        }
+                        delay_sum += (p.discovered_unix_ms - pub_ms) as f64;
+                        delayed += 1;
                     }
                 }
             }
@@ -450,6 +471,16 @@ async fn summarize<B: KvBackend>(
                 last_start[&i]
             });
             obj.insert("postings_published".into(), published.into());
+            // Published postings no fetch saw: they scrolled off a feed's document (more new
+            // items between two fetches than the document holds).
+            obj.insert(
+                "postings_missing".into(),
+                missing.values().map(|m| m.0).sum::<usize>().into(),
+            );
+            obj.insert(
+                "feeds_missing_postings".into(),
+                serde_json::to_value(&missing)?,
+            );
             obj.insert("postings_ingested".into(), ingested.into());
             obj.insert(
                 "avg_delay_seconds".into(),
