@@ -12,6 +12,7 @@ use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::ingest_client::IngestClient;
 use kairos_proto::v1::postings_client::PostingsClient;
+use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, TempDir};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -259,6 +260,98 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
             async move {
                 let w = workers(&mut admin).await;
                 (w.len() == 1 && w[0].worker_name == "w1" && w[0].hosts == 6).then_some(())
+            }
+        },
+    )
+    .await;
+    // The worker protocol refuses what it must: a bad registration, an unknown session, and
+    // a report for a feed the reporting session does not own (refused in the ack, not stored).
+    let mut control = WorkerControlClient::connect(coordinator.url.clone())
+        .await
+        .unwrap();
+    let bad = control
+        .register(pb::RegisterRequest {
+            worker_name: "intruder".into(),
+            capacity_fetches_per_second: 0.0,
+            ingest_address: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    let unknown = control
+        .heartbeat(pb::HeartbeatRequest {
+            worker_id: "nobody#0".into(),
+            report_backlog: 0,
+            in_flight: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    // A session with almost no capacity: it may or may not win a host, so report for a
+    // feed on a host it does not hold.
+    let intruder = control
+        .register(pb::RegisterRequest {
+            worker_name: "intruder".into(),
+            capacity_fetches_per_second: 1e-9,
+            ingest_address: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .worker_id;
+    let views = workers(&mut admin).await;
+    assert!(views.iter().any(|w| w.worker_id == intruder));
+    let fake = pb::ReportMessage {
+        worker_id: intruder.clone(),
+        seq: 1,
+        epoch: 0,
+        body: Some(pb::report_message::Body::Fetch(pb::FetchReport {
+            feed_id: "no-such-feed".into(),
+            outcome: pb::FetchOutcome::Ok as i32,
+            new_postings: vec![pb::Posting {
+                item_id_hash: 42,
+                discovered_unix_ms: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        })),
+    };
+    let mut owned_elsewhere = fake.clone();
+    owned_elsewhere.seq = 2;
+    if let Some(pb::report_message::Body::Fetch(r)) = owned_elsewhere.body.as_mut() {
+        r.feed_id = "f0".into();
+    }
+    let mut acks = control
+        .report(tokio_stream::iter(vec![fake, owned_elsewhere]))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut rejected = Vec::new();
+    let mut acked = 0;
+    while acked < 2 {
+        let ack = acks.message().await.unwrap().expect("an acknowledgement");
+        acked = ack.acked_seq;
+        rejected.extend(ack.rejected);
+    }
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].reason.contains("not in the plan"),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].reason.contains("not assigned to worker"),
+        "{rejected:?}"
+    );
+    drop(acks);
+    // Let the intruder's lease lapse so the survivor holds every host again.
+    wait_for(
+        "the intruder's lease to lapse",
+        Duration::from_secs(20),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                let w = workers(&mut admin).await;
+                (w.len() == 1 && w[0].hosts == 6).then_some(())
             }
         },
     )
