@@ -48,6 +48,26 @@ impl FeedTimes {
     }
 }
 
+impl FeedTimes {
+    /// Last fetch time strictly before `t`, or `None` if the feed has no offsets.
+    pub fn prev_before(&self, t: i64) -> Option<i64> {
+        let mut offsets: Vec<i64> = self
+            .offsets_ms
+            .iter()
+            .map(|o| o.rem_euclid(self.period_ms))
+            .collect();
+        offsets.sort_unstable();
+        let last = *offsets.last()?;
+        let rel = t - self.origin_ms;
+        let base = self.origin_ms + rel.div_euclid(self.period_ms) * self.period_ms;
+        let phase = rel.rem_euclid(self.period_ms);
+        Some(match offsets.iter().rev().find(|&&o| o < phase) {
+            Some(&o) => base + o,
+            None => base - self.period_ms + last,
+        })
+    }
+}
+
 /// A fetch to start now.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Due {
@@ -182,34 +202,17 @@ impl Schedule {
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
     }
 
-    /// A re-assigned feed's first fetch: its next planned time, unless that comes within
-    /// half the plan's shortest spacing of the feed's last fetch (the old plan just served
-    /// that slot), in which case the one after. This keeps replans from spending fetches the
-    /// plan does not have.
+    /// A re-assigned feed's first fetch: its next planned time, unless the feed was fetched
+    /// within the first half of the new plan's gap before that time (the old plan already
+    /// served that gap), in which case the one after. This keeps replans from spending
+    /// fetches the plan does not have.
     fn first_due(&self, f: &FeedTimes, now_ms: i64) -> Option<i64> {
         let next = f.next_after(now_ms - 1)?;
         let Some(&last) = self.last_out.get(&f.feed_id) else {
             return Some(next);
         };
-        let mut offsets: Vec<i64> = f
-            .offsets_ms
-            .iter()
-            .map(|o| o.rem_euclid(f.period_ms))
-            .collect();
-        offsets.sort_unstable();
-        offsets.dedup();
-        let spacing = offsets
-            .windows(2)
-            .map(|w| w[1] - w[0])
-            .chain(
-                offsets
-                    .first()
-                    .zip(offsets.last())
-                    .map(|(a, b)| a + f.period_ms - b),
-            )
-            .min()
-            .unwrap_or(f.period_ms);
-        if next - last < spacing / 2 {
+        let gap = next - f.prev_before(next)?;
+        if next - last < gap / 2 {
             f.next_after(next)
         } else {
             Some(next)
@@ -348,6 +351,10 @@ mod tests {
         assert_eq!(f.next_after(300), Some(1100));
         assert_eq!(f.next_after(2950), Some(3100));
         assert_eq!(feed("e", "h", &[], 1000).next_after(0), None);
+        assert_eq!(f.prev_before(300), Some(100));
+        assert_eq!(f.prev_before(100), Some(-700));
+        assert_eq!(f.prev_before(1250), Some(1100));
+        assert_eq!(feed("e", "h", &[], 1000).prev_before(0), None);
     }
 
     #[test]
