@@ -194,10 +194,16 @@ async fn run(a: RunArgs) -> Result<()> {
             let (tx, rx) = tokio::sync::mpsc::channel(64);
             let (health, health_service) = tonic_health::server::health_reporter();
             health.set_serving::<IngestServer<RelayService>>().await;
+            let reflection = tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(kairos_proto::v1::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .build_v1()
+                .context("building the reflection service")?;
             let mut server_stop = stop_rx.clone();
             let server = tokio::spawn(
                 tonic::transport::Server::builder()
                     .add_service(health_service)
+                    .add_service(reflection)
                     .add_service(IngestServer::new(RelayService::new(tx)))
                     .serve_with_incoming_shutdown(
                         tonic::transport::server::TcpIncoming::from(listener),
