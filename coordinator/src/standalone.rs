@@ -425,6 +425,8 @@ async fn summarize<B: KvBackend>(
             let mut last_start = BTreeMap::new();
             // Feed → (postings never ingested, postings published, fetches).
             let mut missing: BTreeMap<String, (usize, usize, u64)> = BTreeMap::new();
+            // (excess delay-seconds over the model, feed, postings, realized, expected, fetches/day)
+            let mut gaps: Vec<(f64, String, u64, f64, f64, f64)> = Vec::new();
             for f in d.farm.feeds() {
                 let id = format!("farm-{}", f.index);
                 let until = t.last_fetch_started.get(&id).copied().unwrap_or(i64::MIN);
@@ -455,6 +457,7 @@ async fn summarize<B: KvBackend>(
                     );
                 }
                 // The same postings as `published`: after the start, up to the last fetch.
+                let (mut feed_sum, mut feed_n) = (0.0, 0u64);
                 for p in &stored {
                     if let Some(pub_ms) = p
                         .published_unix_ms
@@ -463,7 +466,19 @@ async fn summarize<B: KvBackend>(
                         ingested += 1;
                         delay_sum += (p.discovered_unix_ms - pub_ms) as f64;
                         delayed += 1;
+                        feed_sum += (p.discovered_unix_ms - pub_ms) as f64 / 1000.0;
+                        feed_n += 1;
                     }
+                }
+                if let Some(v) = hub.inspect(&id) {
+                    gaps.push((
+                        feed_sum - feed_n as f64 * v.expected_delay_seconds,
+                        id.clone(),
+                        feed_n,
+                        if feed_n > 0 { feed_sum / feed_n as f64 } else { 0.0 },
+                        v.expected_delay_seconds,
+                        v.fetches_per_day,
+                    ));
                 }
             }
             let feeds = d.farm.feeds().len().max(1);
@@ -480,6 +495,18 @@ async fn summarize<B: KvBackend>(
             obj.insert(
                 "feeds_missing_postings".into(),
                 serde_json::to_value(&missing)?,
+            );
+            // Where realized delay exceeds the model's expectation most (postings x excess):
+            // feed, postings, realized and expected delay (s), planned fetches per day.
+            gaps.sort_by(|a, b| b.0.total_cmp(&a.0));
+            obj.insert(
+                "largest_delay_excess".into(),
+                serde_json::to_value(
+                    gaps.iter()
+                        .take(10)
+                        .map(|g| (&g.1, g.2, g.3.round(), g.4.round(), (g.5 * 100.0).round() / 100.0))
+                        .collect::<Vec<_>>(),
+                )?,
             );
             obj.insert("postings_ingested".into(), ingested.into());
             obj.insert(
