@@ -475,7 +475,11 @@ async fn summarize<B: KvBackend>(
                         feed_sum - feed_n as f64 * v.expected_delay_seconds,
                         id.clone(),
                         feed_n,
-                        if feed_n > 0 { feed_sum / feed_n as f64 } else { 0.0 },
+                        if feed_n > 0 {
+                            feed_sum / feed_n as f64
+                        } else {
+                            0.0
+                        },
                         v.expected_delay_seconds,
                         v.fetches_per_day,
                     ));
@@ -504,7 +508,15 @@ async fn summarize<B: KvBackend>(
                 serde_json::to_value(
                     gaps.iter()
                         .take(10)
-                        .map(|g| (&g.1, g.2, g.3.round(), g.4.round(), (g.5 * 100.0).round() / 100.0))
+                        .map(|g| {
+                            (
+                                &g.1,
+                                g.2,
+                                g.3.round(),
+                                g.4.round(),
+                                (g.5 * 100.0).round() / 100.0,
+                            )
+                        })
                         .collect::<Vec<_>>(),
                 )?,
             );

@@ -6,8 +6,9 @@
 //! * hourly posting counts of the learning window over the days each hour was actually
 //!   watched, shrunk toward the pooled shape of all feeds by `shrinkage` pseudo-days (so an
 //!   hour not yet watched is not read as a quiet one);
-//! * rate = postings / observed days (at least one day, so one fresh item is not read as a
-//!   feed posting every hour); a feed never answered gets the median rate of the others;
+//! * rate = (postings + pseudo-days × the typical rate) / (observed days + pseudo-days), so a
+//!   feed seen briefly is neither read as posting every hour nor starved as a quiet one; a
+//!   feed never answered gets the typical (median) rate;
 //! * a feed with fewer than `explore_min_postings` observed postings is fetched at least
 //!   once a day until its rate is known;
 //! * reader access rates come from the access statistics, per day of statistics kept.
@@ -224,11 +225,14 @@ pub fn models(
                 .get(&feed.id)
                 .filter(|st| st.observed_since_ms.is_some());
             let n: f64 = counts[f].iter().sum();
+            // The rate, shrunk toward the typical feed's by the same pseudo-days as the
+            // shape: a feed seen for a day or two with one posting is not taken for a quiet
+            // one (the allocator would starve it on noise, and its real postings would wait).
             let rate = match state {
                 Some(st) => {
-                    let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
-                    // A feed seen silent still gets half a posting per window.
-                    n.max(0.5) / days
+                    let days = st.observed_span_ms(now_ms) as f64 / DAY_MS as f64;
+                    let beta = s.shrinkage.max(1e-3);
+                    (n + beta * typical) / (days + beta)
                 }
                 None => typical,
             };
