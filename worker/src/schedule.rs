@@ -28,39 +28,34 @@ pub struct FeedTimes {
 }
 
 impl FeedTimes {
-    /// First fetch time strictly after `t`, or `None` if the feed has no offsets.
-    pub fn next_after(&self, t: i64) -> Option<i64> {
+    /// The offsets within one period, sorted, and where `t` falls: the start of its period
+    /// and its phase in it.
+    fn locate(&self, t: i64) -> (Vec<i64>, i64, i64) {
         let mut offsets: Vec<i64> = self
             .offsets_ms
             .iter()
             .map(|o| o.rem_euclid(self.period_ms))
             .collect();
         offsets.sort_unstable();
-        let first = *offsets.first()?;
         let rel = t - self.origin_ms;
-        let k = rel.div_euclid(self.period_ms);
-        let phase = rel.rem_euclid(self.period_ms);
-        let base = self.origin_ms + k * self.period_ms;
+        let base = self.origin_ms + rel.div_euclid(self.period_ms) * self.period_ms;
+        (offsets, base, rel.rem_euclid(self.period_ms))
+    }
+
+    /// First fetch time strictly after `t`, or `None` if the feed has no offsets.
+    pub fn next_after(&self, t: i64) -> Option<i64> {
+        let (offsets, base, phase) = self.locate(t);
+        let first = *offsets.first()?;
         Some(match offsets.iter().find(|&&o| o > phase) {
             Some(&o) => base + o,
             None => base + self.period_ms + first,
         })
     }
-}
 
-impl FeedTimes {
     /// Last fetch time strictly before `t`, or `None` if the feed has no offsets.
     pub fn prev_before(&self, t: i64) -> Option<i64> {
-        let mut offsets: Vec<i64> = self
-            .offsets_ms
-            .iter()
-            .map(|o| o.rem_euclid(self.period_ms))
-            .collect();
-        offsets.sort_unstable();
+        let (offsets, base, phase) = self.locate(t);
         let last = *offsets.last()?;
-        let rel = t - self.origin_ms;
-        let base = self.origin_ms + rel.div_euclid(self.period_ms) * self.period_ms;
-        let phase = rel.rem_euclid(self.period_ms);
         Some(match offsets.iter().rev().find(|&&o| o < phase) {
             Some(&o) => base + o,
             None => base - self.period_ms + last,
