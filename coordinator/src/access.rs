@@ -32,6 +32,25 @@ pub struct AccessCounts {
     pub out_of_window: u64,
 }
 
+/// Why an event is skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skip {
+    OutOfWindow,
+    UnknownUser,
+    UnknownFeed,
+}
+
+impl AccessCounts {
+    fn tally(&mut self, skip: Option<Skip>) {
+        match skip {
+            None => self.accepted += 1,
+            Some(Skip::OutOfWindow) => self.out_of_window += 1,
+            Some(Skip::UnknownUser) => self.unknown_user += 1,
+            Some(Skip::UnknownFeed) => self.unknown_feed += 1,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct UserStats {
     weight: f32,
@@ -93,47 +112,58 @@ impl AccessStats {
         self.feeds.remove(feed);
     }
 
+    /// Why an event would be skipped, or `None` if it would be recorded.
+    fn skip_reason(&self, e: &AccessEvent, now_ms: i64) -> Option<Skip> {
+        if e.unix_ms < now_ms - self.max_age_ms || e.unix_ms > now_ms + self.max_skew_ms {
+            Some(Skip::OutOfWindow)
+        } else if !self.users.contains_key(&e.user_id) {
+            Some(Skip::UnknownUser)
+        } else if !e.feed_id.is_empty() && !self.feeds.contains_key(&e.feed_id) {
+            Some(Skip::UnknownFeed)
+        } else {
+            None
+        }
+    }
+
     /// What [`Self::record`] would do with a batch, without recording anything.
     pub fn check(&self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
         let mut c = AccessCounts::default();
         for e in events {
-            if e.unix_ms < now_ms - self.max_age_ms || e.unix_ms > now_ms + self.max_skew_ms {
-                c.out_of_window += 1;
-            } else if !self.users.contains_key(&e.user_id) {
-                c.unknown_user += 1;
-            } else if !e.feed_id.is_empty() && !self.feeds.contains_key(&e.feed_id) {
-                c.unknown_feed += 1;
-            } else {
-                c.accepted += 1;
-            }
+            c.tally(self.skip_reason(e, now_ms));
         }
         c
     }
 
     /// Records a batch at time `now_ms`.
     pub fn record(&mut self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
+        self.record_each(events, now_ms, |_| {})
+    }
+
+    /// Records a batch at time `now_ms`, calling `accepted` for every event recorded.
+    pub fn record_each<'e>(
+        &mut self,
+        events: &'e [AccessEvent],
+        now_ms: i64,
+        mut accepted: impl FnMut(&'e AccessEvent),
+    ) -> AccessCounts {
         let mut c = AccessCounts::default();
         let (bins, bin_ms) = (self.bins, self.bin_ms);
         for e in events {
-            if e.unix_ms < now_ms - self.max_age_ms || e.unix_ms > now_ms + self.max_skew_ms {
-                c.out_of_window += 1;
+            let skip = self.skip_reason(e, now_ms);
+            c.tally(skip);
+            if skip.is_some() {
                 continue;
             }
-            let Some(user) = self.users.get_mut(&e.user_id) else {
-                c.unknown_user += 1;
-                continue;
-            };
             let bin = (e.unix_ms.rem_euclid(bin_ms * bins as i64) / bin_ms) as usize;
-            if e.feed_id.is_empty() {
-                user.app[bin] += user.weight;
-            } else {
-                let Some(&f) = self.feeds.get(&e.feed_id) else {
-                    c.unknown_feed += 1;
-                    continue;
-                };
-                user.feeds.entry(f).or_insert_with(|| vec![0.0; bins])[bin] += user.weight;
+            let feed = self.feeds.get(&e.feed_id).copied();
+            let user = self.users.get_mut(&e.user_id).expect("checked known");
+            match feed {
+                None => user.app[bin] += user.weight,
+                Some(f) => {
+                    user.feeds.entry(f).or_insert_with(|| vec![0.0; bins])[bin] += user.weight
+                }
             }
-            c.accepted += 1;
+            accepted(e);
         }
         c
     }

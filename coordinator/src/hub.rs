@@ -453,25 +453,24 @@ impl<B: KvBackend> Hub<B> {
         events: &[crate::access::AccessEvent],
     ) -> crate::access::AccessCounts {
         let now = self.clock.now_ms();
-        let counts = self.access.lock().expect("access lock").record(events, now);
+        let mut seen: Vec<(&str, i64)> = Vec::new();
+        let counts = self
+            .access
+            .lock()
+            .expect("access lock")
+            .record_each(events, now, |e| seen.push((&e.user_id, e.unix_ms)));
         m::record_access(&counts);
-        if counts.accepted > 0 {
+        if !seen.is_empty() {
             let mut recent = self.recent_access.lock().expect("access lock");
-            let stats = self.access.lock().expect("access lock");
-            let mut accepted = 0;
-            for e in events {
-                // Only events the statistics accepted (known user, in window).
-                if stats.check(std::slice::from_ref(e), now).accepted == 1 {
-                    let q = recent.entry(e.user_id.clone()).or_default();
-                    q.push_back(e.unix_ms);
-                    if q.len() > ACCESSES_PER_USER {
-                        q.pop_front();
-                    }
-                    accepted += 1;
+            for (user, t) in &seen {
+                let q = recent.entry(user.to_string()).or_default();
+                q.push_back(*t);
+                if q.len() > ACCESSES_PER_USER {
+                    q.pop_front();
                 }
             }
-            self.totals.lock().expect("totals lock").accesses += accepted;
-            metrics::counter!(m::ACCESSES_TOTAL).increment(accepted);
+            self.totals.lock().expect("totals lock").accesses += seen.len() as u64;
+            metrics::counter!(m::ACCESSES_TOTAL).increment(seen.len() as u64);
         }
         counts
     }

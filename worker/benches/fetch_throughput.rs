@@ -6,11 +6,10 @@
 //! The farm's server runs in the same process and on the same two cores, so the figure is
 //! a lower bound on what a worker achieves against remote hosts.
 
-use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig};
-use kairos_worker::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+mod common;
+
+use kairos_worker::fetch::{Outcome, Validators};
 use kairos_worker::parse::parse;
-use kairos_worker::target::TargetPolicy;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,18 +24,9 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        // Ten days of history so every feed has a full document; 15 items of ~650 bytes.
-        let farm = Arc::new(Farm::generate(
-            FarmConfig { feeds: 1000, hosts: 8, mean_posts_per_day: 6.0, days: 0.0, history_days: 10.0, pad_bytes: 520, seed: 3, ..FarmConfig::default() },
-            SimClock::new(0, 1.0),
-        ));
-        let running = farm.clone().serve().await.unwrap();
+        let (_farm, running) = common::farm().await;
         let urls = Arc::new(running.urls.clone());
-        let fetcher = Fetcher::new(FetchConfig {
-            policy: TargetPolicy::allowing(vec!["127.0.0.0/8".parse().unwrap()]),
-            ..FetchConfig::default()
-        })
-        .unwrap();
+        let fetcher = common::loopback_fetcher();
         let (next, done, bytes, failed) =
             (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let deadline = Instant::now() + Duration::from_secs(seconds);

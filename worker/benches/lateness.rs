@@ -8,12 +8,12 @@
 //! Run: `cargo bench -p kairos-worker --bench lateness -- SECONDS RATE` (defaults 10, 6000:
 //! half the fetch + parse throughput measured by `fetch_throughput`).
 
+mod common;
+
 use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig};
-use kairos_worker::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+use kairos_worker::fetch::{Outcome, Validators};
 use kairos_worker::parse::parse;
 use kairos_worker::schedule::{FeedTimes, Schedule};
-use kairos_worker::target::TargetPolicy;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,16 +30,8 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let farm = Arc::new(Farm::generate(
-            FarmConfig { feeds: 1000, hosts: 8, mean_posts_per_day: 6.0, days: 0.0, history_days: 10.0, pad_bytes: 520, seed: 3, ..FarmConfig::default() },
-            SimClock::new(0, 1.0),
-        ));
-        let running = farm.clone().serve().await.unwrap();
-        let fetcher = Fetcher::new(FetchConfig {
-            policy: TargetPolicy::allowing(vec!["127.0.0.0/8".parse().unwrap()]),
-            ..FetchConfig::default()
-        })
-        .unwrap();
+        let (_farm, running) = common::farm().await;
+        let fetcher = common::loopback_fetcher();
         let clock = SimClock::real();
         let start = clock.now_ms() + 200;
         let per_feed = (rate / 1000).max(1);
