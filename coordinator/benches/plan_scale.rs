@@ -66,7 +66,7 @@ fn plan_cfg(slots: usize, budget: f64) -> PlanConfig {
         slots,
         period_seconds: 86_400.0,
         budget,
-        host_cap: None,
+        host_caps: Default::default(),
         smoothing: Smoothing::Linear,
     }
 }

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kairos_coordinator::learn::{learn, LearnConfig, Learned};
-use kairos_coordinator::plan::alloc::{ceil_level, floor_level, Level};
+use kairos_coordinator::plan::alloc::{ceil_level, floor_level, HostCaps, Level};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Scheduler};
@@ -225,9 +225,10 @@ fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) -> PlanConfig
         slots: c.slots,
         period_seconds: s.period,
         budget,
-        host_cap: c
-            .max_fetches_per_host_per_day
-            .map(|h| h * s.days_per_period),
+        host_caps: HostCaps::uniform(
+            c.max_fetches_per_host_per_day
+                .map(|h| h * s.days_per_period),
+        ),
         smoothing: Smoothing::Linear,
     }
 }

@@ -134,7 +134,7 @@ impl PlannerSettings {
             slots: self.slots,
             period_seconds: 86_400.0,
             budget: self.budget.per_day(feeds),
-            host_cap: None,
+            host_caps: Default::default(),
             smoothing: Smoothing::Linear,
         }
     }

@@ -139,46 +139,69 @@ pub struct AllocStats {
     pub nonconvex_feeds: usize,
 }
 
-/// Allocation problem: feeds, a budget in fetches per period, an optional host cap.
+/// Caps on the summed fetch rate per period of the feeds of one host: a default for every
+/// host and overrides for some (a host that asked us to slow down, an operator's setting).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostCaps {
+    /// Cap of hosts without an override; `None` leaves them uncapped.
+    pub default: Option<f64>,
+    /// Per-host caps, by politeness group.
+    pub per_host: std::collections::HashMap<u32, f64>,
+}
+
+impl HostCaps {
+    /// One cap for every host.
+    pub fn uniform(cap: Option<f64>) -> Self {
+        HostCaps {
+            default: cap,
+            per_host: Default::default(),
+        }
+    }
+
+    /// The cap of `host`, if any.
+    pub fn cap(&self, host: u32) -> Option<f64> {
+        self.per_host.get(&host).copied().or(self.default)
+    }
+}
+
+/// Allocation problem: feeds, a budget in fetches per period, per-host caps.
 pub struct Allocator<'a> {
     pub(crate) feeds: &'a [AllocFeed],
     pub(crate) budget: f64,
-    host_cap: Option<f64>,
+    pub(crate) host_caps: HostCaps,
 }
 
 /// Tolerance on rates and relative cost comparisons.
 pub(crate) const EPS: f64 = 1e-9;
 
 impl<'a> Allocator<'a> {
-    /// Checks feasibility of the minimums against the budget and host cap.
+    /// Checks feasibility of the minimums against the budget and the host caps.
     pub fn new(
         feeds: &'a [AllocFeed],
         budget: f64,
-        host_cap: Option<f64>,
+        host_caps: HostCaps,
     ) -> Result<Self, AllocError> {
         let needed: f64 = feeds.iter().map(|f| level_rate(f.min)).sum();
         if needed > budget + EPS {
             return Err(AllocError::BudgetBelowMinimums { budget, needed });
         }
-        if let Some(cap) = host_cap {
-            let mut per_host: std::collections::HashMap<u32, f64> = Default::default();
-            for f in feeds {
-                if let Some(h) = f.host {
-                    *per_host.entry(h).or_default() += level_rate(f.min);
-                }
+        let mut per_host: std::collections::BTreeMap<u32, f64> = Default::default();
+        for f in feeds {
+            if let Some(h) = f.host {
+                *per_host.entry(h).or_default() += level_rate(f.min);
             }
-            if let Some((&host, &needed)) = per_host
-                .iter()
-                .filter(|(_, &v)| v > cap + EPS)
-                .min_by_key(|(h, _)| **h)
-            {
-                return Err(AllocError::HostCapBelowMinimums { host, needed, cap });
+        }
+        for (&host, &needed) in &per_host {
+            if let Some(cap) = host_caps.cap(host) {
+                if needed > cap + EPS {
+                    return Err(AllocError::HostCapBelowMinimums { host, needed, cap });
+                }
             }
         }
         Ok(Allocator {
             feeds,
             budget,
-            host_cap,
+            host_caps,
         })
     }
 
@@ -272,23 +295,28 @@ impl<'a> Allocator<'a> {
         i: usize,
         step: f64,
     ) -> bool {
-        match (self.host_cap, self.feeds[i].host) {
-            (Some(cap), Some(h)) => used.get(&h).copied().unwrap_or(0.0) + step <= cap + EPS,
-            _ => true,
+        match self.feeds[i]
+            .host
+            .and_then(|h| Some((h, self.host_caps.cap(h)?)))
+        {
+            Some((h, cap)) => used.get(&h).copied().unwrap_or(0.0) + step <= cap + EPS,
+            None => true,
         }
     }
 
     /// Lowers levels on hosts above the cap, taking first from the feed whose level is
     /// furthest above `want(i)`. Feasible by the check in [`Allocator::new`].
     fn enforce_host_cap(&self, levels: &mut [Level], want: impl Fn(usize) -> f64) {
-        let Some(cap) = self.host_cap else { return };
         let mut by_host: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
         for (i, f) in self.feeds.iter().enumerate() {
             if let Some(h) = f.host {
                 by_host.entry(h).or_default().push(i);
             }
         }
-        for members in by_host.values() {
+        for (&h, members) in &by_host {
+            let Some(cap) = self.host_caps.cap(h) else {
+                continue;
+            };
             let mut used: f64 = members.iter().map(|&i| level_rate(levels[i])).sum();
             while used > cap + EPS {
                 let pick = members
@@ -308,14 +336,56 @@ impl<'a> Allocator<'a> {
     }
 
     /// The exact joint optimum on cost curves (`eval(feed, levels)` gives the weighted cost
-    /// per period at each level), starting from the closed form; see [`super::exchange`].
+    /// per period at each level): priced from the closed form ([`super::price`]), then
+    /// polished by the exchange ([`super::exchange`]).
     pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
     where
         E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
     {
         let start = self.closed_form();
         let mut caches: Vec<CurveCache> = (0..start.len()).map(|_| CurveCache::new()).collect();
-        let result = self.exchange(start, &mut caches, &eval);
+        let result = self.solve_from(start, &mut caches, &eval);
         (result.levels, caches, result.stats)
+    }
+
+    /// The budget price's levels from `start`, then the exchange; `caches` keep (and gain)
+    /// the known curve points, so incremental replans start from the previous allocation.
+    ///
+    /// The price finds the global optimum of convex curves across unequal sub-period steps
+    /// that one-step exchanges cannot cross; on a curve that is not convex its walk can stop
+    /// at a local minimum that an exchange from `start` passes. So when any evaluated curve
+    /// shows a non-convex step, the exchange from `start` runs too and the cheaper wins.
+    pub fn solve_from<E>(
+        &self,
+        start: Vec<Level>,
+        caches: &mut [CurveCache],
+        eval: &E,
+    ) -> super::exchange::ExchangeResult
+    where
+        E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
+    {
+        let priced = self.priced(start.clone(), caches, eval);
+        let mut best = self.exchange(priced.levels, caches, eval);
+        best.stats.evaluations += priced.evaluations;
+        let nonconvex = caches
+            .iter_mut()
+            .fold(false, |any, c| c.check_convex() | any);
+        if nonconvex {
+            let from_start = self.exchange(start, caches, eval);
+            let total = |levels: &[Level], caches: &[CurveCache]| -> f64 {
+                levels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| caches[i].get(l).map_or(f64::INFINITY, |p| p.cost))
+                    .sum()
+            };
+            let evaluations = best.stats.evaluations + from_start.stats.evaluations;
+            if total(&from_start.levels, caches) < total(&best.levels, caches) {
+                best = from_start;
+            }
+            best.stats.evaluations = evaluations;
+        }
+        best.stats.nonconvex_feeds = caches.iter().filter(|c| c.nonconvex).count();
+        best
     }
 }

@@ -85,6 +85,25 @@ impl CurveCache {
         self.points[i] = Some(p);
     }
 
+    /// Checks every run of three known neighbouring points for convexity in the rate
+    /// (sets [`CurveCache::nonconvex`]); returns the flag.
+    pub fn check_convex(&mut self) -> bool {
+        let base = self.base;
+        for k in 2..self.points.len() {
+            let l = base + k as Level - 1;
+            if let (Some(a), Some(b), Some(c)) =
+                (&self.points[k - 2], &self.points[k - 1], &self.points[k])
+            {
+                let down = (a.cost - b.cost) / (level_rate(l) - level_rate(l - 1));
+                let up = (b.cost - c.cost) / (level_rate(l + 1) - level_rate(l));
+                if up > down + EPS * (1.0 + b.cost.abs()) {
+                    self.nonconvex = true;
+                }
+            }
+        }
+        self.nonconvex
+    }
+
     /// Drops every point except the one at `keep` (memory after the search is done).
     pub fn retain_only(&mut self, keep: Level) {
         let kept = self.get(keep).cloned();
@@ -120,6 +139,9 @@ struct Move {
     gain: f64,
     /// Rate change of the step.
     step: f64,
+    /// Steps below the feed's current level this move starts (0 for a queued move; deeper
+    /// ones exist only while one exchange gathers several steps of one feed).
+    depth: u8,
 }
 
 impl PartialEq for Move {
@@ -141,6 +163,9 @@ impl Ord for Move {
             .then_with(|| other.feed.cmp(&self.feed))
     }
 }
+
+/// How many sub-period steps of one feed a single exchange may gather.
+const SUB_PERIOD_DEPTH: Level = 8;
 
 struct Exchange<'s, 'a> {
     alloc: &'s Allocator<'a>,
@@ -206,11 +231,14 @@ impl Allocator<'_> {
 
 impl Exchange<'_, '_> {
     /// The levels whose points feed `i` needs: its own and its neighbours within bounds.
+    ///
+    /// Below one fetch per period the points further down are wanted too (they are cheap,
+    /// one closed-form pass each): their steps are small, and one exchange may need several
+    /// of them from the same feed to pay for a whole fetch elsewhere.
     fn needed(&self, i: usize) -> impl Iterator<Item = Level> + '_ {
         let (l, f) = (self.levels[i], &self.alloc.feeds[i]);
-        [l - 1, l, l + 1]
-            .into_iter()
-            .filter(move |&x| x >= f.min && x <= f.max)
+        let low = if l <= 1 { l - SUB_PERIOD_DEPTH } else { l - 1 };
+        (low..=l + 1).filter(move |&x| x >= f.min && x <= f.max)
     }
 
     /// Queues feed `i`'s moves, or parks it as pending if a needed point is unknown.
@@ -236,6 +264,7 @@ impl Exchange<'_, '_> {
                 version: self.version[i],
                 gain,
                 step,
+                depth: 0,
             });
         }
         if l > f.min {
@@ -247,6 +276,7 @@ impl Exchange<'_, '_> {
                 version: self.version[i],
                 gain: loss,
                 step,
+                depth: 0,
             });
             if up_value.is_some_and(|up| up > loss / step + EPS * (1.0 + here.abs())) {
                 self.caches[i].nonconvex = true;
@@ -288,6 +318,27 @@ impl Exchange<'_, '_> {
         }
     }
 
+    /// The step below `d` (a down-move of its feed), if that point is known and allowed.
+    fn deeper(&self, d: &Move) -> Option<Move> {
+        let i = d.feed;
+        let top = self.levels[i] - d.depth as Level - 1;
+        let next = top - 1;
+        if top > 1 || next < self.alloc.feeds[i].min {
+            return None;
+        }
+        let cache = &self.caches[i];
+        let loss = cache.cost(next)? - cache.cost(top)?;
+        let step = level_rate(top) - level_rate(next);
+        Some(Move {
+            value: -loss / step,
+            feed: i,
+            version: self.version[i],
+            gain: loss,
+            step,
+            depth: d.depth + 1,
+        })
+    }
+
     /// Applies one step of feed `i` (+1 or −1 level) and re-queues it.
     fn apply(&mut self, i: usize, up: bool) {
         let l = self.levels[i];
@@ -313,7 +364,20 @@ impl Exchange<'_, '_> {
     }
 
     /// Takes improving moves among feeds whose points are known, until none is left.
+    ///
+    /// An up-move that cannot be paid for is set aside and the next best is tried: with
+    /// sub-period levels a small step may still fit in the leftover budget, or be paid by
+    /// steps the bigger one could not use. Set-aside moves return after any applied move.
     fn make_moves(&mut self) {
+        let mut aside: Vec<Move> = Vec::new();
+        while self.make_move(&mut aside) {
+            self.ups.extend(aside.drain(..));
+        }
+        self.ups.extend(aside);
+    }
+
+    /// Applies the best improving move, if there is one.
+    fn make_move(&mut self, aside: &mut Vec<Move>) -> bool {
         let budget = self.alloc.budget;
         loop {
             // Drop stale and host-blocked tops.
@@ -328,42 +392,180 @@ impl Exchange<'_, '_> {
                     break;
                 }
             }
-            let Some(up) = self.ups.peek().cloned() else {
-                return;
+            let Some(up) = self.ups.pop() else {
+                return false;
             };
-            // Losers to take budget from: cheapest per unit first, as many as the step
-            // needs (sub-period steps free less than one fetch each).
+            // Losers to take budget from (sub-period steps free less than one fetch each).
             let mut losers: Vec<Move> = Vec::new();
+            let mut extra_ups: Vec<Move> = Vec::new();
             if !(self.used + up.step <= budget + EPS && up.gain > 0.0) {
-                let (mut freed, mut loss) = (0.0, 0.0);
-                let mut skipped = Vec::new();
-                while self.used - freed + up.step > budget + EPS {
-                    let Some(d) = self.downs.pop() else { break };
-                    if d.version != self.version[d.feed] {
-                        continue;
-                    }
-                    if d.feed == up.feed || losers.iter().any(|l| l.feed == d.feed) {
-                        skipped.push(d);
-                        continue;
-                    }
-                    freed += d.step;
-                    loss += d.gain;
-                    losers.push(d);
-                }
-                let tol = EPS * (1.0 + up.gain.abs().max(loss.abs()));
-                let fits = self.used - freed + up.step <= budget + EPS;
-                let worth = up.gain > loss + tol;
+                let need = self.used + up.step - budget;
+                let (candidates, skipped) = self.loser_candidates(up.feed, need);
                 self.downs.extend(skipped);
-                if !(fits && worth) || losers.is_empty() {
-                    self.downs.extend(losers);
-                    return;
+                let chosen = cover(&candidates, need);
+                let loss: f64 = chosen.iter().map(|&k| candidates[k].gain).sum();
+                let freed: f64 = chosen.iter().map(|&k| candidates[k].step).sum();
+                // What the cover frees beyond the need funds more steps up (one whole fetch
+                // freed can pay for two half steps).
+                let mut busy: Vec<usize> = chosen.iter().map(|&k| candidates[k].feed).collect();
+                busy.push(up.feed);
+                let riders = if chosen.is_empty() {
+                    Vec::new()
+                } else {
+                    self.riders(freed - need, &busy)
+                };
+                let gain = up.gain + riders.iter().map(|m| m.gain).sum::<f64>();
+                let tol = EPS * (1.0 + gain.abs().max(loss.abs()));
+                let worth = !chosen.is_empty() && gain > loss + tol;
+                if worth {
+                    extra_ups = riders;
+                } else {
+                    self.ups.extend(riders);
                 }
+                let mut picked = vec![false; candidates.len()];
+                if worth {
+                    for &k in &chosen {
+                        picked[k] = true;
+                    }
+                }
+                for (k, m) in candidates.into_iter().enumerate() {
+                    if picked[k] {
+                        losers.push(m);
+                    } else if m.depth == 0 {
+                        self.downs.push(m);
+                    }
+                }
+                if !worth {
+                    aside.push(up);
+                    continue;
+                }
+                // Steps of one feed are applied from the top down.
+                losers.sort_by_key(|m| (m.feed, m.depth));
             }
             for loser in losers {
                 self.apply(loser.feed, false);
             }
             self.apply(up.feed, true);
+            for m in extra_ups {
+                self.apply(m.feed, true);
+            }
             self.stats.exchanges += 1;
+            return true;
         }
+    }
+}
+
+/// Candidate down-moves popped beyond what covers the need, so that a cover can end with a
+/// small step instead of a whole one (the knapsack's overshoot).
+const EXTRA_CANDIDATES: usize = 32;
+
+impl Exchange<'_, '_> {
+    /// Valid down-moves cheapest per unit first, until they free `need` and then
+    /// [`EXTRA_CANDIDATES`] more; deeper steps of a feed follow its step above. Returns the
+    /// candidates and the skipped queued moves (the up-feed's own) to put back.
+    fn loser_candidates(&mut self, up_feed: usize, need: f64) -> (Vec<Move>, Vec<Move>) {
+        let mut candidates: Vec<Move> = Vec::new();
+        let mut skipped = Vec::new();
+        let mut taken: HashMap<usize, u8> = HashMap::new();
+        let (mut freed, mut extra) = (0.0, 0);
+        while freed < need - EPS || extra < EXTRA_CANDIDATES {
+            let Some(d) = self.downs.pop() else { break };
+            if d.version != self.version[d.feed] {
+                continue;
+            }
+            let expected = taken.get(&d.feed).copied().unwrap_or(0);
+            // Stale deeper moves (from an earlier search) are dropped here.
+            if d.depth != expected {
+                if d.depth == 0 {
+                    skipped.push(d);
+                }
+                continue;
+            }
+            if d.feed == up_feed {
+                skipped.push(d);
+                continue;
+            }
+            if freed >= need - EPS {
+                extra += 1;
+            }
+            freed += d.step;
+            taken.insert(d.feed, d.depth + 1);
+            if let Some(next) = self.deeper(&d) {
+                self.downs.push(next);
+            }
+            candidates.push(d);
+        }
+        (candidates, skipped)
+    }
+}
+
+impl Exchange<'_, '_> {
+    /// Valid up-moves of feeds not in `busy` that fit in `room` (and their hosts), best per
+    /// unit first, popped from the queue; the rest of what was looked at goes back.
+    fn riders(&mut self, mut room: f64, busy: &[usize]) -> Vec<Move> {
+        let mut riders: Vec<Move> = Vec::new();
+        let mut back = Vec::new();
+        let mut looked = 0;
+        while room > EPS && looked < EXTRA_CANDIDATES {
+            let Some(m) = self.ups.pop() else { break };
+            if m.version != self.version[m.feed] {
+                continue;
+            }
+            looked += 1;
+            // Riders on one host share its room.
+            let mut used = self.host_used.clone();
+            for r in &riders {
+                if let Some(h) = self.alloc.feeds[r.feed].host {
+                    *used.entry(h).or_default() += r.step;
+                }
+            }
+            let fits_host = self.alloc.host_fits(&used, m.feed, m.step);
+            if m.step <= room + EPS
+                && m.gain > 0.0
+                && fits_host
+                && !busy.contains(&m.feed)
+                && !riders.iter().any(|r| r.feed == m.feed)
+            {
+                room -= m.step;
+                riders.push(m);
+            } else {
+                back.push(m);
+            }
+        }
+        self.ups.extend(back);
+        riders
+    }
+}
+
+/// The cheapest cover of `need` among `c` (in the order popped) found by: a prefix of the
+/// per-unit order, completed by one later candidate that may follow it (a depth-0 move of a
+/// feed not in the prefix, or the next step of a feed that is). Indices into `c`; empty when
+/// nothing covers `need`.
+fn cover(c: &[Move], need: f64) -> Vec<usize> {
+    let mut best: Option<(f64, usize, Option<usize>)> = None;
+    let mut steps_in: HashMap<usize, u8> = HashMap::new();
+    let (mut freed, mut loss) = (0.0, 0.0);
+    for k in 0..=c.len() {
+        if freed >= need - EPS {
+            if best.is_none_or(|b| loss < b.0) {
+                best = Some((loss, k, None));
+            }
+            break;
+        }
+        for (j, m) in c.iter().enumerate().skip(k) {
+            let follows = m.depth == steps_in.get(&m.feed).copied().unwrap_or(0);
+            if follows && freed + m.step >= need - EPS && best.is_none_or(|b| loss + m.gain < b.0) {
+                best = Some((loss + m.gain, k, Some(j)));
+            }
+        }
+        if k < c.len() {
+            freed += c[k].step;
+            loss += c[k].gain;
+            *steps_in.entry(c[k].feed).or_default() += 1;
+        }
+    }
+    match best {
+        Some((_, k, last)) => (0..k).chain(last).collect(),
+        None => Vec::new(),
     }
 }

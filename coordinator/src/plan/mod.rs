@@ -15,6 +15,7 @@ pub mod exact;
 pub mod exchange;
 pub mod pattern;
 pub mod planner;
+mod price;
 pub mod search;
 
 pub use cost::{CostTable, Metric};

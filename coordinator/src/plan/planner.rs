@@ -4,7 +4,8 @@
 //! (`0..feeds.len()`); mapping to external ids is the caller's business.
 
 use super::alloc::{
-    level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator, Level,
+    level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator, HostCaps,
+    Level,
 };
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
@@ -104,8 +105,8 @@ pub struct PlanConfig {
     pub period_seconds: f64,
     /// Fetch budget per period (`M`).
     pub budget: f64,
-    /// Cap on the summed fetch rate of one host, per period.
-    pub host_cap: Option<f64>,
+    /// Caps on the summed fetch rate of one host, per period.
+    pub host_caps: HostCaps,
     /// How bins are spread onto slots.
     pub smoothing: Smoothing,
 }
@@ -205,6 +206,16 @@ fn exact_points(
         .collect()
 }
 
+/// A feed's exact weighted cost per period at each of `levels` (for checks and reports;
+/// the allocation evaluates its curves lazily).
+pub fn level_costs(feed: &FeedModel, cfg: &PlanConfig, levels: &[Level]) -> Vec<f64> {
+    let mut s = Scratch::default();
+    exact_points(feed, cfg, levels, &mut s)
+        .into_iter()
+        .map(|p| p.cost)
+        .collect()
+}
+
 /// Optimal slots and unweighted cost at a level.
 fn level_cost(table: &CostTable, level: Level, solver: &mut ExactSolver) -> (Vec<u32>, f64) {
     if level >= 1 {
@@ -243,7 +254,7 @@ pub fn solve(feeds: &[FeedModel], cfg: &PlanConfig) -> Result<Plan, AllocError> 
         return Ok(solve_optimal_with_state(feeds, cfg)?.plan);
     }
     let alloc_feeds = alloc_inputs(feeds, cfg);
-    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_caps.clone())?;
     let levels = match cfg.policy {
         Policy::Uniform | Policy::SchedOnly => allocator.uniform(),
         _ => allocator.closed_form(),
@@ -346,10 +357,10 @@ pub fn solve_optimal_with_state(
         ..cfg.clone()
     };
     let alloc_feeds = alloc_inputs(feeds, &cfg);
-    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_caps.clone())?;
     let start = allocator.closed_form();
     let mut caches: Vec<CurveCache> = (0..feeds.len()).map(|_| CurveCache::new()).collect();
-    let result = allocator.exchange(start, &mut caches, &curve_eval(feeds, &cfg));
+    let result = allocator.solve_from(start, &mut caches, &curve_eval(feeds, &cfg));
     let plan = assemble(
         feeds,
         &cfg,
@@ -383,7 +394,7 @@ pub fn replan(
         ..cfg.clone()
     };
     let alloc_feeds = alloc_inputs(feeds, &cfg);
-    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_cap)?;
+    let allocator = Allocator::new(&alloc_feeds, cfg.budget, cfg.host_caps.clone())?;
     let mut dirty = vec![false; feeds.len()];
     for &i in changed {
         dirty[i] = true;
@@ -391,7 +402,7 @@ pub fn replan(
         // A changed model may have moved the feed's bounds.
         state.levels[i] = state.levels[i].clamp(feeds[i].min_level, feeds[i].max_level);
     }
-    let result = allocator.exchange(
+    let result = allocator.solve_from(
         state.levels.clone(),
         &mut state.caches,
         &curve_eval(feeds, &cfg),

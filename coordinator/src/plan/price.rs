@@ -1,0 +1,324 @@
+//! A budget price for the allocation: the Lagrangian start of the exchange.
+//!
+//! With a price μ on each fetch per period, every feed independently takes the level that
+//! minimizes `D_f(L) + μ · rate(L)`; for curves convex in the rate that level falls as μ
+//! rises, so bisecting μ until the summed rate meets the budget gives the optimum of the
+//! separable problem at the budget it spends (the convex hull of the knapsack). Hosts with a
+//! cap get a price of their own on top (`μ + ν_h`), found the same way among the host's
+//! feeds, so a full host rations its own fetches instead of blocking them.
+//!
+//! Why it is needed: the one-step exchange ([`super::exchange`]) compares one step up with
+//! the cheapest steps down that pay for it. Sub-period steps are unequal (one fetch a day
+//! → one every two days frees ½; every 6 → every 7 days frees 1/42), so a move that pays
+//! for a whole fetch with many small steps, or that frees a whole fetch to fund two half
+//! steps, is never seen, and the exchange stops far from the optimum when budgets fall below
+//! a fetch per feed per period. Started from the priced levels, the exchange only has to
+//! spend the leftover and polish.
+//!
+//! Curve points are evaluated lazily: a feed's walk toward its best level stops at the first
+//! unknown point, all stopped feeds are evaluated in one parallel batch, and the walks
+//! resume.
+
+use super::alloc::{level_rate, Allocator, Level, EPS};
+use super::exchange::{CurveCache, CurvePoint};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// Bisection steps on each price; the bracket shrinks by 2^-STEPS.
+const STEPS: usize = 48;
+
+struct Pricer<'s, 'a, E> {
+    alloc: &'s Allocator<'a>,
+    levels: Vec<Level>,
+    caches: &'s mut [CurveCache],
+    eval: &'s E,
+    evaluations: usize,
+    /// Highest level each feed may reach (its own max, and a host cap alone).
+    top: Vec<Level>,
+}
+
+impl<E> Pricer<'_, '_, E>
+where
+    E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
+{
+    /// Walks feed `i` toward the level minimizing `cost + price · rate` from its current
+    /// level; `Err(level)` names the first unknown point on the way.
+    fn walk(&mut self, i: usize, price: f64) -> Result<(), Level> {
+        let (min, max) = (self.alloc.feeds[i].min, self.top[i]);
+        let cache = &self.caches[i];
+        let value = |l: Level| {
+            cache
+                .get(l)
+                .map(|p| p.cost + price * level_rate(l))
+                .ok_or(l)
+        };
+        let mut l = self.levels[i].clamp(min, max);
+        let result = (|| {
+            let mut here = value(l)?;
+            let mut moved_up = false;
+            while l < max {
+                let up = value(l + 1)?;
+                // Strictly better only, and exact comparisons both ways: ties go to the
+                // cheaper rate whichever side the walk starts from, so the level at a price
+                // does not depend on the previous price's.
+                if up < here {
+                    l += 1;
+                    here = up;
+                    moved_up = true;
+                } else {
+                    break;
+                }
+            }
+            if !moved_up {
+                while l > min {
+                    let down = value(l - 1)?;
+                    if down <= here {
+                        l -= 1;
+                        here = down;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        self.levels[i] = l;
+        result
+    }
+
+    /// Moves every feed of `members` to its best level at its price.
+    fn settle(&mut self, members: &[usize], price: &dyn Fn(usize) -> f64) {
+        let mut todo: Vec<usize> = members.to_vec();
+        while !todo.is_empty() {
+            let mut need: Vec<(usize, Vec<Level>)> = Vec::new();
+            for &i in &todo {
+                if let Err(l) = self.walk(i, price(i)) {
+                    // Ask for the neighbours too: the walk usually goes on that way, and one
+                    // solve shares its work across the levels of a feed.
+                    let lv: Vec<Level> = [l - 1, l, l + 1]
+                        .into_iter()
+                        .filter(|&x| {
+                            x >= self.alloc.feeds[i].min
+                                && x <= self.top[i]
+                                && self.caches[i].get(x).is_none()
+                        })
+                        .collect();
+                    need.push((i, lv));
+                }
+            }
+            let eval = self.eval;
+            let points: Vec<Vec<CurvePoint>> =
+                need.par_iter().map(|(i, ls)| eval(*i, ls)).collect();
+            todo.clear();
+            for ((i, ls), ps) in need.into_iter().zip(points) {
+                self.evaluations += ps.len();
+                for (l, p) in ls.into_iter().zip(ps) {
+                    self.caches[i].set(l, p);
+                }
+                todo.push(i);
+            }
+        }
+    }
+
+    /// The price at which feed `i` is indifferent around its level: the geometric mean of
+    /// its gain per unit up and loss per unit down (whichever is known and positive).
+    fn marginal(&self, i: usize) -> Option<f64> {
+        let (l, c) = (self.levels[i], &self.caches[i]);
+        let here = c.get(l)?.cost;
+        let up = c
+            .get(l + 1)
+            .map(|p| (here - p.cost) / (level_rate(l + 1) - level_rate(l)));
+        let down = c
+            .get(l - 1)
+            .map(|p| (p.cost - here) / (level_rate(l) - level_rate(l - 1)));
+        match (up, down) {
+            (Some(u), Some(d)) if u > 0.0 && d > 0.0 => Some((u * d).sqrt()),
+            (Some(u), _) if u > 0.0 => Some(u),
+            (_, Some(d)) if d > 0.0 => Some(d),
+            _ => None,
+        }
+    }
+
+    fn rate(&self, members: &[usize]) -> f64 {
+        members.iter().map(|&i| level_rate(self.levels[i])).sum()
+    }
+
+    /// Settles a capped host's feeds at `mu` plus the smallest host price that keeps
+    /// them under `cap`.
+    fn settle_host(&mut self, members: &[usize], mu: f64, cap: f64, scale: f64) {
+        self.settle(members, &|_| mu);
+        if self.rate(members) <= cap + EPS {
+            return;
+        }
+        let (mut lo, mut hi) = (0.0, scale.max(mu).max(1e-300));
+        loop {
+            self.settle(members, &|_| mu + hi);
+            if self.rate(members) <= cap + EPS || hi > 1e300 {
+                break;
+            }
+            lo = hi;
+            hi *= 4.0;
+        }
+        for _ in 0..STEPS {
+            let mid = 0.5 * (lo + hi);
+            self.settle(members, &|_| mu + mid);
+            if self.rate(members) <= cap + EPS {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        self.settle(members, &|_| mu + hi);
+    }
+
+    /// Every feed at its best level for the budget price `mu`; returns the summed rate.
+    fn at(&mut self, mu: f64, groups: &Groups, scale: f64) -> f64 {
+        self.settle(&groups.free, &|_| mu);
+        for (&h, members) in &groups.hosts {
+            match self.alloc.host_caps.cap(h) {
+                Some(cap) => self.settle_host(members, mu, cap, scale),
+                None => self.settle(members, &|_| mu),
+            }
+        }
+        self.levels.iter().map(|&l| level_rate(l)).sum()
+    }
+}
+
+/// Feeds without a host, and feeds by host.
+struct Groups {
+    free: Vec<usize>,
+    hosts: BTreeMap<u32, Vec<usize>>,
+}
+
+/// What the pricing did.
+pub(crate) struct Priced {
+    pub levels: Vec<Level>,
+    pub evaluations: usize,
+}
+
+impl Allocator<'_> {
+    /// Levels at the budget price: the cheapest total cost among allocations on the convex
+    /// hull of the feeds' curves that spend at most the budget (and each host's cap). Returns
+    /// `start` unchanged when no fetch has any value (every curve flat).
+    pub(crate) fn priced<E>(&self, start: Vec<Level>, caches: &mut [CurveCache], eval: &E) -> Priced
+    where
+        E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
+    {
+        let n = start.len();
+        let mut groups = Groups {
+            free: Vec::new(),
+            hosts: BTreeMap::new(),
+        };
+        for (i, f) in self.feeds.iter().enumerate() {
+            match f.host {
+                Some(h) => groups.hosts.entry(h).or_default().push(i),
+                None => groups.free.push(i),
+            }
+        }
+        // A host cap bounds each of its feeds alone too; walks never go past it.
+        let top: Vec<Level> = self
+            .feeds
+            .iter()
+            .map(|f| {
+                let cap_level = f
+                    .host
+                    .and_then(|h| self.host_caps.cap(h))
+                    .map(|c| super::alloc::floor_level(c, f.min))
+                    .unwrap_or(f.max);
+                f.max.min(cap_level).max(f.min)
+            })
+            .collect();
+        let fallback = start.clone();
+        let mut p = Pricer {
+            alloc: self,
+            levels: start,
+            caches,
+            eval,
+            evaluations: 0,
+            top,
+        };
+        // The price scale: cost per fetch at the start.
+        let all: Vec<usize> = (0..n).collect();
+        p.settle(&all, &|_| f64::NAN); // evaluates the start's neighbourhoods only (NaN never moves)
+        let cost: f64 = (0..n)
+            .filter_map(|i| p.caches[i].get(p.levels[i]).map(|c| c.cost))
+            .sum();
+        let rate: f64 = p.rate(&all);
+        let scale = cost / rate.max(EPS);
+        if !(scale > 0.0 && scale.is_finite()) {
+            return Priced {
+                levels: p.levels,
+                evaluations: p.evaluations,
+            };
+        }
+        // The first guess: the median over feeds of the marginal value at the start (between
+        // a feed's gain per unit up and its loss per unit down). The closed-form start is
+        // near the optimum, so the bracket around it is narrow and the walks stay short (each
+        // new level a walk reaches is an exact solve).
+        let mut marginals: Vec<f64> = (0..n).filter_map(|i| p.marginal(i)).collect();
+        let guess = if marginals.is_empty() {
+            scale
+        } else {
+            let mid = marginals.len() / 2;
+            *marginals.select_nth_unstable_by(mid, f64::total_cmp).1
+        };
+        let guess = if guess > 0.0 && guess.is_finite() {
+            guess
+        } else {
+            scale
+        };
+        let budget = self.budget;
+        // Bracket: `hi` spends at most the budget, `lo` more than it.
+        let mut hi = guess;
+        let mut lo;
+        if p.at(hi, &groups, scale) <= budget + EPS {
+            // Lower the price until the budget is exceeded, or until it cannot be (every
+            // feed at its top or its host's cap): then spend what can be spent.
+            let floor = guess * 1e-12;
+            loop {
+                let next = hi / 1.5;
+                if next < floor {
+                    lo = 0.0;
+                    break;
+                }
+                if p.at(next, &groups, scale) > budget + EPS {
+                    lo = next;
+                    break;
+                }
+                hi = next;
+            }
+            if lo == 0.0 {
+                p.at(hi, &groups, scale);
+                return Priced {
+                    levels: p.levels,
+                    evaluations: p.evaluations,
+                };
+            }
+        } else {
+            loop {
+                lo = hi;
+                hi *= 1.5;
+                if p.at(hi, &groups, scale) <= budget + EPS || hi > 1e300 {
+                    break;
+                }
+            }
+        }
+        for _ in 0..STEPS {
+            let mid = 0.5 * (lo + hi);
+            if p.at(mid, &groups, scale) <= budget + EPS {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        if p.at(hi, &groups, scale) > budget + EPS {
+            // Only curves that are not convex can get here (a level's walk stopping at a
+            // local minimum): the feasible start is the safe answer.
+            p.levels = fallback;
+        }
+        Priced {
+            levels: p.levels,
+            evaluations: p.evaluations,
+        }
+    }
+}
