@@ -87,6 +87,41 @@ pub struct PlanFigures {
     pub resolved: usize,
     /// Solve wall time (s).
     pub solve_seconds: f64,
+    /// Fetches per day of the budget left unplaced.
+    pub unspent_per_day: f64,
+    /// Hosts planned up to their cap.
+    pub hosts_at_cap: usize,
+    /// Fetches per day one host can take, if capped.
+    pub host_cap_per_day: Option<f64>,
+}
+
+/// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
+/// budget the hosts cannot carry sees it at once instead of a delay that mysteriously lags.
+fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
+    let unspent = f.unspent_per_day;
+    if unspent <= (0.01 * f.budget_per_day).max(1.0) {
+        return;
+    }
+    let h = &o.host_limited;
+    if h.hosts_at_cap > 0 {
+        tracing::warn!(
+            unspent_per_day = unspent,
+            budget_per_day = f.budget_per_day,
+            hosts_at_cap = h.hosts_at_cap,
+            hosts = h.hosts,
+            host_cap_per_day = f.host_cap_per_day.unwrap_or(0.0),
+            feeds_below_minimum = h.floors_lowered,
+            "the plan cannot spend the budget: hosts are at their politeness cap \
+             (more hosts, a shorter --host-gap or a smaller budget)"
+        );
+    } else {
+        tracing::warn!(
+            unspent_per_day = unspent,
+            budget_per_day = f.budget_per_day,
+            "the plan leaves budget unspent: no further fetch lowers the expected cost \
+             (no postings or reader accesses seen yet, or feeds at their maximum)"
+        );
+    }
 }
 
 /// The planner settings as stored (and as the Admin API shows them).
@@ -726,8 +761,12 @@ impl<B: KvBackend> Hub<B> {
             },
             resolved: outcome.resolved,
             solve_seconds: solve,
+            unspent_per_day: outcome.host_limited.unspent_per_day,
+            hosts_at_cap: outcome.host_limited.hosts_at_cap,
+            host_cap_per_day: self.settings().host_fetches_per_day,
         };
         m::record_plan(&figures);
+        warn_unspent(&figures, &outcome);
         {
             let mut c = self.cluster.lock().expect("cluster lock");
             let before = c.moves_total();

@@ -51,11 +51,35 @@ pub struct LivePlanArgs {
     /// Lease of a worker session: missing heartbeats this long moves its hosts.
     #[arg(long, default_value = "6s")]
     pub worker_lease: humantime::Duration,
+    /// Wall-clock time workers keep between two fetches of one host (their `--host-gap`;
+    /// `standalone` gives it to its workers). The plan gives no host more than 90% of the
+    /// fetches that allows, on the run's clock, and reports the budget it could not place.
+    /// `0s` leaves hosts uncapped. Default: 1s (the demo farm's loopback hosts: 5ms).
+    #[arg(long)]
+    pub host_gap: Option<humantime::Duration>,
+}
+
+/// Share of a host's politeness capacity the plan may use: the rest absorbs lateness and
+/// fetches of one host planned close together.
+pub const HOST_CAPACITY_SHARE: f64 = 0.9;
+
+/// Fetches per simulated day one host allows with a wall-clock `gap` on a clock running
+/// `time_scale` times faster than the wall clock, after [`HOST_CAPACITY_SHARE`]; `None` for
+/// a zero gap.
+pub fn host_fetches_per_day(gap: Duration, time_scale: f64) -> Option<f64> {
+    let simulated_gap = gap.as_secs_f64() * time_scale;
+    (simulated_gap > 0.0).then(|| HOST_CAPACITY_SHARE * 86_400.0 / simulated_gap)
 }
 
 impl LivePlanArgs {
-    /// The hub settings these options describe.
-    pub fn hub_config(&self) -> Result<HubConfig> {
+    /// The politeness gap these options give, or `default`.
+    pub fn host_gap_or(&self, default: Duration) -> Duration {
+        self.host_gap.map(Into::into).unwrap_or(default)
+    }
+
+    /// The hub settings these options describe, for a clock at `time_scale` and workers
+    /// keeping `host_gap` between fetches of one host.
+    pub fn hub_config(&self, time_scale: f64, host_gap: Duration) -> Result<HubConfig> {
         let budget = match (self.fetches_per_feed_per_day, self.budget) {
             (_, Some(m)) => Budget::PerDay(m),
             (Some(x), None) => Budget::PerFeedPerDay(x),
@@ -70,6 +94,7 @@ impl LivePlanArgs {
             slots: self.slots,
             window_days: self.window_days,
             shrinkage: self.shrinkage_days,
+            host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             ..PlannerSettings::default()
         };
         if let Err(e) = planner.validate() {
@@ -171,6 +196,9 @@ pub struct StandaloneArgs {
     /// Permit fetching from this private/loopback network (repeatable), e.g. 127.0.0.0/8.
     #[arg(long)]
     pub allow_private: Vec<ipnet::IpNet>,
+    /// Fetches in flight at most, per in-process worker.
+    #[arg(long, default_value_t = 64)]
+    pub max_in_flight: usize,
     /// Demo: feeds in the farm.
     #[arg(long, default_value_t = 300)]
     pub demo_feeds: usize,
@@ -192,11 +220,14 @@ pub struct StandaloneArgs {
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
     kairos_worker::process::init_tracing();
+    let clock = a.clock.clock(1.0)?;
     let o = ServerOptions {
         listen: a.listen,
         metrics_addr: Some(a.metrics_addr),
-        hub: a.plan.hub_config()?,
-        clock: a.clock.clock(1.0)?,
+        hub: a
+            .plan
+            .hub_config(clock.scale(), a.plan.host_gap_or(Duration::from_secs(1)))?,
+        clock,
     };
     kairos_coordinator::server::serve(a.data_dir, o)
 }

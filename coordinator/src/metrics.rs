@@ -44,6 +44,12 @@ pub const PLAN_ALLOCATED_FETCHES: &str = "kairos_plan_allocated_fetches_per_day"
 pub const PLAN_EXPECTED_DELAY_SECONDS: &str = "kairos_plan_expected_delay_seconds";
 /// Feeds re-solved by the last round.
 pub const PLAN_FEEDS_RESOLVED: &str = "kairos_plan_feeds_resolved";
+/// Gauge: fetches per day of the budget the plan could not place (host caps, no value).
+pub const PLAN_UNSPENT_FETCHES: &str = "kairos_plan_unspent_fetches_per_day";
+/// Gauge: hosts planned up to their politeness cap.
+pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
+/// Gauge: fetches per day one host can take (0 when hosts are uncapped).
+pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
@@ -109,6 +115,18 @@ pub fn describe() {
         PLAN_FEEDS_RESOLVED,
         "Feeds re-solved by the last planning round."
     );
+    describe_gauge!(
+        PLAN_UNSPENT_FETCHES,
+        "Fetches per day of the budget the current plan leaves unplaced (hosts at their cap, or no fetch with value)."
+    );
+    describe_gauge!(
+        PLAN_HOSTS_AT_CAP,
+        "Hosts the current plan fills to their politeness cap."
+    );
+    describe_gauge!(
+        PLAN_HOST_CAP,
+        "Fetches per day one host can take under the politeness gap (0: uncapped)."
+    );
     // Series that exist from the start, so dashboards and alerts ("no workers") have data
     // before the first event of their kind.
     for c in [
@@ -173,4 +191,7 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_ALLOCATED_FETCHES).set(p.fetches_per_day);
     gauge!(PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
     gauge!(PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
+    gauge!(PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
+    gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
+    gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
 }

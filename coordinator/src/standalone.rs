@@ -180,6 +180,11 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         register_feed_file(&store, a.feeds.as_deref().expect("clap requires --feeds")).await?;
         None
     };
+    let host_gap = a.plan.host_gap_or(if demo.is_some() {
+        Duration::from_millis(5)
+    } else {
+        Duration::from_secs(1)
+    });
     let mut allow = a.allow_private.clone();
     if demo.is_some() {
         // The demo's farm is ours, on loopback.
@@ -190,7 +195,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         ServerOptions {
             listen: a.listen,
             metrics_addr: Some(a.metrics_addr),
-            hub: a.plan.hub_config()?,
+            hub: a.plan.hub_config(clock.scale(), host_gap)?,
             clock,
         },
     )
@@ -203,12 +208,8 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             coordinator: format!("http://{}", running.addr),
             name: format!("standalone-{i}"),
             capacity: 1000.0,
-            max_in_flight: 64,
-            host_gap: if demo.is_some() {
-                Duration::from_millis(5)
-            } else {
-                Duration::from_secs(1)
-            },
+            max_in_flight: a.max_in_flight.max(1),
+            host_gap,
             fetch: FetchConfig {
                 policy: TargetPolicy::allowing(allow.clone()),
                 ..FetchConfig::default()

@@ -18,7 +18,7 @@
 
 use super::feedstate::FeedState;
 use super::FeedSpec;
-use crate::plan::alloc::{ceil_level, floor_level, AllocError, Level};
+use crate::plan::alloc::{ceil_level, floor_level, level_rate, AllocError, HostCaps, Level};
 use crate::plan::cost::Metric;
 use crate::plan::pattern::Smoothing;
 use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Policy, Scheduler};
@@ -69,6 +69,10 @@ pub struct PlannerSettings {
     pub shrinkage: f64,
     /// Feeds with fewer observed postings are fetched at least daily.
     pub explore_min_postings: usize,
+    /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
+    /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
+    /// can carry is left unspent and reported ([`PlanOutcome::host_limited`]).
+    pub host_fetches_per_day: Option<f64>,
 }
 
 impl Default for PlannerSettings {
@@ -83,6 +87,7 @@ impl Default for PlannerSettings {
             window_days: 14.0,
             shrinkage: 1.0,
             explore_min_postings: 3,
+            host_fetches_per_day: None,
         }
     }
 }
@@ -108,7 +113,21 @@ impl PlannerSettings {
         if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
             return Err("the learning window must be at least one day".into());
         }
+        if let Some(h) = self.host_fetches_per_day {
+            if !(h > 0.0 && h.is_finite()) {
+                return Err("the fetches per host per day must be a positive number".into());
+            }
+            if h < self.min_fetches_per_day {
+                return Err(format!(
+                    "one host can take {h:.3} fetches a day, below the per-feed minimum of {}",
+                    self.min_fetches_per_day
+                ));
+            }
+        }
         if let Some(m) = self.max_fetches_per_day {
+            if !(m > 0.0 && m.is_finite()) {
+                return Err("the maximum fetches per day must be a positive number".into());
+            }
             if m < self.min_fetches_per_day {
                 return Err("the maximum fetches per day is below the minimum".into());
             }
@@ -134,7 +153,7 @@ impl PlannerSettings {
             slots: self.slots,
             period_seconds: 86_400.0,
             budget: self.budget.per_day(feeds),
-            host_caps: Default::default(),
+            host_caps: HostCaps::uniform(self.host_fetches_per_day),
             smoothing: Smoothing::Linear,
         }
     }
@@ -299,6 +318,69 @@ pub struct PlanOutcome {
     pub resolved: usize,
     /// Whether this round solved from scratch.
     pub fresh: bool,
+    /// Budget the hosts could not carry, if their caps bound.
+    pub host_limited: HostLimited,
+}
+
+/// How far host capacity held the plan below its budget.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostLimited {
+    /// Hosts planned within one fetch a day of their cap.
+    pub hosts_at_cap: usize,
+    /// Hosts with feeds.
+    pub hosts: usize,
+    /// Fetches per day of the budget left unplanned (0 when the budget is spent).
+    pub unspent_per_day: f64,
+    /// Feeds whose minimum (or exploration floor) was lowered because their host cannot
+    /// carry the minimums of all its feeds.
+    pub floors_lowered: usize,
+}
+
+/// Lowers the minimum levels of the feeds of hosts whose cap cannot carry them: first the
+/// exploration floors (down to the configured minimum), then the minimum itself, to the
+/// even share of the cap. A host holding more feeds than its politeness allows to be
+/// fetched daily is then planned with what it can take rather than failing the whole plan.
+/// Returns the feeds lowered.
+fn fit_host_minimums(models: &mut [FeedModel], cfg: &PlanConfig, configured_min: Level) -> usize {
+    let mut by_host: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, m) in models.iter().enumerate() {
+        if let Some(h) = m.host {
+            by_host.entry(h).or_default().push(i);
+        }
+    }
+    let mut lowered = vec![false; models.len()];
+    for (h, members) in by_host {
+        let Some(cap) = cfg.host_caps.cap(h) else {
+            continue;
+        };
+        let need = |models: &[FeedModel]| -> f64 {
+            members
+                .iter()
+                .map(|&i| level_rate(models[i].min_level))
+                .sum()
+        };
+        if need(models) <= cap + 1e-9 {
+            continue;
+        }
+        for &i in &members {
+            if models[i].min_level > configured_min {
+                models[i].min_level = configured_min;
+                lowered[i] = true;
+            }
+        }
+        if need(models) <= cap + 1e-9 {
+            continue;
+        }
+        // Once every k days with k the smallest whole number that fits all of them.
+        let share = floor_level(cap / members.len() as f64, Level::MIN / 4);
+        for &i in &members {
+            if models[i].min_level > share {
+                models[i].min_level = share;
+                lowered[i] = true;
+            }
+        }
+    }
+    lowered.iter().filter(|&&l| l).count()
 }
 
 struct Last {
@@ -373,6 +455,9 @@ impl Replanner {
     ) -> Result<PlanOutcome, AllocError> {
         let cfg = self.settings.plan_config(feeds.len());
         let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
+        let mut models = models;
+        let floors_lowered = fit_host_minimums(&mut models, &cfg, self.settings.levels().0);
+        let hosts: Vec<Option<u32>> = models.iter().map(|m| m.host).collect();
         let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
             let plan = planner::solve(&models, &cfg)?;
             self.view = ids
@@ -426,6 +511,8 @@ impl Replanner {
                 .zip(last.models.iter().cloned().zip(plan.feeds.iter().cloned()))
                 .collect();
         }
+        let mut host_limited = host_limited(&plan.feeds, &hosts, &cfg);
+        host_limited.floors_lowered = floors_lowered;
         let slot = cfg.period_seconds / cfg.slots as f64;
         let specs = feeds
             .iter()
@@ -454,7 +541,29 @@ impl Replanner {
             budget_per_day: cfg.budget,
             resolved,
             fresh,
+            host_limited,
         })
+    }
+}
+
+/// Which hosts the plan filled to their cap, and what budget it could not place.
+fn host_limited(plans: &[FeedPlan], hosts: &[Option<u32>], cfg: &PlanConfig) -> HostLimited {
+    let planned: f64 = plans.iter().map(|p| level_rate(p.level)).sum();
+    let mut per_host: HashMap<u32, f64> = HashMap::new();
+    for (p, h) in plans.iter().zip(hosts) {
+        if let Some(h) = h {
+            *per_host.entry(*h).or_default() += level_rate(p.level);
+        }
+    }
+    let hosts_at_cap = match cfg.host_caps.default {
+        Some(cap) => per_host.values().filter(|&&u| u > cap - 1.0).count(),
+        None => 0,
+    };
+    HostLimited {
+        hosts_at_cap,
+        hosts: per_host.len(),
+        unspent_per_day: (cfg.budget - planned).max(0.0),
+        floors_lowered: 0,
     }
 }
 
@@ -652,5 +761,76 @@ mod tests {
         let (m, _) = models(&feeds[..5], &states, &access, now, r.settings());
         assert!(r.plan(&feeds[..5], m).unwrap().fresh);
         assert!(next.specs.len() == n);
+    }
+
+    #[test]
+    fn host_caps_bound_the_plan_and_the_unspent_budget_is_reported() {
+        let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+        let n = 30;
+        let feeds: Vec<FeedRecord> = (0..n).map(feed).collect();
+        // Busy feeds (12 a day) and quiet ones (1 a day) on each of the three hosts.
+        let states: HashMap<String, FeedState> = (0..n)
+            .map(|i| {
+                let per_day = if i < 6 { 12 } else { 1 };
+                (format!("f{i}"), watched(per_day, 9, 7, now))
+            })
+            .collect();
+        let settings = PlannerSettings {
+            budget: Budget::PerFeedPerDay(4.0),
+            min_fetches_per_day: 0.25,
+            host_fetches_per_day: Some(12.0),
+            ..Default::default()
+        };
+        let mut r = Replanner::new(settings.clone());
+        let access = |_: &str| vec![0.0; BINS];
+        let (m, _) = models(&feeds, &states, &access, now, r.settings());
+        let out = r.plan(&feeds, m).unwrap();
+        let mut per_host: HashMap<String, f64> = HashMap::new();
+        for f in &feeds {
+            let spec = &out.specs[&f.id];
+            let rate = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+            *per_host.entry(f.host.clone()).or_default() += rate;
+        }
+        for (h, used) in &per_host {
+            assert!(*used <= 12.0 + 1e-9, "host {h} planned {used} > 12");
+        }
+        assert_eq!(out.host_limited.hosts, 3);
+        assert_eq!(out.host_limited.hosts_at_cap, 3);
+        assert!(
+            (out.host_limited.unspent_per_day - (120.0 - out.fetches_per_day)).abs() < 1e-9
+                && out.host_limited.unspent_per_day > 80.0,
+            "{:?}",
+            out.host_limited
+        );
+        // Within a full host the busy feeds keep the fetches.
+        let rate = |id: &str| {
+            let s = &out.specs[id];
+            s.offsets_seconds.len() as f64 * 86_400.0 / s.period_seconds
+        };
+        assert!(
+            rate("f0") >= 2.0 * rate("f9"),
+            "{} vs {}",
+            rate("f0"),
+            rate("f9")
+        );
+        // Uncapped, the same round spends the budget.
+        let mut free = Replanner::new(PlannerSettings {
+            host_fetches_per_day: None,
+            ..settings.clone()
+        });
+        let (m, _) = models(&feeds, &states, &access, now, free.settings());
+        let all = free.plan(&feeds, m).unwrap();
+        assert!(
+            all.host_limited.unspent_per_day < 1.0,
+            "{:?}",
+            all.host_limited
+        );
+        assert_eq!(all.host_limited.hosts_at_cap, 0);
+        // A cap below the per-feed minimum is refused by validation.
+        let bad = PlannerSettings {
+            host_fetches_per_day: Some(0.1),
+            ..settings
+        };
+        assert!(bad.validate().is_err());
     }
 }
