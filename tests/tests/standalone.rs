@@ -20,6 +20,10 @@ fn demo_summary_has_every_field_and_beats_uniform_polling() {
         "25s",
         "--time-scale",
         "5760",
+        // A fixed simulated start: the farm's postings (and so the scroll-offs counted
+        // below) depend on the day and hour the run starts, not only on the seed.
+        "--clock-start",
+        "2026-05-04T00:00:00Z",
         "--metrics-addr",
         "127.0.0.1:0",
         "--summary-json",
