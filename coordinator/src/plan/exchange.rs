@@ -513,13 +513,18 @@ impl Exchange<'_, '_> {
             }
             looked += 1;
             // Riders on one host share its room.
-            let mut used = self.host_used.clone();
-            for r in &riders {
-                if let Some(h) = self.alloc.feeds[r.feed].host {
-                    *used.entry(h).or_default() += r.step;
-                }
-            }
-            let fits_host = self.alloc.host_fits(&used, m.feed, m.step);
+            let same_host: f64 = riders
+                .iter()
+                .filter(|r| {
+                    r.feed != m.feed
+                        && self.alloc.feeds[r.feed].host.is_some()
+                        && self.alloc.feeds[r.feed].host == self.alloc.feeds[m.feed].host
+                })
+                .map(|r| r.step)
+                .sum();
+            let fits_host = self
+                .alloc
+                .host_fits(&self.host_used, m.feed, m.step + same_host);
             if m.step <= room + EPS
                 && m.gain > 0.0
                 && fits_host
