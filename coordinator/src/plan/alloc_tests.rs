@@ -405,6 +405,60 @@ fn sub_period_allocation_is_near_the_exact_optimum() {
     }
 }
 
+/// Hosts whose caps bind while the global budget does not: each host is its own knapsack,
+/// solved exactly by the DP; the host prices must land within 3% of it on every host (and
+/// within 0.5% in total), never above a cap.
+#[test]
+fn host_capped_allocation_is_near_the_exact_optimum_per_host() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let (hosts, per_host) = (8u32, 12usize);
+    let mut total_got = 0.0;
+    let mut total_best = 0.0;
+    for _ in 0..20 {
+        let params: Vec<(f64, f64)> = (0..hosts as usize * per_host)
+            .map(|_| (rng.gen_range(0.01..50.0), rng.gen_range(1.0..2.0)))
+            .collect();
+        let feeds: Vec<AllocFeed> = params
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, _))| AllocFeed {
+                score: a.sqrt(),
+                min: -5,
+                max: 6,
+                host: Some(i as u32 % hosts),
+            })
+            .collect();
+        let cap = rng.gen_range(0.4..1.5) * per_host as f64;
+        let cost = |i: usize, l: Level| params[i].0 / level_rate(l).powf(params[i].1);
+        // A budget the hosts cannot reach.
+        let budget = 10.0 * feeds.len() as f64;
+        let alloc = Allocator::new(&feeds, budget, HostCaps::uniform(Some(cap))).unwrap();
+        let (levels, _, _) = alloc.optimal(|i, ls: &[Level]| {
+            ls.iter()
+                .map(|&l| CurvePoint::cost_only(cost(i, l)))
+                .collect()
+        });
+        for h in 0..hosts {
+            let members: Vec<usize> = (0..feeds.len())
+                .filter(|i| feeds[*i].host == Some(h))
+                .collect();
+            let used: f64 = members.iter().map(|&i| level_rate(levels[i])).sum();
+            assert!(used <= cap + 1e-9, "host {h}: {used} > {cap}");
+            let got: f64 = members.iter().map(|&i| cost(i, levels[i])).sum();
+            let sub: Vec<AllocFeed> = members.iter().map(|&i| feeds[i].clone()).collect();
+            let best = knapsack(&sub, cap, &|k, l| cost(members[k], l));
+            assert!(got <= best * 1.03 + 1e-9, "host {h}: {got} vs exact {best}");
+            total_got += got;
+            total_best += best;
+        }
+    }
+    assert!(
+        total_got <= total_best * 1.005,
+        "{total_got} vs {total_best}"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 

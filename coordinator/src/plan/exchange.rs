@@ -164,6 +164,9 @@ impl Ord for Move {
     }
 }
 
+/// Up-moves set aside (unpayable) before a search for one improving move gives up.
+const MAX_SET_ASIDE: usize = 256;
+
 /// How many sub-period steps of one feed a single exchange may gather.
 const SUB_PERIOD_DEPTH: Level = 8;
 
@@ -176,6 +179,8 @@ struct Exchange<'s, 'a> {
     version: Vec<u32>,
     ups: BinaryHeap<Move>,
     downs: BinaryHeap<Move>,
+    /// The same down-moves by capped host, for exchanges inside a full host.
+    host_downs: HashMap<u32, BinaryHeap<Move>>,
     /// Feeds whose up-move is blocked by a full host, by host.
     blocked: HashMap<u32, Vec<usize>>,
     /// Feeds waiting for curve points.
@@ -206,6 +211,7 @@ impl Allocator<'_> {
             version: vec![0; n],
             ups: BinaryHeap::new(),
             downs: BinaryHeap::new(),
+            host_downs: HashMap::new(),
             blocked: HashMap::new(),
             pending: Vec::new(),
             is_pending: vec![false; n],
@@ -270,14 +276,18 @@ impl Exchange<'_, '_> {
         if l > f.min {
             let step = level_rate(l) - level_rate(l - 1);
             let loss = cache.cost(l - 1).unwrap_or(f64::NAN) - here;
-            self.downs.push(Move {
+            let down = Move {
                 value: -loss / step,
                 feed: i,
                 version: self.version[i],
                 gain: loss,
                 step,
                 depth: 0,
-            });
+            };
+            if let Some(h) = self.capped_host(i) {
+                self.host_downs.entry(h).or_default().push(down.clone());
+            }
+            self.downs.push(down);
             if up_value.is_some_and(|up| up > loss / step + EPS * (1.0 + here.abs())) {
                 self.caches[i].nonconvex = true;
             }
@@ -386,11 +396,20 @@ impl Exchange<'_, '_> {
                     self.ups.pop();
                 } else if !self.alloc.host_fits(&self.host_used, top.feed, top.step) {
                     let t = self.ups.pop().expect("peeked");
+                    if self.host_exchange(&t) {
+                        self.stats.exchanges += 1;
+                        return true;
+                    }
                     let host = self.alloc.feeds[t.feed].host.unwrap_or(0);
                     self.blocked.entry(host).or_default().push(t.feed);
                 } else {
                     break;
                 }
+            }
+            if aside.len() >= MAX_SET_ASIDE {
+                // The best ups cannot be paid for; the rest, worth less per unit, rarely can,
+                // and retrying every one after each move would make the search quadratic.
+                return false;
             }
             let Some(up) = self.ups.pop() else {
                 return false;
@@ -400,7 +419,7 @@ impl Exchange<'_, '_> {
             let mut extra_ups: Vec<Move> = Vec::new();
             if !(self.used + up.step <= budget + EPS && up.gain > 0.0) {
                 let need = self.used + up.step - budget;
-                let (candidates, skipped) = self.loser_candidates(up.feed, need);
+                let (candidates, skipped) = self.loser_candidates(up.feed, need, None);
                 self.downs.extend(skipped);
                 let chosen = cover(&candidates, need);
                 let loss: f64 = chosen.iter().map(|&k| candidates[k].gain).sum();
@@ -463,13 +482,22 @@ impl Exchange<'_, '_> {
     /// Valid down-moves cheapest per unit first, until they free `need` and then
     /// [`EXTRA_CANDIDATES`] more; deeper steps of a feed follow its step above. Returns the
     /// candidates and the skipped queued moves (the up-feed's own) to put back.
-    fn loser_candidates(&mut self, up_feed: usize, need: f64) -> (Vec<Move>, Vec<Move>) {
+    ///
+    /// `host`: take them from that capped host's feeds only, else from all feeds.
+    fn loser_candidates(
+        &mut self,
+        up_feed: usize,
+        need: f64,
+        host: Option<u32>,
+    ) -> (Vec<Move>, Vec<Move>) {
         let mut candidates: Vec<Move> = Vec::new();
         let mut skipped = Vec::new();
         let mut taken: HashMap<usize, u8> = HashMap::new();
         let (mut freed, mut extra) = (0.0, 0);
         while freed < need - EPS || extra < EXTRA_CANDIDATES {
-            let Some(d) = self.downs.pop() else { break };
+            let Some(d) = self.down_heap(host).pop() else {
+                break;
+            };
             if d.version != self.version[d.feed] {
                 continue;
             }
@@ -491,7 +519,7 @@ impl Exchange<'_, '_> {
             freed += d.step;
             taken.insert(d.feed, d.depth + 1);
             if let Some(next) = self.deeper(&d) {
-                self.downs.push(next);
+                self.down_heap(host).push(next);
             }
             candidates.push(d);
         }
@@ -500,6 +528,79 @@ impl Exchange<'_, '_> {
 }
 
 impl Exchange<'_, '_> {
+    /// The capped host of feed `i`, if it has one.
+    fn capped_host(&self, i: usize) -> Option<u32> {
+        let h = self.alloc.feeds[i].host?;
+        self.alloc.host_caps.cap(h).map(|_| h)
+    }
+
+    /// The queue of down-moves of `host` (a capped host), or of all feeds.
+    fn down_heap(&mut self, host: Option<u32>) -> &mut BinaryHeap<Move> {
+        match host {
+            Some(h) => self.host_downs.entry(h).or_default(),
+            None => &mut self.downs,
+        }
+    }
+
+    /// An up-move blocked by its full host, paid for by steps down of the same host's feeds
+    /// (they free room on the host and in the budget alike). Applies it if that lowers the
+    /// total; the unused candidates go back to the host's queue.
+    fn host_exchange(&mut self, up: &Move) -> bool {
+        let Some(h) = self.capped_host(up.feed) else {
+            return false;
+        };
+        let cap = self.alloc.host_caps.cap(h).unwrap_or(f64::INFINITY);
+        if up.gain <= 0.0 {
+            return false;
+        }
+        let on_host = self.host_used.get(&h).copied().unwrap_or(0.0);
+        let need = (on_host + up.step - cap).max(self.used + up.step - self.alloc.budget);
+        let (candidates, skipped) = self.loser_candidates(up.feed, need, Some(h));
+        self.down_heap(Some(h)).extend(skipped);
+        let chosen = cover(&candidates, need);
+        let loss: f64 = chosen.iter().map(|&k| candidates[k].gain).sum();
+        let freed: f64 = chosen.iter().map(|&k| candidates[k].step).sum();
+        // What the cover frees beyond the need funds further steps up, on this host or
+        // elsewhere: seen with the host's usage as it will be after the exchange.
+        let riders = if chosen.is_empty() {
+            Vec::new()
+        } else {
+            let shift = freed - up.step;
+            *self.host_used.entry(h).or_default() -= shift;
+            let mut busy: Vec<usize> = chosen.iter().map(|&k| candidates[k].feed).collect();
+            busy.push(up.feed);
+            let room = (freed - need).min(self.alloc.budget - (self.used - shift));
+            let riders = self.riders(room, &busy);
+            *self.host_used.entry(h).or_default() += shift;
+            riders
+        };
+        let gain = up.gain + riders.iter().map(|m| m.gain).sum::<f64>();
+        let worth = !chosen.is_empty() && gain > loss + EPS * (1.0 + gain.abs());
+        if !worth {
+            self.ups.extend(riders.iter().cloned());
+        }
+        let mut losers = Vec::new();
+        for (k, m) in candidates.into_iter().enumerate() {
+            if worth && chosen.contains(&k) {
+                losers.push(m);
+            } else if m.depth == 0 {
+                self.down_heap(Some(h)).push(m);
+            }
+        }
+        if !worth {
+            return false;
+        }
+        losers.sort_by_key(|m| (m.feed, m.depth));
+        for loser in losers {
+            self.apply(loser.feed, false);
+        }
+        self.apply(up.feed, true);
+        for m in riders {
+            self.apply(m.feed, true);
+        }
+        true
+    }
+
     /// Valid up-moves of feeds not in `busy` that fit in `room` (and their hosts), best per
     /// unit first, popped from the queue; the rest of what was looked at goes back.
     fn riders(&mut self, mut room: f64, busy: &[usize]) -> Vec<Move> {
@@ -544,23 +645,39 @@ impl Exchange<'_, '_> {
 
 /// The cheapest cover of `need` among `c` (in the order popped) found by: a prefix of the
 /// per-unit order, completed by one later candidate that may follow it (a depth-0 move of a
-/// feed not in the prefix, or the next step of a feed that is). Indices into `c`; empty when
-/// nothing covers `need`.
+/// feed not in the prefix, or the next step of a feed that is) and, if one step is not
+/// enough, that feed's further steps. Indices into `c`; empty when nothing covers `need`.
 fn cover(c: &[Move], need: f64) -> Vec<usize> {
-    let mut best: Option<(f64, usize, Option<usize>)> = None;
+    let mut best: Option<(f64, usize, Vec<usize>)> = None;
     let mut steps_in: HashMap<usize, u8> = HashMap::new();
     let (mut freed, mut loss) = (0.0, 0.0);
     for k in 0..=c.len() {
         if freed >= need - EPS {
-            if best.is_none_or(|b| loss < b.0) {
-                best = Some((loss, k, None));
+            if best.as_ref().is_none_or(|b| loss < b.0) {
+                best = Some((loss, k, Vec::new()));
             }
             break;
         }
         for (j, m) in c.iter().enumerate().skip(k) {
-            let follows = m.depth == steps_in.get(&m.feed).copied().unwrap_or(0);
-            if follows && freed + m.step >= need - EPS && best.is_none_or(|b| loss + m.gain < b.0) {
-                best = Some((loss + m.gain, k, Some(j)));
+            if m.depth != steps_in.get(&m.feed).copied().unwrap_or(0) {
+                continue;
+            }
+            // The chain of this feed's steps from `m` down, as far as the candidates go.
+            let (mut f, mut l, mut chain) = (freed, loss, Vec::new());
+            let mut next = Some(j);
+            while let Some(x) = next {
+                f += c[x].step;
+                l += c[x].gain;
+                chain.push(x);
+                if best.as_ref().is_some_and(|b| l >= b.0) {
+                    break;
+                }
+                if f >= need - EPS {
+                    best = Some((l, k, chain.clone()));
+                    break;
+                }
+                next = (x + 1..c.len())
+                    .find(|&y| c[y].feed == c[x].feed && c[y].depth == c[x].depth + 1);
             }
         }
         if k < c.len() {
@@ -570,7 +687,7 @@ fn cover(c: &[Move], need: f64) -> Vec<usize> {
         }
     }
     match best {
-        Some((_, k, last)) => (0..k).chain(last).collect(),
+        Some((_, k, tail)) => (0..k).chain(tail).collect(),
         None => Vec::new(),
     }
 }

@@ -3,9 +3,9 @@
 //! With a price μ on each fetch per period, every feed independently takes the level that
 //! minimizes `D_f(L) + μ · rate(L)`; for curves convex in the rate that level falls as μ
 //! rises, so bisecting μ until the summed rate meets the budget gives the optimum of the
-//! separable problem at the budget it spends (the convex hull of the knapsack). Hosts with a
-//! cap get a price of their own on top (`μ + ν_h`), found the same way among the host's
-//! feeds, so a full host rations its own fetches instead of blocking them.
+//! separable problem at the budget it spends (the convex hull of the knapsack). A host with a
+//! cap has a price of its own, `π_h`, the lowest at which its feeds fit the cap; its feeds pay
+//! `max(μ, π_h)`, so a full host rations its own fetches instead of blocking them.
 //!
 //! Why it is needed: the one-step exchange ([`super::exchange`]) compares one step up with
 //! the cheapest steps down that pay for it. Sub-period steps are unequal (one fetch a day
@@ -24,8 +24,8 @@ use super::exchange::{CurveCache, CurvePoint};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-/// Bisection steps on each price; the bracket shrinks by 2^-STEPS.
-const STEPS: usize = 48;
+/// Relative width at which a price bisection stops.
+const PRECISION: f64 = 1e-10;
 
 struct Pricer<'s, 'a, E> {
     alloc: &'s Allocator<'a>,
@@ -35,6 +35,8 @@ struct Pricer<'s, 'a, E> {
     evaluations: usize,
     /// Highest level each feed may reach (its own max, and a host cap alone).
     top: Vec<Level>,
+    /// Each capped host's own price, once the host has been seen to bind.
+    host_price: std::collections::HashMap<u32, f64>,
 }
 
 impl<E> Pricer<'_, '_, E>
@@ -143,44 +145,61 @@ where
         members.iter().map(|&i| level_rate(self.levels[i])).sum()
     }
 
-    /// Settles a capped host's feeds at `mu` plus the smallest host price that keeps
-    /// them under `cap`.
-    fn settle_host(&mut self, members: &[usize], mu: f64, cap: f64, scale: f64) {
+    /// Settles a capped host's feeds at `max(mu, π_h)`, where `π_h` is the lowest price at
+    /// which the host's feeds fit its cap. `π_h` does not depend on `mu`, so it is found once,
+    /// the first time the host binds, by bisection upward from that `mu` (the walks then only
+    /// move down from where they are); a host seen fitting at some price is known to fit at
+    /// every higher one.
+    fn settle_host(&mut self, h: u32, members: &[usize], mu: f64, cap: f64) {
+        if let Some(&pi) = self.host_price.get(&h) {
+            self.settle(members, &|_| mu.max(pi));
+            return;
+        }
         self.settle(members, &|_| mu);
         if self.rate(members) <= cap + EPS {
             return;
         }
-        let (mut lo, mut hi) = (0.0, scale.max(mu).max(1e-300));
+        let (mut lo, mut hi) = (mu, mu.max(1e-300) * 1.5);
         loop {
-            self.settle(members, &|_| mu + hi);
+            self.settle(members, &|_| hi);
             if self.rate(members) <= cap + EPS || hi > 1e300 {
                 break;
             }
             lo = hi;
-            hi *= 4.0;
+            hi *= 1.5;
         }
-        for _ in 0..STEPS {
+        while hi - lo > PRECISION * hi {
             let mid = 0.5 * (lo + hi);
-            self.settle(members, &|_| mu + mid);
+            self.settle(members, &|_| mid);
             if self.rate(members) <= cap + EPS {
                 hi = mid;
             } else {
                 lo = mid;
             }
         }
-        self.settle(members, &|_| mu + hi);
+        self.settle(members, &|_| hi);
+        self.host_price.insert(h, hi);
     }
 
     /// Every feed at its best level for the budget price `mu`; returns the summed rate.
-    fn at(&mut self, mu: f64, groups: &Groups, scale: f64) -> f64 {
+    fn at(&mut self, mu: f64, groups: &Groups) -> f64 {
         self.settle(&groups.free, &|_| mu);
         for (&h, members) in &groups.hosts {
             match self.alloc.host_caps.cap(h) {
-                Some(cap) => self.settle_host(members, mu, cap, scale),
+                Some(cap) => self.settle_host(h, members, mu, cap),
                 None => self.settle(members, &|_| mu),
             }
         }
         self.levels.iter().map(|&l| level_rate(l)).sum()
+    }
+
+    /// Whether lowering the budget price can still change anything: some feed is uncapped,
+    /// or some capped host has not yet met its cap.
+    fn can_spend_more(&self, groups: &Groups) -> bool {
+        !groups.free.is_empty()
+            || groups.hosts.keys().any(|&h| {
+                self.alloc.host_caps.cap(h).is_none() || !self.host_price.contains_key(&h)
+            })
     }
 }
 
@@ -236,6 +255,7 @@ impl Allocator<'_> {
             eval,
             evaluations: 0,
             top,
+            host_price: Default::default(),
         };
         // The price scale: cost per fetch at the start.
         let all: Vec<usize> = (0..n).collect();
@@ -271,7 +291,7 @@ impl Allocator<'_> {
         // Bracket: `hi` spends at most the budget, `lo` more than it.
         let mut hi = guess;
         let mut lo;
-        if p.at(hi, &groups, scale) <= budget + EPS {
+        if p.at(hi, &groups) <= budget + EPS {
             // Lower the price until the budget is exceeded, or until it cannot be (every
             // feed at its top or its host's cap): then spend what can be spent.
             let floor = guess * 1e-12;
@@ -281,14 +301,19 @@ impl Allocator<'_> {
                     lo = 0.0;
                     break;
                 }
-                if p.at(next, &groups, scale) > budget + EPS {
+                if p.at(next, &groups) > budget + EPS {
                     lo = next;
                     break;
                 }
                 hi = next;
+                if !p.can_spend_more(&groups) {
+                    // Every feed is on a host at its cap: the budget cannot be spent.
+                    lo = 0.0;
+                    break;
+                }
             }
             if lo == 0.0 {
-                p.at(hi, &groups, scale);
+                p.at(hi, &groups);
                 return Priced {
                     levels: p.levels,
                     evaluations: p.evaluations,
@@ -298,20 +323,20 @@ impl Allocator<'_> {
             loop {
                 lo = hi;
                 hi *= 1.5;
-                if p.at(hi, &groups, scale) <= budget + EPS || hi > 1e300 {
+                if p.at(hi, &groups) <= budget + EPS || hi > 1e300 {
                     break;
                 }
             }
         }
-        for _ in 0..STEPS {
+        while hi - lo > PRECISION * hi {
             let mid = 0.5 * (lo + hi);
-            if p.at(mid, &groups, scale) <= budget + EPS {
+            if p.at(mid, &groups) <= budget + EPS {
                 hi = mid;
             } else {
                 lo = mid;
             }
         }
-        if p.at(hi, &groups, scale) > budget + EPS {
+        if p.at(hi, &groups) > budget + EPS {
             // Only curves that are not convex can get here (a level's walk stopping at a
             // local minimum): the feasible start is the safe answer.
             p.levels = fallback;
