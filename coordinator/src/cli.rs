@@ -168,6 +168,11 @@ fn setup(c: &Common) -> Result<Setup> {
     if c.train_days == 0 {
         bail!("--train-days must be at least 1");
     }
+    if let Some(h) = c.max_fetches_per_host_per_day {
+        if !(h > 0.0 && h.is_finite()) {
+            bail!("--max-fetches-per-host-per-day must be a positive number, got {h}");
+        }
+    }
     let trace =
         Trace::load(&c.trace).with_context(|| format!("loading trace {}", c.trace.display()))?;
     let (period, days_per_period, bins) = match c.period {

@@ -245,6 +245,17 @@ fn missing_files_and_impossible_budgets_are_errors() {
         stderr(&o)
     );
 
+    for bad in ["NaN", "-5", "0", "inf"] {
+        let arg = format!("--max-fetches-per-host-per-day={bad}");
+        let o = plan_on(&dir, &["--budget", "2", &arg]);
+        assert_eq!(o.status.code(), Some(1), "{bad}");
+        assert!(
+            stderr(&o).contains("--max-fetches-per-host-per-day must be a positive number"),
+            "{bad}: {}",
+            stderr(&o)
+        );
+    }
+
     let o = coordinator(&[
         "simulate",
         "--trace",
