@@ -9,6 +9,7 @@
 use crate::access::AccessStats;
 use crate::control::cluster::{Cluster, ClusterConfig, ClusterError, Desired, WorkerInfo};
 use crate::control::feedstate::{FeedState, FetchObservation};
+use crate::control::readers;
 use crate::control::relearn::{self, PlanOutcome, PlannerSettings, Replanner};
 use crate::control::FeedSpec;
 use crate::ingest::{IngestError, Ingestor, PostingRecord};
@@ -710,30 +711,50 @@ impl<B: KvBackend> Hub<B> {
         *self.subscribers.lock().expect("subscribers lock") = subs.clone();
         let states = self.feeds.lock().expect("feeds lock").clone();
         let now = self.clock.now_ms();
-        let stats_days = ((now - self.started_ms) as f64 / DAY_MS as f64).max(1.0);
+        // Hours the access statistics have watched: the prior's weight falls as they grow.
+        let exposure = relearn::hour_exposure(self.started_ms, now);
         let access = self.access.clone();
         let replanner = self.replanner.clone();
         let started = Instant::now();
         let outcome = tokio::task::spawn_blocking(move || {
             let stats = access.lock().expect("access lock");
-            let access_bins = |feed: &str| -> Vec<f32> {
-                let mut bins = vec![0.0f32; 24];
-                for u in subs.get(feed).into_iter().flatten() {
-                    for h in [stats.app_histogram(u), stats.feed_histogram(u, feed)]
-                        .into_iter()
-                        .flatten()
-                    {
-                        for (b, v) in bins.iter_mut().zip(h) {
-                            *b += v / stats_days as f32;
+            let observed: Vec<readers::FeedAccess> = feeds
+                .iter()
+                .map(|f| {
+                    let mut a = readers::FeedAccess {
+                        observed: vec![0.0f32; 24],
+                        subscriber_weight: 0.0,
+                    };
+                    for u in subs.get(&f.id).into_iter().flatten() {
+                        a.subscriber_weight += users.get(u).copied().unwrap_or(0.0);
+                        for h in [stats.app_histogram(u), stats.feed_histogram(u, &f.id)]
+                            .into_iter()
+                            .flatten()
+                        {
+                            for (b, v) in a.observed.iter_mut().zip(h) {
+                                *b += v;
+                            }
                         }
                     }
-                }
-                bins
-            };
+                    a
+                })
+                .collect();
+            drop(stats);
+            let pseudo_days = replanner
+                .lock()
+                .expect("replanner lock")
+                .settings()
+                .shrinkage;
+            let rates: HashMap<&str, Vec<f32>> = feeds
+                .iter()
+                .map(|f| f.id.as_str())
+                .zip(readers::access_rates(&observed, &exposure, pseudo_days))
+                .collect();
+            let access_bins =
+                |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
             let mut r = replanner.lock().expect("replanner lock");
             let (models, _exploring) =
                 relearn::models(&feeds, &states, &access_bins, now, r.settings());
-            drop(stats);
             r.plan(&feeds, models)
         })
         .await

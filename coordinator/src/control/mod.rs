@@ -5,13 +5,15 @@
 //!   each worker's versioned desired state, published on a watch channel per worker;
 //! * [`feedstate`] — per-feed runtime state (cache validators, recent item ids, posting
 //!   observations) that reports update and the relearn step reads;
-//! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times.
+//! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
+//! * [`readers`] — reader access rates with a cold-start prior.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::runtime`] wrap it.
 
 pub mod cluster;
 pub mod feedstate;
+pub mod readers;
 pub mod relearn;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.

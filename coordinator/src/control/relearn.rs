@@ -11,7 +11,8 @@
 //!   feed never answered gets the typical (median) rate;
 //! * a feed with fewer than `explore_min_postings` observed postings is fetched at least
 //!   once a day until its rate is known;
-//! * reader access rates come from the access statistics, per day of statistics kept.
+//! * reader access rates come from the access statistics, shrunk toward a pooled prior
+//!   while they are young ([`super::readers`]), so reader metrics work from a cold start.
 //!
 //! [`Replanner`] keeps the optimal policy's state between rounds, so a round where only a
 //! few feeds' models changed re-solves only those feeds ([`crate::plan::planner::replan`]).
@@ -284,7 +285,7 @@ pub fn models(
 }
 
 /// Days of observation each hour of the day got in `[from, to)` (ms).
-fn hour_exposure(from: i64, to: i64) -> [f64; BINS] {
+pub(crate) fn hour_exposure(from: i64, to: i64) -> [f64; BINS] {
     let mut e = [0.0; BINS];
     if to <= from {
         return e;
