@@ -94,6 +94,8 @@ pub struct PlanFigures {
     pub hosts_at_cap: usize,
     /// Fetches per day one host can take, if capped.
     pub host_cap_per_day: Option<f64>,
+    /// Feeds whose minimum was raised so their document does not overflow.
+    pub capacity_floors: usize,
 }
 
 /// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
@@ -580,7 +582,7 @@ impl<B: KvBackend> Hub<B> {
             .iter()
             .map(|a| (a.report.feed_id.as_str(), a.postings.as_slice()))
             .collect();
-        let mut updated: Vec<(String, FeedState, Vec<i64>)> = Vec::new();
+        let mut updated: Vec<(String, FeedState, Vec<i64>, bool)> = Vec::new();
         let (counts, _) = self
             .ingestor
             .ingest_many_with(&refs, |fresh| {
@@ -605,9 +607,15 @@ impl<B: KvBackend> Hub<B> {
                             .filter(|(_, &f)| f)
                             .map(|(p, _)| (p.item_id_hash, p.published_unix_ms))
                             .collect(),
+                        items_in_document: a.report.items_in_document as usize,
                     };
                     let observed = st.observe(&o, window_ms);
-                    updated.push((feed.to_string(), st.clone(), observed.trusted_delays_ms));
+                    updated.push((
+                        feed.to_string(),
+                        st.clone(),
+                        observed.trusted_delays_ms,
+                        observed.overflowed,
+                    ));
                 }
                 for (feed, st) in &next {
                     ops.push(Op::Put(
@@ -622,13 +630,16 @@ impl<B: KvBackend> Hub<B> {
         let mut misses: Vec<(String, i64, i64)> = Vec::new();
         {
             let mut feeds = self.feeds.lock().expect("feeds lock");
-            for (feed, st, _) in &updated {
+            for (feed, st, ..) in &updated {
                 feeds.insert(feed.clone(), st.clone());
             }
         }
-        for (a, (_, _, delays)) in accepted.iter().zip(&updated) {
+        for (a, (_, _, delays, overflowed)) in accepted.iter().zip(&updated) {
             let r = &a.report;
             let label = outcome_label(r.outcome);
+            if *overflowed {
+                m::record_document_overflow();
+            }
             m::record_fetch(
                 label,
                 r.body_bytes,
@@ -645,7 +656,7 @@ impl<B: KvBackend> Hub<B> {
         }
         let (missed, missed_age_ms) = self.charge_misses(&misses);
         let mut t = self.totals.lock().expect("totals lock");
-        for (a, (_, _, delays)) in accepted.iter().zip(&updated) {
+        for (a, (_, _, delays, _)) in accepted.iter().zip(&updated) {
             t.fetches += 1;
             *t.outcomes
                 .entry(outcome_label(a.report.outcome).to_string())
@@ -753,13 +764,14 @@ impl<B: KvBackend> Hub<B> {
             let access_bins =
                 |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
             let mut r = replanner.lock().expect("replanner lock");
-            let (models, _exploring) =
+            let (models, counts) =
                 relearn::models(&feeds, &states, &access_bins, now, r.settings());
-            r.plan(&feeds, models)
+            r.plan(&feeds, models).map(|o| (o, counts))
         })
         .await
         .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))?
         .map_err(|e| anyhow::anyhow!("planning failed: {e}"))?;
+        let (outcome, counts) = outcome;
         let solve = started.elapsed().as_secs_f64();
         let posts_per_day: f64 = self
             .feeds
@@ -785,6 +797,7 @@ impl<B: KvBackend> Hub<B> {
             unspent_per_day: outcome.host_limited.unspent_per_day,
             hosts_at_cap: outcome.host_limited.hosts_at_cap,
             host_cap_per_day: self.settings().host_fetches_per_day,
+            capacity_floors: counts.capacity_floors,
         };
         m::record_plan(&figures);
         warn_unspent(&figures, &outcome);

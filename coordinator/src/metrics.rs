@@ -48,6 +48,10 @@ pub const PLAN_FEEDS_RESOLVED: &str = "kairos_plan_feeds_resolved";
 pub const PLAN_UNSPENT_FETCHES: &str = "kairos_plan_unspent_fetches_per_day";
 /// Gauge: hosts planned up to their politeness cap.
 pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
+/// Counter: fetches whose document held only new items after an earlier fetch.
+pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
+/// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
+pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
 pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
 
@@ -123,6 +127,14 @@ pub fn describe() {
         PLAN_HOSTS_AT_CAP,
         "Hosts the current plan fills to their politeness cap."
     );
+    describe_counter!(
+        DOCUMENT_OVERFLOWS_TOTAL,
+        "Fetches whose document held only new items after an earlier fetch (postings may have scrolled off)."
+    );
+    describe_gauge!(
+        PLAN_CAPACITY_FLOOR_FEEDS,
+        "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches."
+    );
     describe_gauge!(
         PLAN_HOST_CAP,
         "Fetches per day one host can take under the politeness gap (0: uncapped)."
@@ -136,6 +148,7 @@ pub fn describe() {
         ACCESS_DELAY_SECONDS_TOTAL,
         REPORTS_REJECTED_TOTAL,
         SHARD_MOVES_TOTAL,
+        DOCUMENT_OVERFLOWS_TOTAL,
     ] {
         counter!(c).increment(0);
     }
@@ -194,4 +207,10 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
     gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
     gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
+    gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
+}
+
+/// Counts a fetch whose document may have lost postings off its end.
+pub fn record_document_overflow() {
+    counter!(DOCUMENT_OVERFLOWS_TOTAL).increment(1);
 }

@@ -505,6 +505,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         retry_after_seconds: retry_after.unwrap_or(0),
         min_interval_seconds: min_interval.unwrap_or(0),
         error,
+        items_in_document: items.len().min(u32::MAX as usize) as u32,
     };
     {
         let mut st = shared.state.lock().expect("worker state");

@@ -33,6 +33,8 @@ pub struct FetchObservation {
     pub last_modified: Option<String>,
     /// Items ingested for the first time: id hash and claimed publication time.
     pub new_items: Vec<(u64, Option<i64>)>,
+    /// Items the document held (0 when unknown).
+    pub items_in_document: usize,
 }
 
 /// What one observation changed.
@@ -42,6 +44,9 @@ pub struct Observed {
     pub trusted_delays_ms: Vec<i64>,
     /// Whether the learning inputs changed (a posting was added or the window moved).
     pub model_changed: bool,
+    /// Whether every item of the document was new after an earlier answered fetch: postings
+    /// may have scrolled off the document between the two fetches.
+    pub overflowed: bool,
 }
 
 /// Runtime and learned state of one feed.
@@ -64,6 +69,12 @@ pub struct FeedState {
     pub spread_ms: VecDeque<(i64, i64)>,
     /// Answered fetches.
     pub fetches: u64,
+    /// Most items one document of the feed has held (0 until known).
+    #[serde(default)]
+    pub doc_capacity: u32,
+    /// Fetches whose document held only new items after an earlier answered fetch.
+    #[serde(default)]
+    pub overflows: u32,
 }
 
 impl FeedState {
@@ -156,6 +167,14 @@ impl FeedState {
         if let Some(since) = self.observed_since_ms.as_mut() {
             *since = (*since).max(window_start);
         }
+        if o.items_in_document > 0 {
+            let n = o.items_in_document.min(u32::MAX as usize) as u32;
+            self.doc_capacity = self.doc_capacity.max(n);
+            if previous.is_some() && o.new_items.len() >= o.items_in_document {
+                self.overflows = self.overflows.saturating_add(1);
+                out.overflowed = true;
+            }
+        }
         self.last_answered_ms = Some(o.finished_ms);
         self.fetches += 1;
         out
@@ -187,6 +206,7 @@ mod tests {
             etag: Some(format!("e{at}")),
             last_modified: None,
             new_items: items.to_vec(),
+            items_in_document: 0,
         }
     }
 
@@ -249,5 +269,28 @@ mod tests {
         assert!(o.model_changed, "old postings left the window");
         assert_eq!(s.postings_ms.front(), Some(&(80 * H)));
         assert_eq!(s.observed_span_ms(320 * H), 240 * H);
+    }
+
+    #[test]
+    fn a_document_of_only_new_items_after_a_fetch_is_an_overflow() {
+        const DAY: i64 = 86_400_000;
+        let mut st = FeedState::default();
+        let fetch = |at: i64, ids: std::ops::Range<u64>, held: usize| FetchObservation {
+            finished_ms: at,
+            answered: true,
+            new_items: ids.map(|i| (i, None)).collect(),
+            items_in_document: held,
+            ..Default::default()
+        };
+        // The first document is all new by nature: not an overflow.
+        assert!(!st.observe(&fetch(1_000, 0..20, 20), DAY).overflowed);
+        assert_eq!(st.doc_capacity, 20);
+        // Five new items among twenty: fine.
+        assert!(!st.observe(&fetch(2_000, 20..25, 20), DAY).overflowed);
+        // Twenty new of twenty: some may have scrolled off in between.
+        assert!(st.observe(&fetch(3_000, 25..45, 20), DAY).overflowed);
+        assert_eq!(st.overflows, 1);
+        // A 304 (nothing held) says nothing.
+        assert!(!st.observe(&fetch(4_000, 0..0, 0), DAY).overflowed);
     }
 }

@@ -168,7 +168,7 @@ pub fn models(
     access_bins: &dyn Fn(&str) -> Vec<f32>,
     now_ms: i64,
     s: &PlannerSettings,
-) -> (Vec<FeedModel>, usize) {
+) -> (Vec<FeedModel>, ModelCounts) {
     let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = vec![[0.0f64; BINS]; feeds.len()];
@@ -236,7 +236,7 @@ pub fn models(
     let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
     let (min_level, max_level) = s.levels();
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let mut exploring = 0;
+    let mut decided = ModelCounts::default();
     let models = feeds
         .iter()
         .enumerate()
@@ -259,7 +259,7 @@ pub fn models(
             // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
             // the feed's rate, over observed days plus those pseudo-days.
             let beta = s.shrinkage.max(1e-3);
-            let post_bins = (0..BINS)
+            let post_bins: Vec<f32> = (0..BINS)
                 .map(|b| {
                     let prior = rate * shared[b];
                     ((counts[f][b] + beta * prior) / (exposure[f][b] + beta)) as f32
@@ -268,7 +268,13 @@ pub fn models(
             let mut lo = min_level;
             if (n as usize) < s.explore_min_postings && lo < 1 {
                 lo = 1;
-                exploring += 1;
+                decided.exploring += 1;
+            }
+            if let Some(floor) = state.and_then(|st| capacity_floor(&post_bins, st)) {
+                if floor > lo {
+                    lo = floor.min(max_level.max(lo));
+                    decided.capacity_floors += 1;
+                }
             }
             let next = hosts.len() as u32;
             FeedModel {
@@ -281,7 +287,34 @@ pub fn models(
             }
         })
         .collect();
-    (models, exploring)
+    (models, decided)
+}
+
+/// What building the models decided beyond the rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelCounts {
+    /// Feeds held at a daily fetch until their rate is known.
+    pub exploring: usize,
+    /// Feeds whose minimum was raised so their document does not overflow.
+    pub capacity_floors: usize,
+}
+
+/// Share of a feed's document the postings between two fetches may fill at the feed's
+/// busiest hour: the rest is margin for bursts.
+const DOCUMENT_FILL: f64 = 0.5;
+
+/// The lowest level at which a feed's document holds what it posts between two fetches at
+/// its busiest hour's rate (to [`DOCUMENT_FILL`]), once the document's size is known (so
+/// it acts before postings scroll off, not after). Evenly spaced fetches are assumed: the optimal schedule may space them unevenly, which
+/// the margin absorbs.
+fn capacity_floor(post_bins: &[f32], st: &FeedState) -> Option<Level> {
+    if st.doc_capacity < 2 {
+        return None;
+    }
+    let per_day: f64 = post_bins.iter().map(|&b| b as f64).sum();
+    let peak = post_bins.iter().fold(0.0f64, |m, &b| m.max(b as f64)) * BINS as f64;
+    let rate = peak.max(per_day);
+    Some(ceil_level(rate / (DOCUMENT_FILL * st.doc_capacity as f64)))
 }
 
 /// Days of observation each hour of the day got in `[from, to)` (ms).
@@ -335,6 +368,21 @@ pub struct HostLimited {
     /// Feeds whose minimum (or exploration floor) was lowered because their host cannot
     /// carry the minimums of all its feeds.
     pub floors_lowered: usize,
+}
+
+/// Drops the raised floors (exploration, document capacity) back to the configured minimum
+/// when together they need more than the budget; returns the feeds lowered.
+fn fit_budget_minimums(models: &mut [FeedModel], cfg: &PlanConfig, configured_min: Level) -> usize {
+    let need: f64 = models.iter().map(|m| level_rate(m.min_level)).sum();
+    if need <= cfg.budget + 1e-9 {
+        return 0;
+    }
+    let mut lowered = 0;
+    for m in models.iter_mut().filter(|m| m.min_level > configured_min) {
+        m.min_level = configured_min;
+        lowered += 1;
+    }
+    lowered
 }
 
 /// Lowers the minimum levels of the feeds of hosts whose cap cannot carry them: first the
@@ -457,7 +505,9 @@ impl Replanner {
         let cfg = self.settings.plan_config(feeds.len());
         let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
         let mut models = models;
-        let floors_lowered = fit_host_minimums(&mut models, &cfg, self.settings.levels().0);
+        let configured_min = self.settings.levels().0;
+        let floors_lowered = fit_host_minimums(&mut models, &cfg, configured_min)
+            + fit_budget_minimums(&mut models, &cfg, configured_min);
         let hosts: Vec<Option<u32>> = models.iter().map(|m| m.host).collect();
         let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
             let plan = planner::solve(&models, &cfg)?;
@@ -617,7 +667,7 @@ mod tests {
         states.insert("f0".to_string(), watched(8, 9, 10, now));
         states.insert("f1".to_string(), watched(1, 20, 10, now));
         let s = PlannerSettings::default();
-        let (m, exploring) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
         let rate = |i: usize| m[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
         // 80 postings over ~10 days observed (first fetch at 23:00 of the first day).
         assert!((rate(0) - 8.0).abs() < 0.9, "{}", rate(0));
@@ -632,7 +682,8 @@ mod tests {
             rate(2),
             rate(0)
         );
-        assert_eq!(exploring, 1);
+        assert_eq!(counts.exploring, 1);
+        assert_eq!(counts.capacity_floors, 0, "documents of unknown size");
         assert_eq!(m[2].min_level, 1);
     }
 
@@ -833,5 +884,34 @@ mod tests {
             ..settings
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
+        let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+        let feeds: Vec<FeedRecord> = (0..2).map(feed).collect();
+        // 40 postings a day, all in the 09:00 hour, on both feeds; f0's document holds 10
+        // items, f1's is of unknown size.
+        let mut small = watched(40, 9, 7, now);
+        small.doc_capacity = 10;
+        let states: HashMap<String, FeedState> = [
+            ("f0".to_string(), small),
+            ("f1".to_string(), watched(40, 9, 7, now)),
+        ]
+        .into();
+        let s = PlannerSettings::default();
+        let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        assert_eq!(counts.capacity_floors, 1);
+        // At the busiest hour's rate (about 40 an hour) half a 10-item document fills in
+        // 7.5 minutes: the floor asks for fetches that often (clamped to the slots).
+        assert!(m[0].min_level >= 100, "{}", m[0].min_level);
+        assert!(m[1].min_level <= 1, "{}", m[1].min_level);
+        // The budget cannot carry it: the floor is dropped, not the plan.
+        let mut r = Replanner::new(PlannerSettings {
+            budget: Budget::PerDay(20.0),
+            ..s
+        });
+        let out = r.plan(&feeds, m).unwrap();
+        assert_eq!(out.host_limited.floors_lowered, 1);
     }
 }
