@@ -69,6 +69,22 @@ pub struct AgentStats {
     pub sessions: AtomicU64,
     /// Fetches skipped because the server asked to retry later.
     pub deferred: AtomicU64,
+    /// `Retry-After` hints beyond [`MAX_RETRY_AFTER_SECONDS`], clamped to it.
+    pub retry_after_clamped: AtomicU64,
+}
+
+/// Longest `Retry-After` a worker honours: a server asking for weeks (or sending a date years
+/// ahead) must not silence a feed for that long; the plan's back-off takes over from here.
+pub const MAX_RETRY_AFTER_SECONDS: u64 = 86_400;
+
+/// A `Retry-After` in whole seconds, at most [`MAX_RETRY_AFTER_SECONDS`]; the flag says
+/// whether it was clamped.
+pub fn clamp_retry_after(d: Duration) -> (u32, bool) {
+    let secs = d.as_secs();
+    (
+        secs.min(MAX_RETRY_AFTER_SECONDS) as u32,
+        secs > MAX_RETRY_AFTER_SECONDS,
+    )
 }
 
 struct FeedInfo {
@@ -479,7 +495,17 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         }
     }
     let retry_after = match &fetched.outcome {
-        Outcome::Throttled { retry_after, .. } => retry_after.map(|d| d.as_secs() as u32),
+        Outcome::Throttled { retry_after, .. } => retry_after.map(|d| {
+            let (secs, clamped) = clamp_retry_after(d);
+            if clamped {
+                shared
+                    .stats
+                    .retry_after_clamped
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::info!(feed, asked = d.as_secs(), "Retry-After clamped to a day");
+            }
+            secs
+        }),
         _ => None,
     };
     let min_interval = fetched
@@ -574,5 +600,29 @@ async fn relay_loop(
 ) {
     while let Some(events) = rx.recv().await {
         push_report(&shared, Body::Accesses(pb::AccessBatch { events })).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_clamped_to_a_day_and_flagged() {
+        assert_eq!(clamp_retry_after(Duration::from_secs(0)), (0, false));
+        assert_eq!(clamp_retry_after(Duration::from_secs(120)), (120, false));
+        assert_eq!(
+            clamp_retry_after(Duration::from_secs(86_400)),
+            (86_400, false)
+        );
+        // Years ahead (and past u32 seconds) must not wrap around to a short wait.
+        assert_eq!(
+            clamp_retry_after(Duration::from_secs(10 * 365 * 86_400)),
+            (86_400, true)
+        );
+        assert_eq!(
+            clamp_retry_after(Duration::from_secs(1 << 40)),
+            (86_400, true)
+        );
     }
 }
