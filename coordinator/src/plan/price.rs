@@ -24,6 +24,10 @@ use super::exchange::{CurveCache, CurvePoint};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
+/// Factor by which the budget price's bracket grows from the first guess. Small: every level a
+/// walk reaches at the bracket's ends is an exact solve, and the guess is usually close.
+const BRACKET_STEP: f64 = 1.1;
+
 /// Relative width at which a price bisection stops.
 const PRECISION: f64 = 1e-10;
 
@@ -296,7 +300,7 @@ impl Allocator<'_> {
             // feed at its top or its host's cap): then spend what can be spent.
             let floor = guess * 1e-12;
             loop {
-                let next = hi / 1.5;
+                let next = hi / BRACKET_STEP;
                 if next < floor {
                     lo = 0.0;
                     break;
@@ -322,7 +326,7 @@ impl Allocator<'_> {
         } else {
             loop {
                 lo = hi;
-                hi *= 1.5;
+                hi *= BRACKET_STEP;
                 if p.at(hi, &groups) <= budget + EPS || hi > 1e300 {
                     break;
                 }
