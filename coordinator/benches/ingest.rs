@@ -111,6 +111,7 @@ fn main() {
                 cluster: ClusterConfig::default(),
                 planner: PlannerSettings::default(),
                 replan_interval: std::time::Duration::from_secs(60),
+                health: Default::default(),
             },
         )
         .await

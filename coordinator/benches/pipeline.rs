@@ -78,6 +78,7 @@ fn main() {
                 metrics_addr: None,
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),
+                    health: Default::default(),
                     planner: PlannerSettings {
                         // Evenly spaced fetches: a steady planned rate, not the optimal
                         // plan's bursts at shared peaks.

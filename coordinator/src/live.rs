@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use kairos_coordinator::control::cluster::ClusterConfig;
+use kairos_coordinator::control::health::HealthPolicy;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::hub::HubConfig;
 use kairos_coordinator::plan::cost::Metric;
@@ -57,6 +58,22 @@ pub struct LivePlanArgs {
     /// `0s` leaves hosts uncapped. Default: 1s (the demo farm's loopback hosts: 5ms).
     #[arg(long)]
     pub host_gap: Option<humantime::Duration>,
+    /// Ignore publisher hints (Cache-Control max-age, <ttl>, sy:updatePeriod, skipHours,
+    /// skipDays) instead of letting them bound each feed's plan.
+    #[arg(long)]
+    pub ignore_hints: bool,
+    /// Longest interval between fetches a publisher hint may impose (simulated time); a
+    /// longer hint (a <ttl> of years) is read as this.
+    #[arg(long, default_value = "1d")]
+    pub max_hint_interval: humantime::Duration,
+    /// Back-off after a feed's first failed fetch; it doubles with each further failure
+    /// (simulated time).
+    #[arg(long, default_value = "1h")]
+    pub backoff_base: humantime::Duration,
+    /// Longest back-off: a broken feed is still probed this often, and recovers on its
+    /// first answer (simulated time).
+    #[arg(long, default_value = "1d")]
+    pub backoff_max: humantime::Duration,
 }
 
 /// Share of a host's politeness capacity the plan may use: the rest absorbs lateness and
@@ -108,7 +125,23 @@ impl LivePlanArgs {
         if replan < Duration::from_millis(100) {
             bail!("--replan-interval must be at least 100ms");
         }
+        let ms =
+            |d: humantime::Duration| Duration::from(d).as_millis().min(i64::MAX as u128) as i64;
+        let health = HealthPolicy {
+            respect_hints: !self.ignore_hints,
+            max_hint_ms: ms(self.max_hint_interval),
+            backoff_base_ms: ms(self.backoff_base),
+            backoff_max_ms: ms(self.backoff_max),
+            ..HealthPolicy::default()
+        };
+        if health.max_hint_ms < 1000 || health.backoff_base_ms < 1000 {
+            bail!("--max-hint-interval and --backoff-base must be at least 1s");
+        }
+        if health.backoff_max_ms < health.backoff_base_ms {
+            bail!("--backoff-max must be at least --backoff-base");
+        }
         Ok(HubConfig {
+            health,
             cluster: ClusterConfig {
                 lease,
                 heartbeat: lease / 3,

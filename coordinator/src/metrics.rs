@@ -54,6 +54,16 @@ pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
 pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
 pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
+/// Gauge `status`: feeds by fetch health.
+pub const FEED_HEALTH: &str = "kairos_feeds";
+/// Counter `event`: feeds that started failing, recovered or answered 410.
+pub const FEED_HEALTH_EVENTS_TOTAL: &str = "kairos_feed_health_events_total";
+/// Counter `result`: permanent redirects followed (moved, merged, refused, error).
+pub const FEED_REDIRECTS_TOTAL: &str = "kairos_feed_redirects_total";
+/// Gauge: hosts held or planned below their rate because they throttled us.
+pub const HOSTS_THROTTLED: &str = "kairos_hosts_throttled";
+/// Gauge: feeds whose plan a back-off or a publisher hint bounds.
+pub const PLAN_BOUNDED_FEEDS: &str = "kairos_plan_bounded_feeds";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
@@ -62,6 +72,26 @@ pub fn describe() {
         "Reader access events received, by outcome (accepted or why skipped)."
     );
     describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
+    describe_gauge!(
+        FEED_HEALTH,
+        "Feeds by fetch health: new, ok, failing (backing off), malformed (for a day or more), gone (410)."
+    );
+    describe_counter!(
+        FEED_HEALTH_EVENTS_TOTAL,
+        "Feed health changes: failing, recovered, gone."
+    );
+    describe_counter!(
+        FEED_REDIRECTS_TOTAL,
+        "Permanent redirects followed: moved (URL updated), merged (onto a registered feed), refused, error."
+    );
+    describe_gauge!(
+        HOSTS_THROTTLED,
+        "Hosts that answered 429/503 recently: held, and planned below their earlier rate."
+    );
+    describe_gauge!(
+        PLAN_BOUNDED_FEEDS,
+        "Feeds whose fetch rate a back-off or a publisher hint (max-age, ttl, sy:updatePeriod) bounds."
+    );
     describe_gauge!(REGISTRY_USERS, "Users in the registry.");
     describe_counter!(
         FETCHES_TOTAL,
@@ -168,6 +198,23 @@ pub fn record_access(c: &crate::access::AccessCounts) {
             counter!(ACCESS_EVENTS_TOTAL, "result" => result).increment(n);
         }
     }
+}
+
+/// Feeds by health status (every status is set, so a class that empties reads 0).
+pub fn gauge_feed_health(by_status: &std::collections::HashMap<&str, usize>) {
+    for st in ["new", "ok", "failing", "malformed", "gone"] {
+        gauge!(FEED_HEALTH, "status" => st).set(by_status.get(st).copied().unwrap_or(0) as f64);
+    }
+}
+
+/// Hosts throttled.
+pub fn gauge_hosts_throttled(n: usize) {
+    gauge!(HOSTS_THROTTLED).set(n as f64);
+}
+
+/// Feeds bounded by a back-off or a hint.
+pub fn gauge_bounded_feeds(n: usize) {
+    gauge!(PLAN_BOUNDED_FEEDS).set(n as f64);
 }
 
 /// Registry sizes.

@@ -67,7 +67,8 @@ pub struct AgentStats {
     pub rejected: AtomicU64,
     /// Sessions opened.
     pub sessions: AtomicU64,
-    /// Fetches skipped because the server asked to retry later.
+    /// Fetches skipped: the server asked to retry later, the coordinator holds the feed
+    /// (error back-off, its host's Retry-After), or the publisher's skipHours/skipDays.
     pub deferred: AtomicU64,
     /// `Retry-After` hints beyond [`MAX_RETRY_AFTER_SECONDS`], clamped to it.
     pub retry_after_clamped: AtomicU64,
@@ -93,6 +94,11 @@ struct FeedInfo {
     seen: HashSet<u64>,
     order: VecDeque<u64>,
     not_before_ms: i64,
+    /// The coordinator's hold (back-off, the host's Retry-After), Unix ms.
+    held_until_ms: i64,
+    /// Publisher's skipHours (bit h, UTC) and skipDays (bit 0 = Monday).
+    skip_hours: u32,
+    skip_days: u32,
     /// Already moved forward once for a first fetch.
     expedited: bool,
 }
@@ -265,9 +271,15 @@ fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
         seen: HashSet::new(),
         order: VecDeque::new(),
         not_before_ms: i64::MIN,
+        held_until_ms: 0,
+        skip_hours: 0,
+        skip_days: 0,
         expedited: false,
     });
     info.url = a.url.clone();
+    info.held_until_ms = a.not_before_unix_ms;
+    info.skip_hours = a.skip_hours_mask;
+    info.skip_days = a.skip_days_mask;
     for &id in &a.recent_item_id_hashes {
         info.remember(id);
     }
@@ -445,6 +457,15 @@ async fn fetch_loop(
     }
 }
 
+/// Whether `at_ms` (Unix ms) falls in an hour or on a day the publisher asked to skip.
+fn skipped(hours: u32, days: u32, at_ms: i64) -> bool {
+    const DAY_MS: i64 = 86_400_000;
+    let hour = (at_ms.rem_euclid(DAY_MS) / 3_600_000) as u32;
+    // 1970-01-01 was a Thursday (3 with Monday = 0).
+    let weekday = ((at_ms.div_euclid(DAY_MS) + 3).rem_euclid(7)) as u32;
+    hours & (1 << hour) != 0 || days & (1 << weekday) != 0
+}
+
 fn outcome_code(o: &Outcome) -> (pb::FetchOutcome, u32, String) {
     use pb::FetchOutcome as F;
     match o {
@@ -470,7 +491,11 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         match st.feeds.get(feed) {
             // Revoked meanwhile, or postponed by the server's Retry-After.
             None => return,
-            Some(f) if f.not_before_ms > started => {
+            Some(f) if f.not_before_ms > started || f.held_until_ms > started => {
+                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Some(f) if skipped(f.skip_hours, f.skip_days, started) => {
                 shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -482,11 +507,13 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
     let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
     let mut items = Vec::new();
     let mut ttl = None;
+    let mut hints = crate::hints::DocHints::default();
     if let Outcome::Ok { body, .. } = &fetched.outcome {
         match parse::parse(body) {
             Ok(doc) => {
                 ttl = doc.ttl_minutes;
                 items = doc.items;
+                hints = crate::hints::scan(body);
             }
             Err(e) => {
                 outcome = pb::FetchOutcome::Malformed;
@@ -508,10 +535,9 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         }),
         _ => None,
     };
-    let min_interval = fetched
+    let max_age = fetched
         .max_age
-        .map(|d| d.as_secs() as u32)
-        .or(ttl.map(|m| m.saturating_mul(60)));
+        .map(|d| d.as_secs().min(u32::MAX as u64) as u32);
     let mut report = pb::FetchReport {
         feed_id: feed.to_string(),
         outcome: outcome as i32,
@@ -529,9 +555,14 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
             String::new()
         },
         retry_after_seconds: retry_after.unwrap_or(0),
-        min_interval_seconds: min_interval.unwrap_or(0),
+        min_interval_seconds: max_age.unwrap_or(0),
         error,
         items_in_document: items.len().min(u32::MAX as usize) as u32,
+        ttl_seconds: ttl.map(|m| m.saturating_mul(60)).unwrap_or(0),
+        update_period_seconds: hints.update_period_seconds,
+        skip_hours_mask: hints.skip_hours,
+        skip_days_mask: hints.skip_days,
+        redirect_permanent: fetched.permanent_redirect,
     };
     {
         let mut st = shared.state.lock().expect("worker state");
@@ -606,6 +637,19 @@ async fn relay_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skip_hours_and_days_are_read_in_utc() {
+        // 2026-05-04 is a Monday.
+        let monday = 1_777_852_800_000i64;
+        assert!(!skipped(0, 0, monday));
+        assert!(skipped(1 << 0, 0, monday + 59 * 60_000));
+        assert!(!skipped(1 << 0, 0, monday + 3_600_000));
+        assert!(skipped(1 << 23, 0, monday - 1));
+        assert!(skipped(0, 1 << 0, monday + 5 * 3_600_000));
+        assert!(!skipped(0, 1 << 0, monday + 86_400_000));
+        assert!(skipped(0, 1 << 6, monday - 1), "the Sunday before");
+    }
 
     #[test]
     fn retry_after_is_clamped_to_a_day_and_flagged() {

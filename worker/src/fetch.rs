@@ -99,19 +99,10 @@ pub struct Fetched {
     pub body_bytes: u64,
     /// Publisher's minimum interval (`Cache-Control: max-age`).
     pub max_age: Option<Duration>,
+    /// Redirects led to `final_url` and every one was permanent (301/308): the feed moved.
+    pub permanent_redirect: bool,
     /// Wall time spent.
     pub elapsed: Duration,
-}
-
-/// Why a redirect was refused (found in the error chain).
-#[derive(Debug, thiserror::Error)]
-enum RedirectRefused {
-    #[error("more than {0} redirects")]
-    TooMany(usize),
-    #[error("redirect loop back to {0}")]
-    Loop(String),
-    #[error("redirect to a non-http(s) URL {0}")]
-    Scheme(String),
 }
 
 /// Why the fetcher could not be built.
@@ -133,30 +124,14 @@ impl Fetcher {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cfg = Arc::new(cfg);
         let policy = Arc::new(cfg.policy.clone());
-        let (max, redirect_policy) = (cfg.max_redirects, policy.clone());
         let client = reqwest::Client::builder()
             .connect_timeout(cfg.connect_timeout)
             .timeout(cfg.total_timeout)
             .user_agent(cfg.user_agent.clone())
             .dns_resolver(GuardedResolver::new(policy))
-            .redirect(redirect::Policy::custom(move |attempt| {
-                let url = attempt.url().clone();
-                if attempt.previous().len() > max {
-                    return attempt.error(RedirectRefused::TooMany(max));
-                }
-                if attempt.previous().iter().any(|u| u == &url) {
-                    return attempt.error(RedirectRefused::Loop(url.to_string()));
-                }
-                if !matches!(url.scheme(), "http" | "https") {
-                    return attempt.error(RedirectRefused::Scheme(url.to_string()));
-                }
-                if let Some(ip) = literal_ip(&url) {
-                    if !redirect_policy.permits(ip) {
-                        return attempt.error(ForbiddenTarget(url.to_string()));
-                    }
-                }
-                attempt.follow()
-            }))
+            // Redirects are followed by hand (`run`): each hop is checked against the
+            // policy, and whether every hop was permanent decides if the feed moved.
+            .redirect(redirect::Policy::none())
             .build()
             .map_err(|e| SetupError(e.to_string()))?;
         Ok(Fetcher { client, cfg })
@@ -172,6 +147,7 @@ impl Fetcher {
             validators: validators.clone(),
             body_bytes: 0,
             max_age: None,
+            permanent_redirect: false,
             elapsed: Duration::ZERO,
         };
         // Backstop over reqwest's own timeout, in case a body read stalls between chunks.
@@ -198,17 +174,50 @@ impl Fetcher {
                 return Outcome::ForbiddenTarget(ip.to_string());
             }
         }
-        let mut req = self.client.get(parsed);
-        if let Some(etag) = &validators.etag {
-            req = req.header(IF_NONE_MATCH, etag);
-        }
-        if let Some(lm) = &validators.last_modified {
-            req = req.header(IF_MODIFIED_SINCE, lm);
-        }
-        let mut resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => return classify(&e),
+        let mut current = parsed;
+        let mut visited = vec![current.clone()];
+        let mut permanent = true;
+        let mut resp = loop {
+            let mut req = self.client.get(current.clone());
+            if let Some(etag) = &validators.etag {
+                req = req.header(IF_NONE_MATCH, etag);
+            }
+            if let Some(lm) = &validators.last_modified {
+                req = req.header(IF_MODIFIED_SINCE, lm);
+            }
+            let resp = match req.send().await {
+                Ok(r) => r,
+                Err(e) => return classify(&e),
+            };
+            let status = resp.status();
+            if !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+                break resp;
+            }
+            let Some(next) = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|loc| current.join(loc.trim()).ok())
+            else {
+                // No usable Location: reported as an unfollowable redirect below.
+                break resp;
+            };
+            if !matches!(next.scheme(), "http" | "https") {
+                return Outcome::BadUrl(format!("redirect to {next}"));
+            }
+            if visited.len() > self.cfg.max_redirects || visited.contains(&next) {
+                return Outcome::RedirectLimit;
+            }
+            if let Some(ip) = literal_ip(&next) {
+                if !self.cfg.policy.permits(ip) {
+                    return Outcome::ForbiddenTarget(next.to_string());
+                }
+            }
+            permanent &= matches!(status.as_u16(), 301 | 308);
+            visited.push(next.clone());
+            current = next;
         };
+        out.permanent_redirect = visited.len() > 1 && permanent;
         out.final_url = resp.url().to_string();
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -284,17 +293,13 @@ fn literal_ip(url: &Url) -> Option<IpAddr> {
     }
 }
 
-/// Maps a reqwest error to an outcome, looking through its cause chain for our refusals.
+/// Maps a reqwest error to an outcome, looking through its cause chain for the DNS guard's
+/// refusal.
 fn classify(e: &reqwest::Error) -> Outcome {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(f) = s.downcast_ref::<ForbiddenTarget>() {
             return Outcome::ForbiddenTarget(f.0.clone());
-        }
-        match s.downcast_ref::<RedirectRefused>() {
-            Some(RedirectRefused::Scheme(u)) => return Outcome::BadUrl(format!("redirect to {u}")),
-            Some(_) => return Outcome::RedirectLimit,
-            None => {}
         }
         source = s.source();
     }

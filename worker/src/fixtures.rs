@@ -107,6 +107,13 @@ async fn handle(mut s: TcpStream, port: u16, dir: Arc<Option<PathBuf>>) {
         "/loop-b" => reply("302 Found", "Location: /loop-a\r\n", ""),
         "/to-private" => reply("302 Found", "Location: http://10.0.0.1/feed\r\n", ""),
         "/to-file" => reply("302 Found", "Location: file:///etc/passwd\r\n", ""),
+        "/moved" => reply("301 Moved Permanently", "Location: /moved-2\r\n", ""),
+        "/moved-2" => reply("308 Permanent Redirect", "Location: feed\r\n", ""),
+        "/moved-then-temp" => reply("301 Moved Permanently", "Location: /temp\r\n", ""),
+        "/temp" => reply("302 Found", "Location: /feed\r\n", ""),
+        "/gone" => reply("410 Gone", "", ""),
+        "/old-home" => reply("308 Permanent Redirect", "Location: /new-home\r\n", ""),
+        "/new-home" => reply("200 OK", "Content-Type: application/rss+xml\r\n", RSS),
         p if p.starts_with("/hop/") => {
             let n: u32 = p[5..].parse().unwrap_or(0);
             reply("302 Found", &format!("Location: http://127.0.0.1:{port}/hop/{}\r\n", n + 1), "")

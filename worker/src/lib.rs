@@ -17,6 +17,7 @@ pub mod clock;
 pub mod farm;
 pub mod fetch;
 pub mod fixtures;
+pub mod hints;
 pub mod parse;
 pub mod process;
 pub mod relay;

@@ -154,6 +154,37 @@ async fn redirect_loops_chains_and_bad_targets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permanent_redirects_are_told_from_temporary_ones() {
+    let srv = Fixtures::start(None).await.unwrap();
+    let f = fetcher();
+    // 301 then 308 (relative Location): the feed moved.
+    let moved = f.fetch(&srv.url("/moved"), &Validators::default()).await;
+    assert!(
+        matches!(moved.outcome, Outcome::Ok { .. }),
+        "{:?}",
+        moved.outcome
+    );
+    assert_eq!(moved.final_url, srv.url("/feed"));
+    assert!(moved.permanent_redirect);
+    // One temporary hop on the way: not a move.
+    let temp = f
+        .fetch(&srv.url("/moved-then-temp"), &Validators::default())
+        .await;
+    assert!(matches!(temp.outcome, Outcome::Ok { .. }));
+    assert_eq!(temp.final_url, srv.url("/feed"));
+    assert!(!temp.permanent_redirect);
+    // No redirect at all.
+    let direct = f.fetch(&srv.url("/feed"), &Validators::default()).await;
+    assert!(!direct.permanent_redirect);
+    assert_eq!(
+        f.fetch(&srv.url("/gone"), &Validators::default())
+            .await
+            .outcome,
+        Outcome::ClientError { status: 410 }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_targets_are_refused_without_the_allow_list() {
     let srv = Fixtures::start(None).await.unwrap();
     let strict = Fetcher::new(FetchConfig {

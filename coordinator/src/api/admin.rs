@@ -52,12 +52,19 @@ impl<B: KvBackend> AdminService<B> {
     }
 }
 
-fn feed(r: FeedRecord) -> pb::Feed {
-    pb::Feed {
-        feed_id: r.id,
-        url: r.url,
-        weight: r.weight,
-        host: r.host,
+impl<B: KvBackend> AdminService<B> {
+    /// A feed record with its fetch health.
+    fn feed(&self, r: FeedRecord) -> pb::Feed {
+        let h = self.hub.feed_health(&r.id);
+        pb::Feed {
+            feed_id: r.id,
+            url: r.url,
+            weight: r.weight,
+            host: r.host,
+            status: h.status.into(),
+            consecutive_failures: h.consecutive_failures,
+            last_error: h.last_error,
+        }
     }
 }
 
@@ -76,7 +83,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let added = self.registry.add_feed(id, &r.url, r.weight).await?;
         self.with_access(|a| a.set_feed(&added.id));
         metrics::gauge!(crate::metrics::REGISTRY_FEEDS).increment(1.0);
-        Ok(Response::new(feed(added)))
+        Ok(Response::new(self.feed(added)))
     }
 
     async fn remove_feed(
@@ -90,6 +97,19 @@ impl<B: KvBackend> Admin for AdminService<B> {
         Ok(Response::new(pb::RemoveFeedResponse {}))
     }
 
+    async fn resume_feed(
+        &self,
+        r: Request<pb::ResumeFeedRequest>,
+    ) -> Result<Response<pb::Feed>, Status> {
+        let id = r.into_inner().feed_id;
+        let rec = self.registry.get_feed(&id).await?;
+        self.hub.resume_feed(&id).await.map_err(|e| {
+            tracing::error!(feed = %id, error = %e, "resume failed");
+            Status::unavailable(format!("could not store the feed's state: {e}"))
+        })?;
+        Ok(Response::new(self.feed(rec)))
+    }
+
     async fn list_feeds(
         &self,
         r: Request<pb::ListFeedsRequest>,
@@ -98,12 +118,12 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let after = (!r.after_feed_id.is_empty()).then_some(r.after_feed_id.as_str());
         let feeds = self.registry.list_feeds(after, page_limit(r.limit)).await?;
         Ok(Response::new(pb::ListFeedsResponse {
-            feeds: feeds.into_iter().map(feed).collect(),
+            feeds: feeds.into_iter().map(|f| self.feed(f)).collect(),
         }))
     }
 
     async fn get_feed(&self, r: Request<pb::GetFeedRequest>) -> Result<Response<pb::Feed>, Status> {
-        Ok(Response::new(feed(
+        Ok(Response::new(self.feed(
             self.registry.get_feed(&r.into_inner().feed_id).await?,
         )))
     }
@@ -279,6 +299,13 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let id = r.into_inner().feed_id;
         // Unknown feeds are NOT_FOUND; known but not yet planned ones are UNAVAILABLE.
         self.registry.get_feed(&id).await?;
+        let health = self.hub.feed_health(&id);
+        if health.status == "gone" {
+            return Err(Status::failed_precondition(format!(
+                "feed `{id}` answered 410 Gone and is no longer planned ({}); ResumeFeed fetches it again",
+                health.last_error
+            )));
+        }
         let v = self.hub.inspect(&id).ok_or_else(|| {
             Status::unavailable(format!(
                 "feed `{id}` is not planned yet; it will be after the next replan"
@@ -293,6 +320,10 @@ impl<B: KvBackend> Admin for AdminService<B> {
             period_seconds: v.period_seconds,
             expected_delay_seconds: v.expected_delay_seconds,
             observed_postings: v.observed_postings as u64,
+            constraints: v.constraints,
+            max_fetches_per_day: v.max_fetches_per_day.unwrap_or(0.0),
+            not_before_unix_ms: v.not_before_unix_ms,
+            status: v.status.into(),
         }))
     }
 

@@ -356,6 +356,7 @@ mod tests {
             offsets_seconds: offsets.to_vec(),
             period_seconds: 86_400.0,
             origin_unix_ms: 0,
+            ..Default::default()
         }
     }
 

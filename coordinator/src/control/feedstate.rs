@@ -75,6 +75,9 @@ pub struct FeedState {
     /// Fetches whose document held only new items after an earlier answered fetch.
     #[serde(default)]
     pub overflows: u32,
+    /// Failures, back-off and the publisher's hints.
+    #[serde(default)]
+    pub health: super::health::Health,
 }
 
 impl FeedState {

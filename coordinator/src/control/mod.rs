@@ -6,20 +6,24 @@
 //! * [`feedstate`] — per-feed runtime state (cache validators, recent item ids, posting
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
-//! * [`readers`] — reader access rates with a cold-start prior.
+//! * [`readers`] — reader access rates with a cold-start prior;
+//! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
+//! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::runtime`] wrap it.
 
 pub mod cluster;
 pub mod feedstate;
+pub mod health;
+pub mod hosts;
 pub mod readers;
 pub mod relearn;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.
 /// Validators and recent item ids are attached when the assignment is sent, so that a
 /// fetch changing an ETag does not count as a change of the worker's desired state.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct FeedSpec {
     /// Feed id.
     pub id: String,
@@ -33,4 +37,10 @@ pub struct FeedSpec {
     pub period_seconds: f64,
     /// Start of the period the offsets count from, Unix ms (simulated time).
     pub origin_unix_ms: i64,
+    /// No fetch before this time, Unix ms (0 = none): back-off or the host's Retry-After.
+    pub not_before_unix_ms: i64,
+    /// Hours (bit h, UTC) the publisher asked not to be fetched in.
+    pub skip_hours: u32,
+    /// Days (bit 0 = Monday) the publisher asked not to be fetched on.
+    pub skip_days: u32,
 }

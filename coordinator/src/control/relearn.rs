@@ -436,6 +436,7 @@ struct Last {
     ids: Vec<String>,
     models: Vec<FeedModel>,
     state: PlanState,
+    caps: HashMap<u32, f64>,
 }
 
 /// Plans round after round, re-solving only what changed under the optimal policy.
@@ -502,7 +503,23 @@ impl Replanner {
         feeds: &[FeedRecord],
         models: Vec<FeedModel>,
     ) -> Result<PlanOutcome, AllocError> {
-        let cfg = self.settings.plan_config(feeds.len());
+        self.plan_with_caps(feeds, models, HashMap::new())
+    }
+
+    /// [`Replanner::plan`] with per-host caps (fetches per day, by the models' host index)
+    /// below the settings' default: hosts that throttled us. A change of these caps solves
+    /// afresh.
+    pub fn plan_with_caps(
+        &mut self,
+        feeds: &[FeedRecord],
+        models: Vec<FeedModel>,
+        host_caps: HashMap<u32, f64>,
+    ) -> Result<PlanOutcome, AllocError> {
+        let mut cfg = self.settings.plan_config(feeds.len());
+        for (h, cap) in &host_caps {
+            let cap = cfg.host_caps.default.map_or(*cap, |d| d.min(*cap));
+            cfg.host_caps.per_host.insert(*h, cap);
+        }
         let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
         let mut models = models;
         let configured_min = self.settings.levels().0;
@@ -519,7 +536,7 @@ impl Replanner {
             (plan, feeds.len(), true)
         } else {
             match self.last.take() {
-                Some(mut last) if last.ids == ids => {
+                Some(mut last) if last.ids == ids && last.caps == host_caps => {
                     let changed: Vec<usize> = (0..models.len())
                         .filter(|&i| !same_model(&models[i], &last.models[i]))
                         .collect();
@@ -540,6 +557,7 @@ impl Replanner {
                         ids: ids.clone(),
                         models,
                         state: last.state,
+                        caps: host_caps,
                     });
                     (plan, n, false)
                 }
@@ -550,6 +568,7 @@ impl Replanner {
                         ids: ids.clone(),
                         models,
                         state,
+                        caps: host_caps,
                     });
                     (plan, feeds.len(), true)
                 }
@@ -581,6 +600,7 @@ impl Replanner {
                     period_seconds: p.period_multiple as f64 * cfg.period_seconds,
                     // Unix epoch: midnight UTC, and a fixed origin for multi-day periods.
                     origin_unix_ms: 0,
+                    ..Default::default()
                 };
                 (f.id.clone(), spec)
             })
@@ -606,10 +626,10 @@ fn host_limited(plans: &[FeedPlan], hosts: &[Option<u32>], cfg: &PlanConfig) -> 
             *per_host.entry(*h).or_default() += level_rate(p.level);
         }
     }
-    let hosts_at_cap = match cfg.host_caps.default {
-        Some(cap) => per_host.values().filter(|&&u| u > cap - 1.0).count(),
-        None => 0,
-    };
+    let hosts_at_cap = per_host
+        .iter()
+        .filter(|(h, &u)| cfg.host_caps.cap(**h).is_some_and(|cap| u > cap - 1.0))
+        .count();
     HostLimited {
         hosts_at_cap,
         hosts: per_host.len(),

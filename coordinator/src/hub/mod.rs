@@ -9,6 +9,7 @@
 use crate::access::AccessStats;
 use crate::control::cluster::{Cluster, ClusterConfig, ClusterError, Desired, WorkerInfo};
 use crate::control::feedstate::{FeedState, FetchObservation};
+use crate::control::health::HealthPolicy;
 use crate::control::readers;
 use crate::control::relearn::{self, PlanOutcome, PlannerSettings, Replanner};
 use crate::control::FeedSpec;
@@ -19,9 +20,14 @@ use crate::store::keys::Key;
 use crate::store::{KvBackend, Op};
 use kairos_proto::v1 as pb;
 use kairos_worker::clock::SimClock;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod figures;
+mod health;
+use figures::{outcome_label, warn_unspent};
+pub use figures::{FeedView, HealthView, PlanFigures, SettingsRecord, Totals};
 
 const DAY_MS: i64 = 86_400_000;
 /// Reader accesses remembered per user for the missed-postings measure.
@@ -36,172 +42,8 @@ pub struct HubConfig {
     pub planner: PlannerSettings,
     /// Wall-clock time between relearn + replan rounds.
     pub replan_interval: Duration,
-}
-
-/// Running totals of what the system did, for summaries and `GetStats`.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Totals {
-    /// Fetch reports accepted.
-    pub fetches: u64,
-    /// Accepted fetches by outcome.
-    pub outcomes: BTreeMap<String, u64>,
-    /// Accepted fetches per feed.
-    pub fetches_per_feed: BTreeMap<String, u64>,
-    /// Start of each feed's last answered fetch (200 or 304), simulated Unix ms.
-    pub last_fetch_started: BTreeMap<String, i64>,
-    /// Postings stored for the first time.
-    pub postings_new: u64,
-    /// Postings reported again and ignored.
-    pub postings_duplicate: u64,
-    /// Reports refused (not the owner, unknown feed).
-    pub reports_rejected: u64,
-    /// Sum and count of realized delays of trusted postings (ms).
-    pub delay_sum_ms: f64,
-    /// Trusted postings.
-    pub delay_count: u64,
-    /// Reader accesses seen.
-    pub accesses: u64,
-    /// Postings that were published but not yet discovered at a reader's access.
-    pub missed: u64,
-    /// Summed age of those postings at the accesses (ms): the user-access delay.
-    pub access_delay_sum_ms: f64,
-    /// Body bytes fetched.
-    pub bytes: u64,
-    /// Planning rounds.
-    pub plans: u64,
-    /// The last plan's figures.
-    pub last_plan: Option<PlanFigures>,
-}
-
-/// The last plan, as reported.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct PlanFigures {
-    /// Planned fetches per day.
-    pub fetches_per_day: f64,
-    /// Budget per day.
-    pub budget_per_day: f64,
-    /// Expected weighted cost per day.
-    pub expected_cost: f64,
-    /// Expected delay per posting (s), for the `delay` metric.
-    pub expected_delay_seconds: f64,
-    /// Feeds re-solved.
-    pub resolved: usize,
-    /// Solve wall time (s).
-    pub solve_seconds: f64,
-    /// Fetches per day of the budget left unplaced.
-    pub unspent_per_day: f64,
-    /// Hosts planned up to their cap.
-    pub hosts_at_cap: usize,
-    /// Fetches per day one host can take, if capped.
-    pub host_cap_per_day: Option<f64>,
-    /// Feeds whose minimum was raised so their document does not overflow.
-    pub capacity_floors: usize,
-}
-
-/// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
-/// budget the hosts cannot carry sees it at once instead of a delay that mysteriously lags.
-fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
-    let unspent = f.unspent_per_day;
-    if unspent <= (0.01 * f.budget_per_day).max(1.0) {
-        return;
-    }
-    let h = &o.host_limited;
-    if h.hosts_at_cap > 0 {
-        tracing::warn!(
-            unspent_per_day = unspent,
-            budget_per_day = f.budget_per_day,
-            hosts_at_cap = h.hosts_at_cap,
-            hosts = h.hosts,
-            host_cap_per_day = f.host_cap_per_day.unwrap_or(0.0),
-            feeds_below_minimum = h.floors_lowered,
-            "the plan cannot spend the budget: hosts are at their politeness cap \
-             (more hosts, a shorter --host-gap or a smaller budget)"
-        );
-    } else {
-        tracing::warn!(
-            unspent_per_day = unspent,
-            budget_per_day = f.budget_per_day,
-            "the plan leaves budget unspent: no further fetch lowers the expected cost \
-             (no postings or reader accesses seen yet, or feeds at their maximum)"
-        );
-    }
-}
-
-/// The planner settings as stored (and as the Admin API shows them).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SettingsRecord {
-    /// Budget, fetches per day across all feeds (when `per_feed` is false) or per feed.
-    pub budget: f64,
-    /// Whether `budget` is per feed.
-    pub per_feed: bool,
-    /// Metric name.
-    pub metric: String,
-    /// Policy name.
-    pub policy: String,
-    /// Minimum fetches per feed per day.
-    pub min_fetches_per_day: f64,
-    /// Maximum fetches per feed per day (0 = none).
-    pub max_fetches_per_day: f64,
-    /// Slots per day.
-    pub slots: u32,
-}
-
-impl SettingsRecord {
-    /// The record of `s`.
-    pub fn of(s: &PlannerSettings) -> Self {
-        let (budget, per_feed) = match s.budget {
-            relearn::Budget::PerDay(m) => (m, false),
-            relearn::Budget::PerFeedPerDay(x) => (x, true),
-        };
-        SettingsRecord {
-            budget,
-            per_feed,
-            metric: s.metric.name().into(),
-            policy: s.policy.name().into(),
-            min_fetches_per_day: s.min_fetches_per_day,
-            max_fetches_per_day: s.max_fetches_per_day.unwrap_or(0.0),
-            slots: s.slots as u32,
-        }
-    }
-
-    /// Applies the record to `base` (learning parameters stay), validated.
-    pub fn apply(&self, base: &PlannerSettings) -> Result<PlannerSettings, String> {
-        let s = PlannerSettings {
-            metric: self.metric.parse()?,
-            policy: self.policy.parse()?,
-            budget: if self.per_feed {
-                relearn::Budget::PerFeedPerDay(self.budget)
-            } else {
-                relearn::Budget::PerDay(self.budget)
-            },
-            min_fetches_per_day: self.min_fetches_per_day,
-            max_fetches_per_day: (self.max_fetches_per_day > 0.0)
-                .then_some(self.max_fetches_per_day),
-            slots: self.slots as usize,
-            ..base.clone()
-        };
-        s.validate()?;
-        Ok(s)
-    }
-}
-
-/// A feed's learned model and plan, for inspection.
-#[derive(Clone, Debug)]
-pub struct FeedView {
-    /// Learned postings per hour of the day.
-    pub posting_rate_per_hour: Vec<f64>,
-    /// Learned weighted reader accesses per hour of the day.
-    pub access_rate_per_hour: Vec<f64>,
-    /// Allocated fetches per day.
-    pub fetches_per_day: f64,
-    /// Planned fetch offsets (s) within the period (s).
-    pub offsets_seconds: Vec<f64>,
-    /// Period (s).
-    pub period_seconds: f64,
-    /// Expected delay per posting (s) under the plan.
-    pub expected_delay_seconds: f64,
-    /// Postings observed in the learning window.
-    pub observed_postings: usize,
+    /// Back-off, hints and the malformed flag.
+    pub health: HealthPolicy,
 }
 
 /// One fetch report after the ownership check.
@@ -224,27 +66,14 @@ pub struct Hub<B> {
     subscribers: Mutex<HashMap<String, Vec<String>>>,
     recent_access: Mutex<HashMap<String, VecDeque<i64>>>,
     replanner: Arc<Mutex<Replanner>>,
+    /// Hosts that throttled us.
+    throttles: Mutex<crate::control::hosts::HostThrottles>,
+    /// What bounded the last plan.
+    bounds: Mutex<health::FeedBounds>,
     totals: Mutex<Totals>,
     clock: SimClock,
     started_ms: i64,
     cfg: HubConfig,
-}
-
-fn outcome_label(o: i32) -> &'static str {
-    match pb::FetchOutcome::try_from(o).unwrap_or(pb::FetchOutcome::Unspecified) {
-        pb::FetchOutcome::Ok => "ok",
-        pb::FetchOutcome::NotModified => "not_modified",
-        pb::FetchOutcome::Malformed => "malformed",
-        pb::FetchOutcome::ClientError => "client_error",
-        pb::FetchOutcome::ServerError => "server_error",
-        pb::FetchOutcome::Throttled => "throttled",
-        pb::FetchOutcome::Timeout => "timeout",
-        pb::FetchOutcome::TooLarge => "too_large",
-        pb::FetchOutcome::RedirectLimit => "redirect_limit",
-        pb::FetchOutcome::ForbiddenTarget => "forbidden_target",
-        pb::FetchOutcome::NetworkError => "network_error",
-        pb::FetchOutcome::Unspecified => "unspecified",
-    }
 }
 
 impl<B: KvBackend> Hub<B> {
@@ -316,6 +145,8 @@ impl<B: KvBackend> Hub<B> {
             subscribers: Mutex::new(HashMap::new()),
             recent_access: Mutex::new(HashMap::new()),
             replanner: Arc::new(Mutex::new(Replanner::new(planner))),
+            throttles: Mutex::new(Default::default()),
+            bounds: Mutex::new(Default::default()),
             totals: Mutex::new(Totals::default()),
             started_ms: clock.now_ms(),
             clock,
@@ -372,6 +203,14 @@ impl<B: KvBackend> Hub<B> {
             .feed_state(feed)
             .map(|s| s.observed_postings())
             .unwrap_or(0);
+        let bounds = self
+            .bounds
+            .lock()
+            .expect("bounds lock")
+            .bounds
+            .get(feed)
+            .cloned()
+            .unwrap_or_default();
         let r = self.replanner.lock().expect("replanner lock");
         let (model, plan) = r.inspect(feed)?;
         let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
@@ -388,7 +227,30 @@ impl<B: KvBackend> Hub<B> {
                 0.0
             },
             observed_postings: observed,
+            constraints: bounds.reasons,
+            max_fetches_per_day: bounds.max_per_day,
+            not_before_unix_ms: bounds.not_before_ms.unwrap_or(0),
+            status: self.feed_health(feed).status,
         })
+    }
+
+    /// A feed's fetch health.
+    pub fn feed_health(&self, feed: &str) -> HealthView {
+        let now = self.clock.now_ms();
+        let feeds = self.feeds.lock().expect("feeds lock");
+        match feeds.get(feed) {
+            Some(st) => HealthView {
+                status: st
+                    .health
+                    .status(st.last_answered_ms.is_some(), now, &self.cfg.health),
+                consecutive_failures: st.health.consecutive_failures,
+                last_error: st.health.last_error.clone(),
+            },
+            None => HealthView {
+                status: "new",
+                ..HealthView::default()
+            },
+        }
     }
 
     /// Subscriptions known at the last replan.
@@ -470,6 +332,9 @@ impl<B: KvBackend> Hub<B> {
             recent_item_id_hashes: st
                 .map(|s| s.recent_items.iter().copied().collect())
                 .unwrap_or_default(),
+            not_before_unix_ms: spec.not_before_unix_ms,
+            skip_hours_mask: spec.skip_hours,
+            skip_days_mask: spec.skip_days,
         }
     }
 
@@ -583,6 +448,7 @@ impl<B: KvBackend> Hub<B> {
             .map(|a| (a.report.feed_id.as_str(), a.postings.as_slice()))
             .collect();
         let mut updated: Vec<(String, FeedState, Vec<i64>, bool)> = Vec::new();
+        let mut changes = Vec::new();
         let (counts, _) = self
             .ingestor
             .ingest_many_with(&refs, |fresh| {
@@ -610,6 +476,12 @@ impl<B: KvBackend> Hub<B> {
                         items_in_document: a.report.items_in_document as usize,
                     };
                     let observed = st.observe(&o, window_ms);
+                    changes.push(st.health.record(
+                        health::answer_of(&a.report),
+                        a.report.finished_unix_ms,
+                        &health::error_of(&a.report),
+                        health::hints_of(&a.report),
+                    ));
                     updated.push((
                         feed.to_string(),
                         st.clone(),
@@ -655,29 +527,32 @@ impl<B: KvBackend> Hub<B> {
             }
         }
         let (missed, missed_age_ms) = self.charge_misses(&misses);
-        let mut t = self.totals.lock().expect("totals lock");
-        for (a, (_, _, delays, _)) in accepted.iter().zip(&updated) {
-            t.fetches += 1;
-            *t.outcomes
-                .entry(outcome_label(a.report.outcome).to_string())
-                .or_default() += 1;
-            *t.fetches_per_feed
-                .entry(a.report.feed_id.clone())
-                .or_default() += 1;
-            if matches!(outcome_label(a.report.outcome), "ok" | "not_modified") {
-                t.last_fetch_started
-                    .insert(a.report.feed_id.clone(), a.report.started_unix_ms);
+        {
+            let mut t = self.totals.lock().expect("totals lock");
+            for (a, (_, _, delays, _)) in accepted.iter().zip(&updated) {
+                t.fetches += 1;
+                *t.outcomes
+                    .entry(outcome_label(a.report.outcome).to_string())
+                    .or_default() += 1;
+                *t.fetches_per_feed
+                    .entry(a.report.feed_id.clone())
+                    .or_default() += 1;
+                if matches!(outcome_label(a.report.outcome), "ok" | "not_modified") {
+                    t.last_fetch_started
+                        .insert(a.report.feed_id.clone(), a.report.started_unix_ms);
+                }
+                t.bytes += a.report.body_bytes;
+                t.delay_count += delays.len() as u64;
+                t.delay_sum_ms += delays.iter().map(|&d| d as f64).sum::<f64>();
             }
-            t.bytes += a.report.body_bytes;
-            t.delay_count += delays.len() as u64;
-            t.delay_sum_ms += delays.iter().map(|&d| d as f64).sum::<f64>();
+            t.postings_new += counts.new;
+            t.postings_duplicate += counts.duplicates;
+            t.missed += missed;
+            t.access_delay_sum_ms += missed_age_ms;
         }
-        t.postings_new += counts.new;
-        t.postings_duplicate += counts.duplicates;
-        t.missed += missed;
-        t.access_delay_sum_ms += missed_age_ms;
-        drop(t);
         m::record_postings(counts.new, counts.duplicates, missed, missed_age_ms);
+        let done: Vec<_> = accepted.iter().map(|a| &a.report).zip(changes).collect();
+        self.after_fetches(&done).await;
         Ok(ack)
     }
 
@@ -706,9 +581,16 @@ impl<B: KvBackend> Hub<B> {
     /// One relearn + replan round: models from the learned state, the plan solved on the
     /// blocking pool, and the new fetch times handed to the cluster.
     pub async fn replan(&self) -> anyhow::Result<PlanOutcome> {
-        let feeds = self.registry.all_feeds().await?;
+        let mut feeds = self.registry.all_feeds().await?;
+        let states = self.feeds.lock().expect("feeds lock").clone();
+        let now = self.clock.now_ms();
+        let registered = feeds.len();
+        // Gone feeds leave the plan here; the rest carry their back-off and hint bounds.
+        let (bounds, caps) = self.plan_bounds(&mut feeds, &states, now);
+        let feeds = Arc::new(feeds);
+        let (bounds, states) = (Arc::new(bounds), Arc::new(states));
         let mut subs = HashMap::with_capacity(feeds.len());
-        for f in &feeds {
+        for f in feeds.iter() {
             subs.insert(f.id.clone(), self.registry.subscribers(&f.id).await?);
         }
         let users: HashMap<String, f64> = self
@@ -718,16 +600,17 @@ impl<B: KvBackend> Hub<B> {
             .into_iter()
             .map(|u| (u.id, u.weight))
             .collect();
-        m::gauge_registry(feeds.len(), users.len());
+        m::gauge_registry(registered, users.len());
         *self.subscribers.lock().expect("subscribers lock") = subs.clone();
-        let states = self.feeds.lock().expect("feeds lock").clone();
-        let now = self.clock.now_ms();
         // Hours the access statistics have watched: the prior's weight falls as they grow.
         let exposure = relearn::hour_exposure(self.started_ms, now);
         let access = self.access.clone();
         let replanner = self.replanner.clone();
         let started = Instant::now();
+        let (plan_feeds, plan_bounds, plan_states) =
+            (feeds.clone(), bounds.clone(), states.clone());
         let outcome = tokio::task::spawn_blocking(move || {
+            let (feeds, states) = (plan_feeds, plan_states);
             let stats = access.lock().expect("access lock");
             let observed: Vec<readers::FeedAccess> = feeds
                 .iter()
@@ -764,15 +647,18 @@ impl<B: KvBackend> Hub<B> {
             let access_bins =
                 |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
             let mut r = replanner.lock().expect("replanner lock");
-            let (models, counts) =
+            let (mut models, counts) =
                 relearn::models(&feeds, &states, &access_bins, now, r.settings());
-            r.plan(&feeds, models).map(|o| (o, counts))
+            let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps);
+            r.plan_with_caps(&feeds, models, caps).map(|o| (o, counts))
         })
         .await
         .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))?
         .map_err(|e| anyhow::anyhow!("planning failed: {e}"))?;
-        let (outcome, counts) = outcome;
+        let (mut outcome, counts) = outcome;
         let solve = started.elapsed().as_secs_f64();
+        let bounds = Arc::try_unwrap(bounds).unwrap_or_else(|b| (*b).clone());
+        self.decorate(&mut outcome, &feeds, bounds, &states);
         let posts_per_day: f64 = self
             .feeds
             .lock()

@@ -1,0 +1,209 @@
+//! What the live coordinator reports about itself: running totals, the last plan's
+//! figures, the stored planner settings and a feed's view for `InspectFeedPlan`.
+
+use crate::control::relearn::{self, PlanOutcome, PlannerSettings};
+use kairos_proto::v1 as pb;
+use std::collections::BTreeMap;
+
+/// Running totals of what the system did, for summaries and `GetStats`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Totals {
+    /// Fetch reports accepted.
+    pub fetches: u64,
+    /// Accepted fetches by outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Accepted fetches per feed.
+    pub fetches_per_feed: BTreeMap<String, u64>,
+    /// Start of each feed's last answered fetch (200 or 304), simulated Unix ms.
+    pub last_fetch_started: BTreeMap<String, i64>,
+    /// Postings stored for the first time.
+    pub postings_new: u64,
+    /// Postings reported again and ignored.
+    pub postings_duplicate: u64,
+    /// Reports refused (not the owner, unknown feed).
+    pub reports_rejected: u64,
+    /// Sum and count of realized delays of trusted postings (ms).
+    pub delay_sum_ms: f64,
+    /// Trusted postings.
+    pub delay_count: u64,
+    /// Reader accesses seen.
+    pub accesses: u64,
+    /// Postings that were published but not yet discovered at a reader's access.
+    pub missed: u64,
+    /// Summed age of those postings at the accesses (ms): the user-access delay.
+    pub access_delay_sum_ms: f64,
+    /// Body bytes fetched.
+    pub bytes: u64,
+    /// Planning rounds.
+    pub plans: u64,
+    /// The last plan's figures.
+    pub last_plan: Option<PlanFigures>,
+}
+
+/// The last plan, as reported.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PlanFigures {
+    /// Planned fetches per day.
+    pub fetches_per_day: f64,
+    /// Budget per day.
+    pub budget_per_day: f64,
+    /// Expected weighted cost per day.
+    pub expected_cost: f64,
+    /// Expected delay per posting (s), for the `delay` metric.
+    pub expected_delay_seconds: f64,
+    /// Feeds re-solved.
+    pub resolved: usize,
+    /// Solve wall time (s).
+    pub solve_seconds: f64,
+    /// Fetches per day of the budget left unplaced.
+    pub unspent_per_day: f64,
+    /// Hosts planned up to their cap.
+    pub hosts_at_cap: usize,
+    /// Fetches per day one host can take, if capped.
+    pub host_cap_per_day: Option<f64>,
+    /// Feeds whose minimum was raised so their document does not overflow.
+    pub capacity_floors: usize,
+}
+
+/// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
+/// budget the hosts cannot carry sees it at once instead of a delay that mysteriously lags.
+pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
+    let unspent = f.unspent_per_day;
+    if unspent <= (0.01 * f.budget_per_day).max(1.0) {
+        return;
+    }
+    let h = &o.host_limited;
+    if h.hosts_at_cap > 0 {
+        tracing::warn!(
+            unspent_per_day = unspent,
+            budget_per_day = f.budget_per_day,
+            hosts_at_cap = h.hosts_at_cap,
+            hosts = h.hosts,
+            host_cap_per_day = f.host_cap_per_day.unwrap_or(0.0),
+            feeds_below_minimum = h.floors_lowered,
+            "the plan cannot spend the budget: hosts are at their politeness cap \
+             (more hosts, a shorter --host-gap or a smaller budget)"
+        );
+    } else {
+        tracing::warn!(
+            unspent_per_day = unspent,
+            budget_per_day = f.budget_per_day,
+            "the plan leaves budget unspent: no further fetch lowers the expected cost \
+             (no postings or reader accesses seen yet, or feeds at their maximum)"
+        );
+    }
+}
+
+/// The planner settings as stored (and as the Admin API shows them).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SettingsRecord {
+    /// Budget, fetches per day across all feeds (when `per_feed` is false) or per feed.
+    pub budget: f64,
+    /// Whether `budget` is per feed.
+    pub per_feed: bool,
+    /// Metric name.
+    pub metric: String,
+    /// Policy name.
+    pub policy: String,
+    /// Minimum fetches per feed per day.
+    pub min_fetches_per_day: f64,
+    /// Maximum fetches per feed per day (0 = none).
+    pub max_fetches_per_day: f64,
+    /// Slots per day.
+    pub slots: u32,
+}
+
+impl SettingsRecord {
+    /// The record of `s`.
+    pub fn of(s: &PlannerSettings) -> Self {
+        let (budget, per_feed) = match s.budget {
+            relearn::Budget::PerDay(m) => (m, false),
+            relearn::Budget::PerFeedPerDay(x) => (x, true),
+        };
+        SettingsRecord {
+            budget,
+            per_feed,
+            metric: s.metric.name().into(),
+            policy: s.policy.name().into(),
+            min_fetches_per_day: s.min_fetches_per_day,
+            max_fetches_per_day: s.max_fetches_per_day.unwrap_or(0.0),
+            slots: s.slots as u32,
+        }
+    }
+
+    /// Applies the record to `base` (learning parameters stay), validated.
+    pub fn apply(&self, base: &PlannerSettings) -> Result<PlannerSettings, String> {
+        let s = PlannerSettings {
+            metric: self.metric.parse()?,
+            policy: self.policy.parse()?,
+            budget: if self.per_feed {
+                relearn::Budget::PerFeedPerDay(self.budget)
+            } else {
+                relearn::Budget::PerDay(self.budget)
+            },
+            min_fetches_per_day: self.min_fetches_per_day,
+            max_fetches_per_day: (self.max_fetches_per_day > 0.0)
+                .then_some(self.max_fetches_per_day),
+            slots: self.slots as usize,
+            ..base.clone()
+        };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+/// A feed's learned model and plan, for inspection.
+#[derive(Clone, Debug)]
+pub struct FeedView {
+    /// Learned postings per hour of the day.
+    pub posting_rate_per_hour: Vec<f64>,
+    /// Learned weighted reader accesses per hour of the day.
+    pub access_rate_per_hour: Vec<f64>,
+    /// Allocated fetches per day.
+    pub fetches_per_day: f64,
+    /// Planned fetch offsets (s) within the period (s).
+    pub offsets_seconds: Vec<f64>,
+    /// Period (s).
+    pub period_seconds: f64,
+    /// Expected delay per posting (s) under the plan.
+    pub expected_delay_seconds: f64,
+    /// Postings observed in the learning window.
+    pub observed_postings: usize,
+    /// What bounds the plan beyond the budget (back-off, hints, a throttled host).
+    pub constraints: Vec<String>,
+    /// Highest fetches per day the bounds allow.
+    pub max_fetches_per_day: Option<f64>,
+    /// No fetch before this time, Unix ms (0 = none).
+    pub not_before_unix_ms: i64,
+    /// Fetch health.
+    pub status: &'static str,
+}
+
+/// A feed's fetch health, as the Admin API shows it.
+#[derive(Clone, Debug, Default)]
+pub struct HealthView {
+    /// `new`, `ok`, `failing`, `malformed` or `gone`.
+    pub status: &'static str,
+    /// Failed fetches in a row.
+    pub consecutive_failures: u32,
+    /// The last failure.
+    pub last_error: String,
+}
+
+/// The metric label of a report's outcome.
+pub(super) fn outcome_label(o: i32) -> &'static str {
+    match pb::FetchOutcome::try_from(o).unwrap_or(pb::FetchOutcome::Unspecified) {
+        pb::FetchOutcome::Ok => "ok",
+        pb::FetchOutcome::NotModified => "not_modified",
+        pb::FetchOutcome::Malformed => "malformed",
+        pb::FetchOutcome::ClientError => "client_error",
+        pb::FetchOutcome::ServerError => "server_error",
+        pb::FetchOutcome::Throttled => "throttled",
+        pb::FetchOutcome::Timeout => "timeout",
+        pb::FetchOutcome::TooLarge => "too_large",
+        pb::FetchOutcome::RedirectLimit => "redirect_limit",
+        pb::FetchOutcome::ForbiddenTarget => "forbidden_target",
+        pb::FetchOutcome::NetworkError => "network_error",
+        pb::FetchOutcome::Unspecified => "unspecified",
+    }
+}

@@ -1,0 +1,301 @@
+//! The hub's side of feed health: reading a report's outcome and hints into the feed's
+//! [`Health`], holding throttling hosts, following permanent redirects in the registry,
+//! and turning all of it into bounds on the next plan and holds in the workers' schedules.
+
+use super::{figures::outcome_label, Hub};
+use crate::control::feedstate::FeedState;
+use crate::control::health::{self, Answer, Bounds, Change, Health, Hints};
+use crate::control::relearn::PlanOutcome;
+use crate::control::FeedSpec;
+use crate::metrics as m;
+use crate::plan::planner::FeedModel;
+use crate::registry::{check_url, FeedRecord};
+use crate::store::KvBackend;
+use kairos_proto::v1 as pb;
+use std::collections::HashMap;
+
+/// How a report's outcome counts for the feed's health.
+pub(super) fn answer_of(r: &pb::FetchReport) -> Answer {
+    match outcome_label(r.outcome) {
+        "ok" => Answer::Answered,
+        "not_modified" => Answer::Unchanged,
+        "malformed" => Answer::Malformed,
+        "throttled" => Answer::Throttled,
+        "client_error" if r.http_status == 410 => Answer::Gone,
+        _ => Answer::Failed,
+    }
+}
+
+/// The publisher's hints a report carries.
+pub(super) fn hints_of(r: &pb::FetchReport) -> Hints {
+    Hints {
+        max_age_s: r.min_interval_seconds,
+        ttl_s: r.ttl_seconds,
+        update_period_s: r.update_period_seconds,
+        skip_hours: r.skip_hours_mask,
+        skip_days: r.skip_days_mask,
+    }
+}
+
+/// A short description of a failed fetch for operators.
+pub(super) fn error_of(r: &pb::FetchReport) -> String {
+    let label = outcome_label(r.outcome);
+    match (r.http_status, r.error.is_empty()) {
+        (0, true) => label.to_string(),
+        (0, false) => format!("{label}: {}", r.error),
+        (s, true) => format!("{label} {s}"),
+        (s, false) => format!("{label} {s}: {}", r.error),
+    }
+}
+
+/// What the last plan was bounded by, for inspection.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FeedBounds {
+    pub bounds: HashMap<String, Bounds>,
+    /// Planned fetches per day per host.
+    pub host_rates: HashMap<String, f64>,
+}
+
+impl<B: KvBackend> Hub<B> {
+    /// After reports are durable: holds throttling hosts, says what changed in feeds' health
+    /// (once per change, not per fetch), and follows permanent redirects.
+    pub(super) async fn after_fetches(&self, done: &[(&pb::FetchReport, Change)]) {
+        let mut moves = Vec::new();
+        for (r, change) in done {
+            let feed = r.feed_id.as_str();
+            if answer_of(r) == Answer::Throttled {
+                let host = self.feed_spec(feed).map(|s| s.host).unwrap_or_default();
+                if !host.is_empty() {
+                    let planned = self
+                        .bounds
+                        .lock()
+                        .expect("bounds lock")
+                        .host_rates
+                        .get(&host)
+                        .copied()
+                        .unwrap_or(1.0);
+                    let mut t = self.throttles.lock().expect("throttles lock");
+                    let fresh = t.get(&host).is_none();
+                    t.throttled(&host, r.finished_unix_ms, r.retry_after_seconds, planned);
+                    if fresh {
+                        let cap = t.get(&host).map(|h| h.cap_per_day()).unwrap_or(0.0);
+                        tracing::warn!(
+                            %host,
+                            feed,
+                            retry_after_s = r.retry_after_seconds,
+                            cap_per_day = cap,
+                            "host throttled us (429/503): holding it and planning it at half its rate"
+                        );
+                    }
+                }
+            }
+            if change.gone {
+                tracing::warn!(feed, url = %self.feed_spec(feed).map(|s| s.url).unwrap_or_default(),
+                    "feed answered 410 Gone: no longer fetched (ResumeFeed brings it back)");
+                metrics::counter!(m::FEED_HEALTH_EVENTS_TOTAL, "event" => "gone").increment(1);
+            } else if change.started_failing {
+                tracing::info!(feed, error = %error_of(r), "feed started failing; backing off");
+                metrics::counter!(m::FEED_HEALTH_EVENTS_TOTAL, "event" => "failing").increment(1);
+            } else if change.recovered {
+                tracing::info!(feed, "feed answers again");
+                metrics::counter!(m::FEED_HEALTH_EVENTS_TOTAL, "event" => "recovered").increment(1);
+            }
+            if r.redirect_permanent && !r.redirected_to.is_empty() {
+                moves.push((r.feed_id.clone(), r.redirected_to.clone()));
+            }
+        }
+        for (feed, to) in moves {
+            self.follow_move(&feed, &to).await;
+        }
+    }
+
+    /// A feed that moved for good (301/308 all the way): its stored URL follows, or, when
+    /// another registered feed already has that URL, its subscribers move there and the
+    /// duplicate is removed (its stored postings stay readable under its old id).
+    async fn follow_move(&self, feed: &str, to: &str) {
+        let result = async {
+            let Ok((url, _)) = check_url(to) else {
+                return Ok::<&str, anyhow::Error>("refused");
+            };
+            let current = self.registry.get_feed(feed).await?;
+            if current.url == url {
+                return Ok("unchanged");
+            }
+            let existing = self
+                .registry
+                .all_feeds()
+                .await?
+                .into_iter()
+                .find(|f| f.url == url && f.id != feed);
+            match existing {
+                Some(other) => {
+                    for user in self.registry.subscribers(feed).await? {
+                        match self.registry.subscribe(&user, &other.id).await {
+                            Ok(()) | Err(crate::registry::RegistryError::AlreadyExists(_)) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    self.registry.remove_feed(feed).await?;
+                    tracing::info!(feed, into = %other.id, %url, "feed moved onto a registered feed: merged");
+                    Ok("merged")
+                }
+                None => {
+                    self.registry.set_feed_url(feed, &url).await?;
+                    tracing::info!(feed, from = %current.url, to = %url, "feed moved permanently: URL updated");
+                    Ok("moved")
+                }
+            }
+        }
+        .await;
+        match result {
+            Ok(outcome) => {
+                metrics::counter!(m::FEED_REDIRECTS_TOTAL, "result" => outcome).increment(1)
+            }
+            Err(e) => {
+                // The next fetch reports the redirect again, so this is retried.
+                tracing::warn!(feed, to, error = %e, "could not follow a permanent redirect");
+                metrics::counter!(m::FEED_REDIRECTS_TOTAL, "result" => "error").increment(1);
+            }
+        }
+    }
+
+    /// Clears a feed's failure state so the next replan plans it again.
+    pub async fn resume_feed(&self, feed: &str) -> anyhow::Result<()> {
+        let st = {
+            let mut feeds = self.feeds.lock().expect("feeds lock");
+            let st = feeds.entry(feed.to_string()).or_default();
+            let hints = st.health.hints.clone();
+            st.health = Health {
+                hints,
+                ..Health::default()
+            };
+            st.clone()
+        };
+        self.store
+            .batch(vec![crate::store::Op::Put(
+                crate::store::keys::Key::Learned(feed).encode()?,
+                serde_json::to_vec(&st).expect("feed state serializes"),
+            )])
+            .await?;
+        tracing::info!(feed, "feed resumed by an operator");
+        Ok(())
+    }
+
+    /// Drops gone feeds from what is planned; returns the bounds of the rest (same order),
+    /// and the caps of throttled hosts by host name. Recovers hosts clear for a day.
+    pub(super) fn plan_bounds(
+        &self,
+        feeds: &mut Vec<FeedRecord>,
+        states: &HashMap<String, FeedState>,
+        now_ms: i64,
+    ) -> (Vec<Bounds>, HashMap<String, f64>) {
+        let policy = &self.cfg.health;
+        let before = feeds.len();
+        feeds.retain(|f| !states.get(&f.id).is_some_and(|s| s.health.is_gone()));
+        let mut status: HashMap<&str, usize> = HashMap::new();
+        for f in feeds.iter() {
+            let s = states.get(&f.id);
+            let st = s.map_or("new", |s| {
+                s.health
+                    .status(s.last_answered_ms.is_some(), now_ms, policy)
+            });
+            *status.entry(st).or_default() += 1;
+        }
+        *status.entry("gone").or_default() += before - feeds.len();
+        m::gauge_feed_health(&status);
+        let mut throttles = self.throttles.lock().expect("throttles lock");
+        for host in throttles.recover(now_ms) {
+            tracing::info!(%host, "throttled host back at its full rate");
+        }
+        m::gauge_hosts_throttled(throttles.len());
+        let caps: HashMap<String, f64> = throttles
+            .iter()
+            .map(|(h, t)| (h.clone(), t.cap_per_day()))
+            .collect();
+        let bounds = feeds
+            .iter()
+            .map(|f| {
+                let mut b = states
+                    .get(&f.id)
+                    .map(|s| s.health.bounds(policy))
+                    .unwrap_or_default();
+                if let Some(t) = throttles.get(&f.host) {
+                    let held = if t.until_ms > now_ms {
+                        b.not_before_ms = Some(b.not_before_ms.unwrap_or(0).max(t.until_ms));
+                        format!(", held for {}", health::human_ms(t.until_ms - now_ms))
+                    } else {
+                        String::new()
+                    };
+                    b.reasons.push(format!(
+                        "host {} throttled us (429/503, {} times): planned at most {:.1} fetches a day{held}",
+                        f.host,
+                        t.throttles,
+                        t.cap_per_day()
+                    ));
+                }
+                b
+            })
+            .collect();
+        (bounds, caps)
+    }
+
+    /// After a plan: every spec gets its hold and skip masks (offsets leave skipped hours),
+    /// and the bounds and per-host rates are kept for inspection and throttling.
+    pub(super) fn decorate(
+        &self,
+        outcome: &mut PlanOutcome,
+        feeds: &[FeedRecord],
+        bounds: Vec<Bounds>,
+        states: &HashMap<String, FeedState>,
+    ) {
+        let policy = &self.cfg.health;
+        let mut host_rates: HashMap<String, f64> = HashMap::new();
+        let mut kept = HashMap::with_capacity(feeds.len());
+        for (f, b) in feeds.iter().zip(bounds) {
+            if let Some(spec) = outcome.specs.get_mut(&f.id) {
+                decorate_spec(spec, &b, states.get(&f.id).map(|s| &s.health), policy);
+                *host_rates.entry(spec.host.clone()).or_default() +=
+                    spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+            }
+            kept.insert(f.id.clone(), b);
+        }
+        let bounded = kept.values().filter(|b| b.max_per_day.is_some()).count();
+        m::gauge_bounded_feeds(bounded);
+        *self.bounds.lock().expect("bounds lock") = FeedBounds {
+            bounds: kept,
+            host_rates,
+        };
+    }
+}
+
+fn decorate_spec(
+    spec: &mut FeedSpec,
+    b: &Bounds,
+    h: Option<&Health>,
+    policy: &health::HealthPolicy,
+) {
+    spec.not_before_unix_ms = b.not_before_ms.unwrap_or(0);
+    let (hours, days) = h.map(|h| h.skip_masks(policy)).unwrap_or((0, 0));
+    spec.skip_hours = hours;
+    spec.skip_days = days;
+    spec.offsets_seconds =
+        health::shift_out_of_skipped_hours(&spec.offsets_seconds, hours, spec.period_seconds);
+}
+
+/// Applies bounds to models built for `feeds` and maps host caps by name onto the models'
+/// host indices.
+pub(super) fn bound_models(
+    feeds: &[FeedRecord],
+    models: &mut [FeedModel],
+    bounds: &[Bounds],
+    caps: &HashMap<String, f64>,
+) -> HashMap<u32, f64> {
+    health::apply_bounds(models, bounds);
+    let mut by_index = HashMap::new();
+    for (f, m) in feeds.iter().zip(models.iter()) {
+        if let (Some(cap), Some(h)) = (caps.get(&f.host), m.host) {
+            by_index.insert(h, *cap);
+        }
+    }
+    by_index
+}

@@ -1,0 +1,299 @@
+//! Failing feeds and server hints through the real binaries: `serve` and one `kairos-worker`
+//! fetch misbehaving loopback servers on a fast shared clock, and the Admin API and the
+//! metrics must show a back-off that frees budget, a 410 that stops a feed, permanent
+//! redirects that move or merge feeds, publisher hints and a throttling host as bounds on
+//! the plan.
+
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
+use kairos_worker::fixtures::Fixtures;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+use tonic::Code;
+
+const SCALE: f64 = 5760.0;
+const CLOCK_START: &str = "2026-03-02T00:00:00Z";
+
+/// A feed with a six-hour `<ttl>` that asks not to be fetched from midnight to 05:59 UTC.
+const HINTED: &str = r#"<?xml version="1.0"?>
+<rss version="2.0"><channel><title>h</title><ttl>360</ttl>
+<skipHours><hour>0</hour><hour>1</hour><hour>2</hour><hour>3</hour><hour>4</hour><hour>5</hour></skipHours>
+<item><guid>h1</guid><title>one</title></item></channel></rss>"#;
+
+async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn get(admin: &mut AdminClient<Channel>, id: &str) -> Result<pb::Feed, tonic::Status> {
+    admin
+        .get_feed(pb::GetFeedRequest { feed_id: id.into() })
+        .await
+        .map(|r| r.into_inner())
+}
+
+async fn inspect(admin: &mut AdminClient<Channel>, id: &str) -> Result<pb::FeedPlanView, Code> {
+    admin
+        .inspect_feed_plan(pb::InspectFeedPlanRequest { feed_id: id.into() })
+        .await
+        .map(|r| r.into_inner())
+        .map_err(|s| s.code())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan() {
+    let dir = TempDir::new("feed-health");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("hinted.xml"), HINTED).unwrap();
+    // Two hosts: one with every kind of trouble but throttling, one that throttles.
+    let a = Fixtures::start(Some(docs)).await.unwrap();
+    let b = Fixtures::start(None).await.unwrap();
+    let anchor = unix_ms().to_string();
+    let clock = [
+        "--time-scale",
+        &SCALE.to_string(),
+        "--clock-start",
+        CLOCK_START,
+        "--clock-anchor-unix-ms",
+        &anchor,
+    ]
+    .map(String::from);
+    let mut args: Vec<String> = [
+        "--data-dir",
+        dir.path().join("data").to_str().unwrap(),
+        "--fetches-per-feed-per-day",
+        "48",
+        "--replan-interval",
+        "300ms",
+        // The worker's gap: hosts are not the bottleneck here.
+        "--host-gap",
+        "5ms",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(clock.iter().cloned());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let coordinator = start_coordinator(&refs, &dir.path().join("coordinator.log"));
+    let mut admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
+    let feeds = [
+        ("ok", a.url("/feed")),
+        ("hinted", a.url("/s/hinted.xml")),
+        ("broken", a.url("/broken")),
+        ("gone", a.url("/gone")),
+        ("dup", a.url("/moved")),
+        ("relocated", a.url("/old-home")),
+        ("detour", a.url("/moved-then-temp")),
+        ("throttler", b.url("/throttle")),
+        ("b-ok", b.url("/feed")),
+    ];
+    for (id, url) in &feeds {
+        admin
+            .add_feed(pb::AddFeedRequest {
+                feed_id: id.to_string(),
+                url: url.clone(),
+                weight: 0.0,
+            })
+            .await
+            .unwrap();
+    }
+    admin
+        .add_user(pb::AddUserRequest {
+            user_id: "ann".into(),
+            weight: 1.0,
+        })
+        .await
+        .unwrap();
+    admin
+        .subscribe(pb::SubscribeRequest {
+            user_id: "ann".into(),
+            feed_id: "dup".into(),
+        })
+        .await
+        .unwrap();
+    let mut worker_args: Vec<String> = [
+        "run",
+        "--coordinator",
+        &coordinator.url,
+        "--name",
+        "w1",
+        "--allow-private",
+        "127.0.0.0/8",
+        "--host-gap",
+        "5ms",
+    ]
+    .map(String::from)
+    .to_vec();
+    worker_args.extend(clock.iter().cloned());
+    let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
+    cmd.args(&worker_args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("worker.log")).unwrap());
+    let _worker = kairos_tests::Child(cmd.spawn().unwrap());
+
+    // The duplicate (301 → 308 onto the registered `ok`) is merged into it: gone from the
+    // registry, its subscriber now on `ok`.
+    wait_for("the duplicate merged", Duration::from_secs(30), || {
+        let mut admin = admin.clone();
+        async move { (get(&mut admin, "dup").await.err()?.code() == Code::NotFound).then_some(()) }
+    })
+    .await;
+    let subs = admin
+        .list_subscriptions(pb::ListSubscriptionsRequest {
+            scope: Some(pb::list_subscriptions_request::Scope::UserId("ann".into())),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        subs.subscriptions.iter().any(|s| s.feed_id == "ok"),
+        "{subs:?}"
+    );
+    // A 308 to an unregistered URL moves the feed; a chain with a temporary hop does not.
+    let moved = wait_for("the relocated feed's URL", Duration::from_secs(20), || {
+        let mut admin = admin.clone();
+        async move {
+            let f = get(&mut admin, "relocated").await.ok()?;
+            f.url.ends_with("/new-home").then_some(f)
+        }
+    })
+    .await;
+    assert_eq!(moved.status, "ok");
+    assert!(get(&mut admin, "detour")
+        .await
+        .unwrap()
+        .url
+        .ends_with("/moved-then-temp"));
+
+    // 410: stopped, shown, no longer planned.
+    let gone = wait_for("the 410 feed gone", Duration::from_secs(20), || {
+        let mut admin = admin.clone();
+        async move {
+            get(&mut admin, "gone")
+                .await
+                .ok()
+                .filter(|f| f.status == "gone")
+        }
+    })
+    .await;
+    assert!(gone.last_error.contains("410"), "{gone:?}");
+    assert_eq!(
+        inspect(&mut admin, "gone").await.unwrap_err(),
+        Code::FailedPrecondition
+    );
+
+    // Let a simulated half day pass (about 7.5 s).
+    tokio::time::sleep(Duration::from_millis(7_500)).await;
+    let broken = get(&mut admin, "broken").await.unwrap();
+    assert_eq!(broken.status, "failing", "{broken:?}");
+    // At 48 a day with a back-off from one hour doubling: 0, 1, 3, 7 h … about 4-5 tries
+    // in half a day, where a healthy feed is fetched about 24 times.
+    let plan = inspect(&mut admin, "broken").await.unwrap();
+    assert!(
+        plan.constraints
+            .iter()
+            .any(|c| c.starts_with("back-off after")),
+        "{plan:?}"
+    );
+    assert!(
+        plan.max_fetches_per_day > 0.0 && plan.max_fetches_per_day <= 12.0,
+        "{plan:?}"
+    );
+    assert!(
+        broken.consecutive_failures >= 3 && broken.consecutive_failures <= 7,
+        "{broken:?}"
+    );
+    let metrics = scrape(&coordinator.metrics);
+    let server_errors = sample(&metrics, "kairos_fetches_total{outcome=\"server_error\"}").unwrap();
+    assert!(
+        server_errors <= 7.0,
+        "the back-off holds the broken feed: {server_errors}"
+    );
+    assert_eq!(sample(&metrics, "kairos_feeds{status=\"gone\"}"), Some(1.0));
+    assert_eq!(
+        sample(&metrics, "kairos_feeds{status=\"failing\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&metrics, "kairos_feed_redirects_total{result=\"merged\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&metrics, "kairos_feed_redirects_total{result=\"moved\"}"),
+        Some(1.0)
+    );
+    assert!(
+        sample(&metrics, "kairos_fetches_total{outcome=\"ok\"}").unwrap()
+            + sample(&metrics, "kairos_fetches_total{outcome=\"not_modified\"}").unwrap_or(0.0)
+            >= 30.0
+    );
+    // The gone feed was fetched once or twice (a fetch may have been under way).
+    assert!(sample(&metrics, "kairos_fetches_total{outcome=\"client_error\"}").unwrap() <= 2.0);
+
+    // Hints: ttl of 6 h bounds the feed to 4 a day; its fetches avoid 00:00-05:59.
+    let hinted = inspect(&mut admin, "hinted").await.unwrap();
+    assert_eq!(hinted.max_fetches_per_day, 4.0, "{hinted:?}");
+    assert!(hinted.fetches_per_day <= 4.0 + 1e-9, "{hinted:?}");
+    assert!(
+        hinted.constraints.iter().any(|c| c.starts_with("ttl 6 h")),
+        "{hinted:?}"
+    );
+    assert!(hinted
+        .constraints
+        .iter()
+        .any(|c| c == "skipHours 0,1,2,3,4,5"));
+    assert!(!hinted.fetch_offsets_seconds.is_empty());
+    for t in &hinted.fetch_offsets_seconds {
+        assert!(t.rem_euclid(86_400.0) >= 6.0 * 3600.0, "{hinted:?}");
+    }
+    let ok = inspect(&mut admin, "ok").await.unwrap();
+    assert!(
+        ok.constraints
+            .iter()
+            .any(|c| c.starts_with("Cache-Control max-age 10 min")),
+        "{ok:?}"
+    );
+    // The throttling host is planned at a reduced share, and said so for its other feed.
+    let b_ok = inspect(&mut admin, "b-ok").await.unwrap();
+    assert!(
+        b_ok.constraints.iter().any(|c| c.contains("throttled us")),
+        "{b_ok:?}"
+    );
+    assert!(sample(&metrics, "kairos_hosts_throttled").unwrap() >= 1.0);
+    assert_eq!(
+        get(&mut admin, "throttler").await.unwrap().status,
+        "new",
+        "a throttle is the host's, not a feed failure"
+    );
+
+    // An operator brings the gone feed back; it is planned (and soon gone again).
+    let resumed = admin
+        .resume_feed(pb::ResumeFeedRequest {
+            feed_id: "gone".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(resumed.status, "gone");
+    assert_eq!(
+        admin
+            .resume_feed(pb::ResumeFeedRequest {
+                feed_id: "nope".into()
+            })
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+}
