@@ -181,6 +181,7 @@ fn main() {
         mean_posts_per_day: 3.4,
         subs_per_user: 30,
         accesses_per_user_per_day: 20.0,
+        weekend_factor: 0.5,
         seed: 7,
     });
     let postings: usize = synth.postings.iter().map(Vec::len).sum();

@@ -38,6 +38,71 @@ enum Command {
     Serve(crate::live::ServeArgs),
     /// Run the coordinator with in-process workers; `--demo` adds a feed farm and readers.
     Standalone(crate::live::StandaloneArgs),
+    /// Write a synthetic trace (for benchmarks and what-if runs).
+    Synth(SynthArgs),
+}
+
+/// Options of `synth`.
+#[derive(clap::Args)]
+struct SynthArgs {
+    /// Folder to write the trace into (created).
+    #[arg(long)]
+    out: PathBuf,
+    /// Feeds.
+    #[arg(long, default_value_t = 1000)]
+    feeds: usize,
+    /// Users.
+    #[arg(long, default_value_t = 300)]
+    users: usize,
+    /// Days (day 0 is a Monday).
+    #[arg(long, default_value_t = 28)]
+    days: usize,
+    /// Mean postings per feed per day (log-normally spread over feeds).
+    #[arg(long, default_value_t = 3.4)]
+    posts_per_day: f64,
+    /// Subscriptions per user.
+    #[arg(long, default_value_t = 30)]
+    subs_per_user: usize,
+    /// Accesses per user per day.
+    #[arg(long, default_value_t = 20.0)]
+    accesses_per_user_per_day: f64,
+    /// Weekend posting rate relative to weekdays (1 = no weekly effect).
+    #[arg(long, default_value_t = 0.5)]
+    weekend_factor: f64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn synth(a: SynthArgs) -> Result<()> {
+    if !(a.weekend_factor >= 0.0 && a.weekend_factor.is_finite()) {
+        bail!("--weekend-factor must be a non-negative number");
+    }
+    if !(a.posts_per_day > 0.0 && a.posts_per_day.is_finite()) || a.feeds == 0 || a.days == 0 {
+        bail!("--feeds, --days and --posts-per-day must be positive");
+    }
+    let t = kairos_coordinator::synth::generate(&kairos_coordinator::synth::SynthConfig {
+        feeds: a.feeds,
+        users: a.users,
+        days: a.days,
+        mean_posts_per_day: a.posts_per_day,
+        subs_per_user: a.subs_per_user,
+        accesses_per_user_per_day: a.accesses_per_user_per_day,
+        weekend_factor: a.weekend_factor,
+        seed: a.seed,
+    });
+    kairos_coordinator::synth::write(&t, &a.out)
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    let postings: usize = t.postings.iter().map(Vec::len).sum();
+    println!(
+        "wrote {}: {} feeds, {} users, {} days, {postings} postings, {} accesses",
+        a.out.display(),
+        a.feeds,
+        a.users,
+        a.days,
+        t.accesses.len()
+    );
+    Ok(())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -143,6 +208,7 @@ pub fn run() -> Result<()> {
         Command::Simulate(a) => simulate(a),
         Command::Serve(a) => crate::live::serve(a),
         Command::Standalone(a) => crate::standalone::run(a),
+        Command::Synth(a) => synth(a),
     }
 }
 
@@ -324,6 +390,12 @@ fn plan(a: PlanArgs) -> Result<()> {
     println!("policy / metric       {} / {}", a.policy.name(), c.metric);
     println!("smoothing / slots     {:?} / {}", pc.smoothing, pc.slots);
     println!("exploring feeds       {}", learned.exploring);
+    if learned.week_shapes.iter().sum::<usize>() > 0 {
+        let [d, p, ww, dow] = learned.week_shapes;
+        println!(
+            "weekly shapes         {d} daily, {p} pooled, {ww} weekday/weekend, {dow} day of week"
+        );
+    }
     println!(
         "expected cost         {:.6e} per period ({})",
         plan.expected_cost, c.metric
@@ -408,6 +480,9 @@ struct SimReport {
     train_days: u32,
     test_days: f64,
     smoothing_and_shrinkage: Vec<(String, String, f64)>,
+    /// Weekly periods: feeds with no weekly effect, pooled factors, weekday/weekend, day of
+    /// week.
+    week_shapes: [usize; 4],
     tuning: Vec<(String, Vec<TuneRow>)>,
     rows: Vec<SimRow>,
 }
@@ -433,6 +508,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         train_days: c.train_days,
         test_days: (s.test_end - s.train_end) / DAY,
         smoothing_and_shrinkage: Vec::new(),
+        week_shapes: [0; 4],
         tuning: Vec::new(),
         rows: Vec::new(),
     };
@@ -453,6 +529,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
             shrinkage,
         ));
         report.tuning.push((iv.clone(), rows));
+        report.week_shapes = learned.week_shapes;
         for &policy in &a.policies {
             let pc = PlanConfig {
                 policy,
@@ -571,6 +648,12 @@ fn print_tables(r: &SimReport, a: &SimulateArgs) {
             ),
             None => println!("{iv}: smoothing {sm}, shrinkage {sh} (fixed)"),
         }
+    }
+    if r.week_shapes.iter().sum::<usize>() > 0 {
+        let [d, p, ww, dow] = r.week_shapes;
+        println!(
+            "weekly shapes: {d} feeds daily, {p} pooled, {ww} weekday/weekend, {dow} day of week"
+        );
     }
     let fallbacks: usize = r.rows.iter().map(|x| x.search_fallbacks).sum();
     let nonconvex: usize = r.rows.iter().map(|x| x.nonconvex_feeds).sum();

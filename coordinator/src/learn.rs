@@ -14,10 +14,15 @@
 //! * Reader access rate of a feed: `Σ_{subscribers s} w_s · (app-level accesses of s +
 //!   accesses of s to the feed)` per bin per period; an app-level access counts for every
 //!   subscription of its user.
+//! * A **weekly** period (168 bins) is not learned as 168 free bins — two weeks of training
+//!   leave two postings' worth of evidence per bin for a typical feed. It is the daily model
+//!   scaled per day of the week by factors shrunk toward 1, each feed choosing between no
+//!   weekly effect, weekday/weekend and day-of-week on held-out weeks ([`crate::weekly`]).
 
 use crate::plan::alloc::Level;
 use crate::plan::planner::FeedModel;
 use crate::trace::Trace;
+use crate::weekly;
 
 /// Learning settings.
 #[derive(Clone, Debug)]
@@ -49,10 +54,89 @@ pub struct Learned {
     pub exploring: usize,
     /// Postings inside the training window.
     pub training_postings: usize,
+    /// Weekly periods: feeds that chose no weekly effect, the pooled factors,
+    /// weekday/weekend and day of week ([`weekly::WeekShape`] order).
+    pub week_shapes: [usize; 4],
+}
+
+const DAY: f64 = 86_400.0;
+
+/// Whether `cfg` asks for a weekly model.
+fn is_weekly(cfg: &LearnConfig) -> bool {
+    cfg.bins == 168 && (cfg.period_seconds - 7.0 * DAY).abs() < 1.0
+}
+
+/// The weekly model: the daily one, scaled per day of the week (see the module docs).
+fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
+    let daily = learn(
+        trace,
+        &LearnConfig {
+            period_seconds: DAY,
+            bins: 24,
+            ..cfg.clone()
+        },
+    );
+    let first = (cfg.train_start / DAY).ceil() as usize;
+    let last = (cfg.train_end / DAY).floor() as usize;
+    let mut shapes = [0usize; 4];
+    let mut exploring = 0;
+    let per_feed: Vec<Vec<weekly::Day>> = trace
+        .postings
+        .iter()
+        .map(|posts| {
+            let mut days: Vec<weekly::Day> = (first..last)
+                .map(|i| weekly::Day {
+                    weekday: i % 7,
+                    count: 0.0,
+                    exposure: 1.0,
+                })
+                .collect();
+            for &t in posts {
+                let i = (t / DAY).floor();
+                if i >= first as f64 && i < last as f64 {
+                    days[i as usize - first].count += 1.0;
+                }
+            }
+            days
+        })
+        .collect();
+    let prior = weekly::pooled(&per_feed);
+    let models = daily
+        .models
+        .into_iter()
+        .zip(&per_feed)
+        .map(|(m, days)| {
+            let n = days.iter().map(|d| d.count).sum::<f64>() as usize;
+            let f = weekly::choose(days, &|k| (k + first) / 7, &prior);
+            shapes[f.shape as usize] += 1;
+            // Exploring feeds are held at once a day: seven times a week.
+            let mut min_level = cfg.min_level;
+            if n < cfg.explore_min_postings && min_level < 7 {
+                min_level = 7;
+                exploring += 1;
+            }
+            FeedModel {
+                post_bins: weekly::weekly_bins(&m.post_bins, &f.factors),
+                access_bins: weekly::weekly_bins(&m.access_bins, &[1.0; 7]),
+                min_level,
+                max_level: cfg.max_level.max(min_level),
+                ..m
+            }
+        })
+        .collect();
+    Learned {
+        models,
+        exploring,
+        training_postings: daily.training_postings,
+        week_shapes: shapes,
+    }
 }
 
 /// Learns every feed's model from the trace's training window.
 pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
+    if is_weekly(cfg) {
+        return learn_weekly(trace, cfg);
+    }
     let bins = cfg.bins;
     let bin_len = cfg.period_seconds / bins as f64;
     let periods = ((cfg.train_end - cfg.train_start) / cfg.period_seconds).max(1e-9);
@@ -140,6 +224,7 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
         models,
         exploring,
         training_postings,
+        week_shapes: [0; 4],
     }
 }
 

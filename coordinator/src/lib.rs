@@ -22,3 +22,4 @@ pub mod simulate;
 pub mod store;
 pub mod synth;
 pub mod trace;
+pub mod weekly;
