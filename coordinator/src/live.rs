@@ -58,6 +58,11 @@ pub struct LivePlanArgs {
     /// `0s` leaves hosts uncapped. Default: 1s (the demo farm's loopback hosts: 5ms).
     #[arg(long)]
     pub host_gap: Option<humantime::Duration>,
+    /// Plan over a week: feeds with two or more weeks of history learn day-of-week factors
+    /// (shrunk toward everyone's, chosen per feed on held-out weeks) and schedules repeat
+    /// weekly. Costs about seven times the solve time of a daily plan.
+    #[arg(long)]
+    pub weekly: bool,
     /// Ignore publisher hints (Cache-Control max-age, <ttl>, sy:updatePeriod, skipHours,
     /// skipDays) instead of letting them bound each feed's plan.
     #[arg(long)]
@@ -112,6 +117,7 @@ impl LivePlanArgs {
             window_days: self.window_days,
             shrinkage: self.shrinkage_days,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
+            weekly: self.weekly,
             ..PlannerSettings::default()
         };
         if let Err(e) = planner.validate() {

@@ -54,6 +54,8 @@ pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
 pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
 pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
+/// Gauge `shape`: on weekly plans, feeds by the weekly shape they learned.
+pub const PLAN_WEEK_SHAPE_FEEDS: &str = "kairos_plan_week_shape_feeds";
 /// Gauge `status`: feeds by fetch health.
 pub const FEED_HEALTH: &str = "kairos_feeds";
 /// Counter `event`: feeds that started failing, recovered or answered 410.
@@ -72,6 +74,10 @@ pub fn describe() {
         "Reader access events received, by outcome (accepted or why skipped)."
     );
     describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
+    describe_gauge!(
+        PLAN_WEEK_SHAPE_FEEDS,
+        "Weekly plans: feeds by learned weekly shape (daily, pooled, weekday_weekend, day_of_week)."
+    );
     describe_gauge!(
         FEED_HEALTH,
         "Feeds by fetch health: new, ok, failing (backing off), malformed (for a day or more), gone (410)."
@@ -255,6 +261,14 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
     gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
     gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
+    if let Some(shapes) = p.week_shapes {
+        for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
+            .iter()
+            .zip(shapes)
+        {
+            gauge!(PLAN_WEEK_SHAPE_FEEDS, "shape" => *name).set(n as f64);
+        }
+    }
 }
 
 /// Counts a fetch whose document may have lost postings off its end.

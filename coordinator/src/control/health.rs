@@ -283,16 +283,16 @@ impl Health {
     }
 }
 
-/// Bounds each model's levels (same order as `bounds`): a hint lowers the maximum down to
-/// the floor and no further; a back-off lowers the maximum and the floor with it. Returns
-/// the feeds whose maximum fell.
-pub fn apply_bounds(models: &mut [FeedModel], bounds: &[Bounds]) -> usize {
+/// Bounds each model's levels (same order as `bounds`; levels count per period of
+/// `days_per_period` days): a hint lowers the maximum down to the floor and no further; a
+/// back-off lowers the maximum and the floor with it. Returns the feeds whose maximum fell.
+pub fn apply_bounds(models: &mut [FeedModel], bounds: &[Bounds], days_per_period: f64) -> usize {
     let mut bounded = 0;
     for (m, b) in models.iter_mut().zip(bounds) {
         let Some(per_day) = b.max_per_day else {
             continue;
         };
-        let level = floor_level(per_day, Level::MIN / 4);
+        let level = floor_level(per_day * days_per_period, Level::MIN / 4);
         if b.from_backoff {
             m.max_level = m.max_level.min(level);
             m.min_level = m.min_level.min(m.max_level);
@@ -487,6 +487,7 @@ mod tests {
         let n = apply_bounds(
             &mut models,
             &[hint(6.0), hint(0.5), backoff, Bounds::default()],
+            1.0,
         );
         assert_eq!(n, 3);
         assert_eq!((models[0].min_level, models[0].max_level), (2, 6));
@@ -498,6 +499,10 @@ mod tests {
         // Once every three days: level 2 − 3 = −1.
         assert_eq!((models[2].min_level, models[2].max_level), (-1, -1));
         assert_eq!((models[3].min_level, models[3].max_level), (2, 1440));
+        // On a weekly plan a ttl of 6 h allows 28 a week.
+        let mut week = vec![model(1, 10_080)];
+        apply_bounds(&mut week, &[hint(4.0)], 7.0);
+        assert_eq!(week[0].max_level, 28);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod feedstate;
 pub mod health;
 pub mod hosts;
+pub mod models;
 pub mod readers;
 pub mod relearn;
 

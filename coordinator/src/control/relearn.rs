@@ -17,7 +17,10 @@
 //! [`Replanner`] keeps the optimal policy's state between rounds, so a round where only a
 //! few feeds' models changed re-solves only those feeds ([`crate::plan::planner::replan`]).
 
+#[cfg(test)]
 use super::feedstate::FeedState;
+pub(crate) use super::models::hour_exposure;
+pub use super::models::{models, ModelCounts};
 use super::FeedSpec;
 use crate::plan::alloc::{ceil_level, floor_level, level_rate, AllocError, HostCaps, Level};
 use crate::plan::cost::Metric;
@@ -26,7 +29,9 @@ use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Pol
 use crate::registry::FeedRecord;
 use std::collections::{BTreeMap, HashMap};
 
+#[cfg(test)]
 const DAY_MS: i64 = 86_400_000;
+#[cfg(test)]
 const BINS: usize = 24;
 
 /// How the fetch budget is given.
@@ -74,6 +79,9 @@ pub struct PlannerSettings {
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`PlanOutcome::host_limited`]).
     pub host_fetches_per_day: Option<f64>,
+    /// Plan over a week instead of a day: feeds learn day-of-week factors
+    /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
+    pub weekly: bool,
 }
 
 impl Default for PlannerSettings {
@@ -89,6 +97,7 @@ impl Default for PlannerSettings {
             shrinkage: 1.0,
             explore_min_postings: 3,
             host_fetches_per_day: None,
+            weekly: false,
         }
     }
 }
@@ -107,6 +116,9 @@ impl PlannerSettings {
         }
         if self.slots < 2 || self.slots > 100_000 {
             return Err("slots must be between 2 and 100000".into());
+        }
+        if self.weekly && self.slots > 2880 {
+            return Err("a weekly plan takes at most 2880 slots a day (30 s)".into());
         }
         if !(self.shrinkage >= 0.0 && self.shrinkage.is_finite()) {
             return Err("the shrinkage must be a non-negative number of days".into());
@@ -136,205 +148,47 @@ impl PlannerSettings {
         Ok(())
     }
 
-    fn levels(&self) -> (Level, Level) {
-        let min = ceil_level(self.min_fetches_per_day);
-        let max = match self.max_fetches_per_day {
-            Some(b) => floor_level(b, min),
-            None => self.slots as Level,
+    /// Days in the planning period: 7 for a weekly plan, else 1. Levels, budgets and caps
+    /// inside the planner count per period; everything shown to operators counts per day.
+    pub fn days_per_period(&self) -> f64 {
+        if self.weekly {
+            7.0
+        } else {
+            1.0
         }
-        .min(self.slots as Level);
+    }
+
+    /// Slots of the planning period.
+    pub fn period_slots(&self) -> usize {
+        self.slots * self.days_per_period() as usize
+    }
+
+    /// The lowest and highest level (fetches per period).
+    pub(crate) fn levels(&self) -> (Level, Level) {
+        let d = self.days_per_period();
+        let slots = self.period_slots() as Level;
+        let min = ceil_level(self.min_fetches_per_day * d);
+        let max = match self.max_fetches_per_day {
+            Some(b) => floor_level(b * d, min),
+            None => slots,
+        }
+        .min(slots);
         (min, max)
     }
 
     fn plan_config(&self, feeds: usize) -> PlanConfig {
+        let d = self.days_per_period();
         PlanConfig {
             metric: self.metric,
             policy: self.policy,
             scheduler: Scheduler::Exact,
-            slots: self.slots,
-            period_seconds: 86_400.0,
-            budget: self.budget.per_day(feeds),
-            host_caps: HostCaps::uniform(self.host_fetches_per_day),
+            slots: self.period_slots(),
+            period_seconds: 86_400.0 * d,
+            budget: self.budget.per_day(feeds) * d,
+            host_caps: HostCaps::uniform(self.host_fetches_per_day.map(|h| h * d)),
             smoothing: Smoothing::Linear,
         }
     }
-}
-
-/// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
-/// reader accesses per hourly bin per day.
-pub fn models(
-    feeds: &[FeedRecord],
-    states: &HashMap<String, FeedState>,
-    access_bins: &dyn Fn(&str) -> Vec<f32>,
-    now_ms: i64,
-    s: &PlannerSettings,
-) -> (Vec<FeedModel>, ModelCounts) {
-    let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
-    let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
-    let mut counts = vec![[0.0f64; BINS]; feeds.len()];
-    let mut exposure = vec![[0.0f64; BINS]; feeds.len()];
-    let mut pooled = [0.0f64; BINS];
-    let mut pooled_exposure = [0.0f64; BINS];
-    let mut rates: Vec<f64> = Vec::new();
-    for (f, feed) in feeds.iter().enumerate() {
-        let Some(st) = states.get(&feed.id) else {
-            continue;
-        };
-        let Some(since) = st.observed_since_ms else {
-            continue;
-        };
-        let mut n = 0.0;
-        for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
-            counts[f][bin_of(t)] += 1.0;
-            pooled[bin_of(t)] += 1.0;
-            n += 1.0;
-        }
-        for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
-            // One posting's mass spread evenly over the hours of its interval.
-            let share = hour_exposure(from.max(window_start), to);
-            let total: f64 = share.iter().sum();
-            if total <= 0.0 {
-                continue;
-            }
-            for (b, e) in share.iter().enumerate() {
-                counts[f][b] += e / total;
-                pooled[b] += e / total;
-            }
-            n += 1.0;
-        }
-        exposure[f] = hour_exposure(since.max(window_start), now_ms);
-        for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
-            *p += e;
-        }
-        let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
-        rates.push(n / days);
-    }
-    // The pooled shape: postings per observed hour, so hours nobody has watched yet are
-    // not mistaken for quiet ones.
-    let per_hour: Vec<f64> = pooled
-        .iter()
-        .zip(&pooled_exposure)
-        .map(|(c, e)| if *e > 0.0 { c / e } else { f64::NAN })
-        .collect();
-    let seen: Vec<f64> = per_hour.iter().copied().filter(|v| v.is_finite()).collect();
-    let fill = if seen.is_empty() {
-        1.0
-    } else {
-        seen.iter().sum::<f64>() / seen.len() as f64
-    };
-    let raw: Vec<f64> = per_hour
-        .iter()
-        .map(|v| if v.is_finite() { *v } else { fill })
-        .collect();
-    let total: f64 = raw.iter().sum();
-    let shared: Vec<f64> = if total > 0.0 {
-        raw.iter().map(|c| c / total).collect()
-    } else {
-        vec![1.0 / BINS as f64; BINS]
-    };
-    rates.sort_by(f64::total_cmp);
-    let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
-    let (min_level, max_level) = s.levels();
-    let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let mut decided = ModelCounts::default();
-    let models = feeds
-        .iter()
-        .enumerate()
-        .map(|(f, feed)| {
-            let state = states
-                .get(&feed.id)
-                .filter(|st| st.observed_since_ms.is_some());
-            let n: f64 = counts[f].iter().sum();
-            // The rate, shrunk toward the typical feed's by the same pseudo-days as the
-            // shape: a feed seen for a day or two with one posting is not taken for a quiet
-            // one (the allocator would starve it on noise, and its real postings would wait).
-            let rate = match state {
-                Some(st) => {
-                    let days = st.observed_span_ms(now_ms) as f64 / DAY_MS as f64;
-                    let beta = s.shrinkage.max(1e-3);
-                    (n + beta * typical) / (days + beta)
-                }
-                None => typical,
-            };
-            // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
-            // the feed's rate, over observed days plus those pseudo-days.
-            let beta = s.shrinkage.max(1e-3);
-            let post_bins: Vec<f32> = (0..BINS)
-                .map(|b| {
-                    let prior = rate * shared[b];
-                    ((counts[f][b] + beta * prior) / (exposure[f][b] + beta)) as f32
-                })
-                .collect();
-            let mut lo = min_level;
-            if (n as usize) < s.explore_min_postings && lo < 1 {
-                lo = 1;
-                decided.exploring += 1;
-            }
-            if let Some(floor) = state.and_then(|st| capacity_floor(&post_bins, st)) {
-                if floor > lo {
-                    lo = floor.min(max_level.max(lo));
-                    decided.capacity_floors += 1;
-                }
-            }
-            let next = hosts.len() as u32;
-            FeedModel {
-                weight: feed.weight,
-                post_bins,
-                access_bins: access_bins(&feed.id),
-                min_level: lo,
-                max_level: max_level.max(lo),
-                host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
-            }
-        })
-        .collect();
-    (models, decided)
-}
-
-/// What building the models decided beyond the rates.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ModelCounts {
-    /// Feeds held at a daily fetch until their rate is known.
-    pub exploring: usize,
-    /// Feeds whose minimum was raised so their document does not overflow.
-    pub capacity_floors: usize,
-}
-
-/// Share of a feed's document the postings between two fetches may fill at the feed's
-/// busiest hour: the rest is margin for bursts.
-const DOCUMENT_FILL: f64 = 0.5;
-
-/// The lowest level at which a feed's document holds what it posts between two fetches at
-/// its busiest hour's rate (to [`DOCUMENT_FILL`]), once the document's size is known (so
-/// it acts before postings scroll off, not after). Evenly spaced fetches are assumed: the optimal schedule may space them unevenly, which
-/// the margin absorbs.
-fn capacity_floor(post_bins: &[f32], st: &FeedState) -> Option<Level> {
-    if st.doc_capacity < 2 {
-        return None;
-    }
-    let per_day: f64 = post_bins.iter().map(|&b| b as f64).sum();
-    let peak = post_bins.iter().fold(0.0f64, |m, &b| m.max(b as f64)) * BINS as f64;
-    let rate = peak.max(per_day);
-    Some(ceil_level(rate / (DOCUMENT_FILL * st.doc_capacity as f64)))
-}
-
-/// Days of observation each hour of the day got in `[from, to)` (ms).
-pub(crate) fn hour_exposure(from: i64, to: i64) -> [f64; BINS] {
-    let mut e = [0.0; BINS];
-    if to <= from {
-        return e;
-    }
-    let full = (to - from) / DAY_MS;
-    for v in e.iter_mut() {
-        *v = full as f64;
-    }
-    let hour = DAY_MS / BINS as i64;
-    let mut t = from + full * DAY_MS;
-    while t < to {
-        let end = ((t.div_euclid(hour) + 1) * hour).min(to);
-        e[(t.rem_euclid(DAY_MS) / hour) as usize] += (end - t) as f64 / hour as f64;
-        t = end;
-    }
-    e
 }
 
 /// What one planning round produced.
@@ -516,8 +370,10 @@ impl Replanner {
         host_caps: HashMap<u32, f64>,
     ) -> Result<PlanOutcome, AllocError> {
         let mut cfg = self.settings.plan_config(feeds.len());
+        let days = self.settings.days_per_period();
         for (h, cap) in &host_caps {
-            let cap = cfg.host_caps.default.map_or(*cap, |d| d.min(*cap));
+            let cap = cap * days;
+            let cap = cfg.host_caps.default.map_or(cap, |d| d.min(cap));
             cfg.host_caps.per_host.insert(*h, cap);
         }
         let ids: Vec<String> = feeds.iter().map(|f| f.id.clone()).collect();
@@ -605,11 +461,12 @@ impl Replanner {
                 (f.id.clone(), spec)
             })
             .collect();
+        host_limited.unspent_per_day /= days;
         Ok(PlanOutcome {
             specs,
-            expected_cost: plan.expected_cost,
-            fetches_per_day: plan.fetches_per_period,
-            budget_per_day: cfg.budget,
+            expected_cost: plan.expected_cost / days,
+            fetches_per_day: plan.fetches_per_period / days,
+            budget_per_day: cfg.budget / days,
             resolved,
             fresh,
             host_limited,

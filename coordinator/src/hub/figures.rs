@@ -63,6 +63,8 @@ pub struct PlanFigures {
     pub host_cap_per_day: Option<f64>,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
+    /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
+    pub week_shapes: Option<[usize; 4]>,
 }
 
 /// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a

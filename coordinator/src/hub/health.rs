@@ -289,8 +289,9 @@ pub(super) fn bound_models(
     models: &mut [FeedModel],
     bounds: &[Bounds],
     caps: &HashMap<String, f64>,
+    days_per_period: f64,
 ) -> HashMap<u32, f64> {
-    health::apply_bounds(models, bounds);
+    health::apply_bounds(models, bounds, days_per_period);
     let mut by_index = HashMap::new();
     for (f, m) in feeds.iter().zip(models.iter()) {
         if let (Some(cap), Some(h)) = (caps.get(&f.host), m.host) {

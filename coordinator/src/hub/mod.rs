@@ -649,7 +649,8 @@ impl<B: KvBackend> Hub<B> {
             let mut r = replanner.lock().expect("replanner lock");
             let (mut models, counts) =
                 relearn::models(&feeds, &states, &access_bins, now, r.settings());
-            let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps);
+            let days = r.settings().days_per_period();
+            let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps, days);
             r.plan_with_caps(&feeds, models, caps).map(|o| (o, counts))
         })
         .await
@@ -684,6 +685,7 @@ impl<B: KvBackend> Hub<B> {
             hosts_at_cap: outcome.host_limited.hosts_at_cap,
             host_cap_per_day: self.settings().host_fetches_per_day,
             capacity_floors: counts.capacity_floors,
+            week_shapes: self.settings().weekly.then_some(counts.week_shapes),
         };
         m::record_plan(&figures);
         warn_unspent(&figures, &outcome);

@@ -1,0 +1,404 @@
+//! Live per-feed models from what fetches observed: hourly posting counts over the hours
+//! each feed was watched, shrunk toward the pooled shape; rates shrunk toward the typical
+//! feed's; reader access rates; exploration and document-capacity floors; and, with a weekly
+//! period, day-of-week factors ([`crate::weekly`]) from the days each feed was watched.
+//! The rules are listed in [`super::relearn`].
+
+use super::feedstate::FeedState;
+use super::relearn::PlannerSettings;
+use crate::plan::alloc::ceil_level;
+use crate::plan::planner::FeedModel;
+use crate::registry::FeedRecord;
+use crate::weekly;
+use std::collections::HashMap;
+
+const DAY_MS: i64 = 86_400_000;
+const BINS: usize = 24;
+
+/// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
+/// reader accesses per hourly bin per day.
+pub fn models(
+    feeds: &[FeedRecord],
+    states: &HashMap<String, FeedState>,
+    access_bins: &dyn Fn(&str) -> Vec<f32>,
+    now_ms: i64,
+    s: &PlannerSettings,
+) -> (Vec<FeedModel>, ModelCounts) {
+    let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
+    let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
+    let mut counts = vec![[0.0f64; BINS]; feeds.len()];
+    let mut exposure = vec![[0.0f64; BINS]; feeds.len()];
+    let mut pooled = [0.0f64; BINS];
+    let mut pooled_exposure = [0.0f64; BINS];
+    let mut rates: Vec<f64> = Vec::new();
+    for (f, feed) in feeds.iter().enumerate() {
+        let Some(st) = states.get(&feed.id) else {
+            continue;
+        };
+        let Some(since) = st.observed_since_ms else {
+            continue;
+        };
+        let mut n = 0.0;
+        for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
+            counts[f][bin_of(t)] += 1.0;
+            pooled[bin_of(t)] += 1.0;
+            n += 1.0;
+        }
+        for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
+            // One posting's mass spread evenly over the hours of its interval.
+            let share = hour_exposure(from.max(window_start), to);
+            let total: f64 = share.iter().sum();
+            if total <= 0.0 {
+                continue;
+            }
+            for (b, e) in share.iter().enumerate() {
+                counts[f][b] += e / total;
+                pooled[b] += e / total;
+            }
+            n += 1.0;
+        }
+        exposure[f] = hour_exposure(since.max(window_start), now_ms);
+        for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
+            *p += e;
+        }
+        let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
+        rates.push(n / days);
+    }
+    // The pooled shape: postings per observed hour, so hours nobody has watched yet are
+    // not mistaken for quiet ones.
+    let per_hour: Vec<f64> = pooled
+        .iter()
+        .zip(&pooled_exposure)
+        .map(|(c, e)| if *e > 0.0 { c / e } else { f64::NAN })
+        .collect();
+    let seen: Vec<f64> = per_hour.iter().copied().filter(|v| v.is_finite()).collect();
+    let fill = if seen.is_empty() {
+        1.0
+    } else {
+        seen.iter().sum::<f64>() / seen.len() as f64
+    };
+    let raw: Vec<f64> = per_hour
+        .iter()
+        .map(|v| if v.is_finite() { *v } else { fill })
+        .collect();
+    let total: f64 = raw.iter().sum();
+    let shared: Vec<f64> = if total > 0.0 {
+        raw.iter().map(|c| c / total).collect()
+    } else {
+        vec![1.0 / BINS as f64; BINS]
+    };
+    rates.sort_by(f64::total_cmp);
+    let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
+    let (min_level, max_level) = s.levels();
+    let days_per_period = s.days_per_period();
+    // Weekly plans: each feed's observed days, and the population's day-of-week factors.
+    let watched: Vec<Vec<weekly::Day>> = if s.weekly {
+        feeds
+            .iter()
+            .map(|feed| {
+                states
+                    .get(&feed.id)
+                    .map(|st| watched_days(st, window_start, now_ms))
+                    .unwrap_or_default()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let prior = weekly::pooled(&watched);
+    let mut hosts: HashMap<&str, u32> = HashMap::new();
+    let mut decided = ModelCounts::default();
+    let models = feeds
+        .iter()
+        .enumerate()
+        .map(|(f, feed)| {
+            let state = states
+                .get(&feed.id)
+                .filter(|st| st.observed_since_ms.is_some());
+            let n: f64 = counts[f].iter().sum();
+            // The rate, shrunk toward the typical feed's by the same pseudo-days as the
+            // shape: a feed seen for a day or two with one posting is not taken for a quiet
+            // one (the allocator would starve it on noise, and its real postings would wait).
+            let rate = match state {
+                Some(st) => {
+                    let days = st.observed_span_ms(now_ms) as f64 / DAY_MS as f64;
+                    let beta = s.shrinkage.max(1e-3);
+                    (n + beta * typical) / (days + beta)
+                }
+                None => typical,
+            };
+            // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
+            // the feed's rate, over observed days plus those pseudo-days.
+            let beta = s.shrinkage.max(1e-3);
+            let post_bins: Vec<f32> = (0..BINS)
+                .map(|b| {
+                    let prior = rate * shared[b];
+                    ((counts[f][b] + beta * prior) / (exposure[f][b] + beta)) as f32
+                })
+                .collect();
+            let factors = match watched.get(f) {
+                Some(days) if !days.is_empty() => {
+                    let first = days[0].weekday;
+                    // Days are consecutive from an absolute day whose weekday is `first`.
+                    let chosen = weekly::choose(days, &|k| (k + first) / 7, &prior);
+                    decided.week_shapes[chosen.shape as usize] += 1;
+                    chosen.factors
+                }
+                _ => [1.0; 7],
+            };
+            let mut lo = min_level;
+            // Exploring feeds are fetched at least daily: seven a week on a weekly plan.
+            let explore = ceil_level(days_per_period);
+            if (n as usize) < s.explore_min_postings && lo < explore {
+                lo = explore;
+                decided.exploring += 1;
+            }
+            let busiest_day = if s.weekly {
+                factors.iter().fold(0.0f64, |m, &x| m.max(x))
+            } else {
+                1.0
+            };
+            if let Some(per_day) = state.and_then(|st| capacity_floor(&post_bins, st)) {
+                let floor = ceil_level(per_day * busiest_day * days_per_period);
+                if floor > lo {
+                    lo = floor.min(max_level.max(lo));
+                    decided.capacity_floors += 1;
+                }
+            }
+            let access = access_bins(&feed.id);
+            let (post_bins, access) = if s.weekly {
+                let access = if access.len() == BINS {
+                    weekly::weekly_bins(&access, &[1.0; 7])
+                } else {
+                    access
+                };
+                (weekly::weekly_bins(&post_bins, &factors), access)
+            } else {
+                (post_bins, access)
+            };
+            let next = hosts.len() as u32;
+            FeedModel {
+                weight: feed.weight,
+                post_bins,
+                access_bins: access,
+                min_level: lo,
+                max_level: max_level.max(lo),
+                host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
+            }
+        })
+        .collect();
+    (models, decided)
+}
+
+/// What building the models decided beyond the rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelCounts {
+    /// Feeds held at a daily fetch until their rate is known.
+    pub exploring: usize,
+    /// Feeds whose minimum was raised so their document does not overflow.
+    pub capacity_floors: usize,
+    /// Weekly plans: feeds per [`weekly::WeekShape`] (daily, pooled, weekday/weekend, day
+    /// of week).
+    pub week_shapes: [usize; 4],
+}
+
+/// Share of a feed's document the postings between two fetches may fill at the feed's
+/// busiest hour: the rest is margin for bursts.
+const DOCUMENT_FILL: f64 = 0.5;
+
+/// The lowest level at which a feed's document holds what it posts between two fetches at
+/// its busiest hour's rate (to [`DOCUMENT_FILL`]), once the document's size is known (so
+/// it acts before postings scroll off, not after). Evenly spaced fetches are assumed: the optimal schedule may space them unevenly, which
+/// the margin absorbs.
+fn capacity_floor(post_bins: &[f32], st: &FeedState) -> Option<f64> {
+    if st.doc_capacity < 2 {
+        return None;
+    }
+    let per_day: f64 = post_bins.iter().map(|&b| b as f64).sum();
+    let peak = post_bins.iter().fold(0.0f64, |m, &b| m.max(b as f64)) * BINS as f64;
+    let rate = peak.max(per_day);
+    Some(rate / (DOCUMENT_FILL * st.doc_capacity as f64))
+}
+
+/// The whole days (UTC, counted from the Unix epoch) a feed was watched within the
+/// learning window, with its postings on each: dated ones on their day, spread ones in
+/// proportion to each day's share of their interval; the first and last day count for the
+/// part that was watched.
+fn watched_days(st: &FeedState, window_start: i64, now_ms: i64) -> Vec<weekly::Day> {
+    let Some(since) = st.observed_since_ms.map(|s| s.max(window_start)) else {
+        return Vec::new();
+    };
+    if now_ms <= since {
+        return Vec::new();
+    }
+    let first = since.div_euclid(DAY_MS);
+    let last = (now_ms - 1).div_euclid(DAY_MS);
+    let mut days: Vec<weekly::Day> = (first..=last)
+        .map(|d| {
+            let (lo, hi) = ((d * DAY_MS).max(since), ((d + 1) * DAY_MS).min(now_ms));
+            weekly::Day {
+                weekday: d.rem_euclid(7) as usize,
+                count: 0.0,
+                exposure: (hi - lo).max(0) as f64 / DAY_MS as f64,
+            }
+        })
+        .collect();
+    let index = |t: i64| (t.div_euclid(DAY_MS) - first) as usize;
+    for &t in st.postings_ms.iter().filter(|&&t| t >= since && t < now_ms) {
+        days[index(t)].count += 1.0;
+    }
+    for &(from, to) in &st.spread_ms {
+        let (from, to) = (from.max(since), to.min(now_ms));
+        if to <= from {
+            continue;
+        }
+        let mut t = from;
+        while t < to {
+            let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(to);
+            days[index(t)].count += (end - t) as f64 / (to - from) as f64;
+            t = end;
+        }
+    }
+    days
+}
+
+/// Days of observation each hour of the day got in `[from, to)` (ms).
+pub(crate) fn hour_exposure(from: i64, to: i64) -> [f64; BINS] {
+    let mut e = [0.0; BINS];
+    if to <= from {
+        return e;
+    }
+    let full = (to - from) / DAY_MS;
+    for v in e.iter_mut() {
+        *v = full as f64;
+    }
+    let hour = DAY_MS / BINS as i64;
+    let mut t = from + full * DAY_MS;
+    while t < to {
+        let end = ((t.div_euclid(hour) + 1) * hour).min(to);
+        e[(t.rem_euclid(DAY_MS) / hour) as usize] += (end - t) as f64 / hour as f64;
+        t = end;
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::feedstate::FetchObservation;
+    use crate::control::relearn::Replanner;
+
+    const H: i64 = 3_600_000;
+
+    fn feed(i: usize) -> FeedRecord {
+        FeedRecord {
+            id: format!("f{i}"),
+            url: format!("http://h{i}.test/feed"),
+            host: format!("h{i}.test"),
+            weight: 1.0,
+        }
+    }
+
+    /// Fetched daily at 23:00 for `days` days before `now`; `busy` postings a day at 10:00,
+    /// `quiet` on Saturdays and Sundays (days 2 and 3 of the epoch's Thursday-based week).
+    fn weekend_feed(busy: usize, quiet: usize, days: i64, now: i64) -> FeedState {
+        let mut st = FeedState::default();
+        for d in (0..days).rev() {
+            let day = now / DAY_MS - d;
+            let n = if matches!(day.rem_euclid(7), 2 | 3) {
+                quiet
+            } else {
+                busy
+            };
+            let items = (0..n)
+                .map(|k| {
+                    (
+                        (day * 100 + k as i64) as u64,
+                        Some(day * DAY_MS + 10 * H + k as i64),
+                    )
+                })
+                .collect();
+            st.observe(
+                &FetchObservation {
+                    finished_ms: day * DAY_MS + 23 * H,
+                    answered: true,
+                    new_items: items,
+                    ..Default::default()
+                },
+                28 * DAY_MS,
+            );
+        }
+        st
+    }
+
+    #[test]
+    fn weekly_plans_learn_quiet_weekends_and_count_per_day_outside() {
+        let now = 20_000 * DAY_MS;
+        let feeds: Vec<FeedRecord> = (0..30).map(feed).collect();
+        let states: HashMap<String, FeedState> = feeds
+            .iter()
+            .map(|f| (f.id.clone(), weekend_feed(12, 2, 21, now)))
+            .collect();
+        let s = PlannerSettings {
+            weekly: true,
+            window_days: 28.0,
+            slots: 288,
+            ..PlannerSettings::default()
+        };
+        let (learned, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        assert_eq!(counts.week_shapes[0], 0, "{:?}", counts.week_shapes);
+        let m = &learned[0];
+        assert_eq!(m.post_bins.len(), 168);
+        let day = |d: usize| m.post_bins[d * 24..(d + 1) * 24].iter().sum::<f32>();
+        // Saturday (day 2) against Monday (day 4) of the epoch week.
+        assert!(day(2) < 0.5 * day(4), "{} vs {}", day(2), day(4));
+        assert_eq!(m.min_level, 1, "once a week, counted per week");
+        assert_eq!(m.max_level, 7 * 288);
+        let out = Replanner::new(s.clone()).plan(&feeds, learned).unwrap();
+        assert!((out.budget_per_day - 120.0).abs() < 1e-9);
+        assert!(
+            (out.fetches_per_day - 120.0).abs() < 1.0,
+            "{}",
+            out.fetches_per_day
+        );
+        let spec = &out.specs["f0"];
+        assert_eq!(spec.period_seconds, 7.0 * 86_400.0);
+        let on = |d: f64| {
+            spec.offsets_seconds
+                .iter()
+                .filter(|&&t| t >= d * 86_400.0 && t < (d + 1.0) * 86_400.0)
+                .count()
+        };
+        assert!(
+            on(2.0) < on(4.0),
+            "fewer fetches on the quiet day: {spec:?}"
+        );
+        // The same feeds without a weekend: the daily shape is kept.
+        let flat: HashMap<String, FeedState> = feeds
+            .iter()
+            .map(|f| (f.id.clone(), weekend_feed(12, 12, 21, now)))
+            .collect();
+        let (_, counts) = models(&feeds, &flat, &|_| vec![0.0; BINS], now, &s);
+        assert_eq!(counts.week_shapes[0], 30, "{:?}", counts.week_shapes);
+    }
+
+    #[test]
+    fn watched_days_split_spread_postings_and_partial_days() {
+        let mut st = FeedState {
+            observed_since_ms: Some(10 * DAY_MS + 12 * H),
+            ..FeedState::default()
+        };
+        st.postings_ms.push_back(11 * DAY_MS + H);
+        // One posting known only to lie between 18:00 on day 11 and 06:00 on day 12.
+        st.spread_ms
+            .push_back((11 * DAY_MS + 18 * H, 12 * DAY_MS + 6 * H));
+        let days = watched_days(&st, 0, 12 * DAY_MS + 12 * H);
+        assert_eq!(days.len(), 3);
+        assert_eq!(days[0].exposure, 0.5);
+        assert_eq!(days[1].exposure, 1.0);
+        assert_eq!(days[2].exposure, 0.5);
+        assert_eq!(days[0].weekday, 3, "day 10 of the epoch is a Sunday");
+        assert_eq!(days[1].count, 1.5);
+        assert_eq!(days[2].count, 0.5);
+    }
+}
