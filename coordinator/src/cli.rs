@@ -40,6 +40,9 @@ enum Command {
     Standalone(crate::live::StandaloneArgs),
     /// Write a synthetic trace (for benchmarks and what-if runs).
     Synth(SynthArgs),
+    /// Drive the live hub with a recorded trace on a virtual clock; report each day next to
+    /// uniform polling and an offline plan.
+    Replay(crate::replay_cmd::ReplayArgs),
 }
 
 /// Options of `synth`.
@@ -209,6 +212,7 @@ pub fn run() -> Result<()> {
         Command::Serve(a) => crate::live::serve(a),
         Command::Standalone(a) => crate::standalone::run(a),
         Command::Synth(a) => synth(a),
+        Command::Replay(a) => crate::replay_cmd::replay_cmd(a),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod learn;
 pub mod metrics;
 pub mod plan;
 pub mod registry;
+pub mod replay;
 pub mod server;
 pub mod shard;
 pub mod simulate;

@@ -2,10 +2,12 @@
 //!
 //! Offline subcommands for capacity planning: `plan` (trace in, schedule out) and
 //! `simulate` (train on the first days of a trace, replay the rest, compare policies);
-//! `serve` runs the gRPC API.
+//! `synth` writes synthetic traces; `replay` drives the live hub with a trace on a virtual
+//! clock; `serve` runs the gRPC API and `standalone` adds in-process workers.
 
 mod cli;
 mod live;
+mod replay_cmd;
 mod standalone;
 
 use std::process::ExitCode;

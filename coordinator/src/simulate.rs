@@ -111,11 +111,72 @@ impl Realized {
 
 /// Replays postings and accesses in `[start, end)` against the schedules.
 pub fn replay(trace: &Trace, schedules: &[FeedSchedule], start: f64, end: f64) -> Realized {
+    let fetches = schedules
+        .iter()
+        .map(|s| s.fetches_between(start, end))
+        .sum();
+    replay_with(
+        trace,
+        &|f, t| schedules[f].next_fetch(t),
+        &|f, t| schedules[f].last_fetch(t),
+        fetches,
+        start,
+        end,
+    )
+}
+
+/// Replays postings and accesses in `[start, end)` against fetch logs: each feed's actual
+/// fetch times (seconds from the trace start, ascending), as a live run made them. A
+/// posting no fetch followed is left out of the delays and counted in `undiscovered`.
+pub fn replay_log(trace: &Trace, logs: &[Vec<f64>], start: f64, end: f64) -> (Realized, usize) {
+    let next = |f: usize, t: f64| {
+        let l = &logs[f];
+        l.get(l.partition_point(|&x| x < t))
+            .copied()
+            .unwrap_or(f64::INFINITY)
+    };
+    let last = |f: usize, t: f64| {
+        let l = &logs[f];
+        match l.partition_point(|&x| x < t) {
+            0 => f64::NEG_INFINITY,
+            i => l[i - 1],
+        }
+    };
+    let fetches = logs
+        .iter()
+        .map(|l| (l.partition_point(|&x| x < end) - l.partition_point(|&x| x < start)) as u64)
+        .sum();
+    let undiscovered = trace
+        .postings
+        .iter()
+        .enumerate()
+        .map(|(f, p)| {
+            p.iter()
+                .filter(|&&t| t >= start && t < end && next(f, t).is_infinite())
+                .count()
+        })
+        .sum();
+    (
+        replay_with(trace, &next, &last, fetches, start, end),
+        undiscovered,
+    )
+}
+
+fn replay_with(
+    trace: &Trace,
+    next_fetch: &dyn Fn(usize, f64) -> f64,
+    last_fetch: &dyn Fn(usize, f64) -> f64,
+    fetches: u64,
+    start: f64,
+    end: f64,
+) -> Realized {
     let mut delays: Vec<f64> = Vec::new();
     for (f, posts) in trace.postings.iter().enumerate() {
-        let s = &schedules[f];
         for &ts in posts.iter().filter(|&&t| t >= start && t < end) {
-            delays.push(s.next_fetch(ts) - ts);
+            let d = next_fetch(f, ts) - ts;
+            if d.is_finite() {
+                delays.push(d);
+            }
         }
     }
     let mut r = Realized {
@@ -134,7 +195,7 @@ pub fn replay(trace: &Trace, schedules: &[FeedSchedule], start: f64, end: f64) -
     }
     let (mut missed, mut age) = (0.0f64, 0.0f64);
     let one = |f: usize, t: f64, missed: &mut f64, age: &mut f64| {
-        let last = schedules[f].last_fetch(t);
+        let last = last_fetch(f, t);
         let posts = &trace.postings[f];
         let lo = posts.partition_point(|&x| x <= last);
         let hi = posts.partition_point(|&x| x <= t);
@@ -160,10 +221,7 @@ pub fn replay(trace: &Trace, schedules: &[FeedSchedule], start: f64, end: f64) -
         r.missed_per_access = missed / r.accesses as f64;
         r.access_delay_min_per_access = age / r.accesses as f64 / 60.0;
     }
-    r.fetches = schedules
-        .iter()
-        .map(|s| s.fetches_between(start, end))
-        .sum();
+    r.fetches = fetches;
     r
 }
 

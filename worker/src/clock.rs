@@ -4,6 +4,7 @@
 //! Demos and tests compress a day into minutes with it; production uses scale 1 and the
 //! current time as origin.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A possibly time-compressed clock.
@@ -12,6 +13,8 @@ pub struct SimClock {
     wall_origin: Instant,
     sim_origin_ms: i64,
     scale: f64,
+    /// A virtual clock set by its owner (replays), instead of one that follows the wall.
+    manual: Option<&'static AtomicI64>,
 }
 
 impl SimClock {
@@ -25,6 +28,32 @@ impl SimClock {
             wall_origin: Instant::now(),
             sim_origin_ms,
             scale,
+            manual: None,
+        }
+    }
+
+    /// A virtual clock that reads `start_ms` until [`SimClock::set_ms`] moves it: replays
+    /// drive the live code through simulated days as fast as it computes. (Each such clock
+    /// keeps eight bytes for the life of the process.)
+    pub fn manual(start_ms: i64) -> SimClock {
+        let cell: &'static AtomicI64 = Box::leak(Box::new(AtomicI64::new(start_ms)));
+        SimClock {
+            wall_origin: Instant::now(),
+            sim_origin_ms: start_ms,
+            scale: 1.0,
+            manual: Some(cell),
+        }
+    }
+
+    /// Sets a manual clock (and every copy of it) to `ms`; it never goes back. Returns
+    /// false on a wall-driven clock, which cannot be set.
+    pub fn set_ms(&self, ms: i64) -> bool {
+        match self.manual {
+            Some(cell) => {
+                cell.fetch_max(ms, Ordering::SeqCst);
+                true
+            }
+            None => false,
         }
     }
 
@@ -69,6 +98,9 @@ impl SimClock {
 
     /// Current simulated time, Unix ms.
     pub fn now_ms(&self) -> i64 {
+        if let Some(cell) = self.manual {
+            return cell.load(Ordering::SeqCst);
+        }
         self.sim_origin_ms + (self.wall_origin.elapsed().as_secs_f64() * 1000.0 * self.scale) as i64
     }
 
@@ -99,6 +131,18 @@ mod tests {
             "{wall:?}"
         );
         assert_eq!(c.wall_until(0), Duration::ZERO);
+    }
+
+    #[test]
+    fn manual_clocks_move_only_when_set_and_never_back() {
+        let c = SimClock::manual(1_000);
+        let copy = c;
+        assert_eq!(c.now_ms(), 1_000);
+        assert!(c.set_ms(5_000));
+        assert_eq!(copy.now_ms(), 5_000);
+        c.set_ms(4_000);
+        assert_eq!(c.now_ms(), 5_000);
+        assert!(!SimClock::new(0, 1.0).set_ms(1));
     }
 
     #[test]

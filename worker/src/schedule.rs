@@ -95,6 +95,8 @@ pub struct Schedule {
     last_out: HashMap<String, i64>,
     /// Feeds with an expedited fetch not yet handed out (it survives re-assignment).
     expedited: std::collections::HashSet<String>,
+    /// Feeds whose queued fetch is a catch-up between the plan's times (see `first_due`).
+    off_plan: std::collections::HashSet<String>,
     min_host_gap_ms: i64,
     applied: u64,
     generation: u64,
@@ -190,27 +192,44 @@ impl Schedule {
                 now_ms,
                 f.feed_id.clone(),
             )));
-        } else if let Some(due) = self.first_due(&f, now_ms) {
+        } else if let Some((due, on_plan)) = self.first_due(&f, now_ms) {
+            if on_plan {
+                self.off_plan.remove(&f.feed_id);
+            } else {
+                self.off_plan.insert(f.feed_id.clone());
+            }
             self.heap
                 .push(Reverse((due, self.generation, due, f.feed_id.clone())));
         }
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
     }
 
-    /// A re-assigned feed's first fetch: its next planned time, unless the feed was fetched
-    /// within the first half of the new plan's gap before that time (the old plan already
-    /// served that gap), in which case the one after. This keeps replans from spending
-    /// fetches the plan does not have.
-    fn first_due(&self, f: &FeedTimes, now_ms: i64) -> Option<i64> {
+    /// A re-assigned feed's first fetch, and whether it is one of the plan's times. The
+    /// plan changes every replan while the models learn, and a new plan's times are not the
+    /// old one's: taken naively, a slot the new plan moved earlier than now is lost, and one
+    /// it put right after a fetch just made is an extra fetch. So, with `gap` the new plan's
+    /// spacing around its next time:
+    /// * a next time within the first half of the gap after the last fetch is skipped (the
+    ///   old plan already served that gap);
+    /// * a feed whose last fetch is a whole gap ago before the next time is overdue: it is
+    ///   fetched at `last + gap` (or now), off the plan, and the plan's next time after
+    ///   that catch-up is again subject to the half-gap rule ([`Schedule::pop_due`]).
+    ///
+    /// Both keep replans from spending fetches the plan does not have, or losing ones it has.
+    fn first_due(&self, f: &FeedTimes, now_ms: i64) -> Option<(i64, bool)> {
         let next = f.next_after(now_ms - 1)?;
         let Some(&last) = self.last_out.get(&f.feed_id) else {
-            return Some(next);
+            return Some((next, true));
         };
         let gap = next - f.prev_before(next)?;
         if next - last < gap / 2 {
-            f.next_after(next)
+            return f.next_after(next).map(|t| (t, true));
+        }
+        let catch_up = last + gap;
+        if catch_up < next {
+            Some((catch_up.max(now_ms), false))
         } else {
-            Some(next)
+            Some((next, true))
         }
     }
 
@@ -266,7 +285,17 @@ impl Schedule {
                 .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
             self.expedited.remove(&id);
             self.last_out.insert(id.clone(), now_ms);
-            if let Some(next) = times.next_after(planned) {
+            let mut next = times.next_after(planned);
+            if self.off_plan.remove(&id) {
+                // After a catch-up, the plan's next time within half its gap is skipped.
+                if let Some(n) = next {
+                    let gap = times.prev_before(n).map_or(0, |p| n - p);
+                    if n - now_ms < gap / 2 {
+                        next = times.next_after(n);
+                    }
+                }
+            }
+            if let Some(next) = next {
                 self.heap
                     .push(Reverse((next, generation, next, id.clone())));
             }
@@ -317,6 +346,40 @@ mod tests {
             vec![500, 1500, 2500],
             "one chain, no duplicate"
         );
+    }
+
+    #[test]
+    fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(1, vec![feed("a", "h", &[100, 600], 1000)], 0)
+            .unwrap();
+        assert_eq!(s.pop_due(100).len(), 1);
+        // At 550 the new plan moves the 600 slot to 500 (behind now): without a catch-up
+        // the next fetch would be at 1000, 900 after the last.
+        s.apply_delta(2, vec![feed("a", "h", &[0, 500], 1000)], &[], 550)
+            .unwrap();
+        let planned = |s: &mut Schedule, t| -> Vec<i64> {
+            s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+        };
+        // Due again at 600 (last fetch 100 + the new gap 500): fetched then, off the plan.
+        assert_eq!(planned(&mut s, 599), Vec::<i64>::new());
+        assert_eq!(planned(&mut s, 600), vec![600]);
+        // The plan's 1000 slot is 400 after the catch-up, more than half the gap: kept.
+        assert_eq!(planned(&mut s, 1000), vec![1000]);
+        assert_eq!(planned(&mut s, 1500), vec![1500]);
+        // At 2950 the plan becomes [300, 800]: next slot 3300, gap 500, and the last
+        // fetch (1500) is more than a gap before it: caught up at once.
+        s.apply_delta(3, vec![feed("a", "h", &[300, 800], 1000)], &[], 2950)
+            .unwrap();
+        assert_eq!(planned(&mut s, 2950), vec![2950]);
+        // The 3300 slot is 350 after the catch-up, over half the gap: kept.
+        assert_eq!(planned(&mut s, 3300), vec![3300]);
+        // At 3400 the plan becomes [420, 900]: the 3420 slot is 120 after the last fetch,
+        // within half its gap (520): skipped; the 3900 one follows.
+        s.apply_delta(4, vec![feed("a", "h", &[420, 900], 1000)], &[], 3400)
+            .unwrap();
+        assert_eq!(planned(&mut s, 3899), Vec::<i64>::new());
+        assert_eq!(planned(&mut s, 3900), vec![3900]);
     }
 
     #[test]

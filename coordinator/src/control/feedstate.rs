@@ -188,11 +188,21 @@ impl FeedState {
         self.postings_ms.len() + self.spread_ms.len()
     }
 
-    /// Observed span in ms up to `now_ms` (0 before the first answered fetch).
+    /// Observed span in ms: from the start of the observations to the last answered fetch
+    /// (capped at `now_ms`; 0 before the first answer). Postings published since the last
+    /// fetch cannot have been seen yet, so the time after it is not observed: counting it
+    /// would read the hours since the last fetch as quiet ones, and a plan that then avoids
+    /// those hours would never see them.
     pub fn observed_span_ms(&self, now_ms: i64) -> i64 {
-        self.observed_since_ms
-            .map(|s| (now_ms - s).max(0))
-            .unwrap_or(0)
+        match (self.observed_since_ms, self.observed_until_ms(now_ms)) {
+            (Some(s), Some(u)) => (u - s).max(0),
+            _ => 0,
+        }
+    }
+
+    /// End of the observed span: the last answered fetch, capped at `now_ms`.
+    pub fn observed_until_ms(&self, now_ms: i64) -> Option<i64> {
+        self.last_answered_ms.map(|a| a.min(now_ms))
     }
 }
 
@@ -272,6 +282,11 @@ mod tests {
         assert!(o.model_changed, "old postings left the window");
         assert_eq!(s.postings_ms.front(), Some(&(80 * H)));
         assert_eq!(s.observed_span_ms(320 * H), 240 * H);
+        assert_eq!(
+            s.observed_span_ms(330 * H),
+            240 * H,
+            "nothing after the last fetch has been observed"
+        );
     }
 
     #[test]

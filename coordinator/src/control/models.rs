@@ -57,7 +57,8 @@ pub fn models(
             }
             n += 1.0;
         }
-        exposure[f] = hour_exposure(since.max(window_start), now_ms);
+        let until = st.observed_until_ms(now_ms).unwrap_or(since);
+        exposure[f] = hour_exposure(since.max(window_start), until);
         for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
             *p += e;
         }
@@ -98,7 +99,10 @@ pub fn models(
             .map(|feed| {
                 states
                     .get(&feed.id)
-                    .map(|st| watched_days(st, window_start, now_ms))
+                    .and_then(|st| {
+                        let until = st.observed_until_ms(now_ms)?;
+                        Some(watched_days(st, window_start, until))
+                    })
                     .unwrap_or_default()
             })
             .collect()

@@ -237,6 +237,40 @@ fn phase(feed_index: usize, span: usize) -> usize {
     (x % span.max(1) as u64) as usize
 }
 
+/// Whether a feed's model is the same at every hour (posting and access rates): any
+/// rotation of its schedule costs the same.
+fn is_flat(feed: &FeedModel) -> bool {
+    let flat = |b: &[f32]| {
+        let (lo, hi) = b
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            });
+        b.is_empty() || hi - lo <= 1e-6 * hi.abs().max(1e-12)
+    };
+    flat(&feed.post_bins) && flat(&feed.access_bins)
+}
+
+/// Rotates a flat feed's schedule by its phase: the solver gives every flat feed the same
+/// times (all equally good), and a cold start — every feed still at the same prior — would
+/// otherwise fetch them all in the same minutes and leave the rest of the day unwatched.
+fn spread(mut plan: FeedPlan, index: usize, n: usize) -> FeedPlan {
+    if plan.slots.is_empty() || n == 0 {
+        return plan;
+    }
+    let span = if plan.level >= 1 {
+        n / plan.slots.len().min(n)
+    } else {
+        n
+    };
+    let r = phase(index.wrapping_mul(7919), span.max(1)) as u32;
+    for s in plan.slots.iter_mut() {
+        *s = (*s + r) % n as u32;
+    }
+    plan.slots.sort_unstable();
+    plan
+}
+
 /// Closed-form score of a feed for the metric (see [`super::alloc`]).
 pub fn closed_form_score(feed: &FeedModel, metric: Metric) -> f64 {
     let lp: f64 = feed.post_bins.iter().map(|&b| b as f64).sum();
@@ -484,9 +518,14 @@ fn assemble(
                 Reuse::Previous { curves, .. } | Reuse::Curves(curves) => Some(curves),
                 Reuse::Nothing => None,
             };
-            match curves.and_then(|c| c[i].get(level)) {
+            let (plan, fell_back) = match curves.and_then(|c| c[i].get(level)) {
                 Some(p) => (feed_plan(i, level, p.slots.to_vec(), p.cost), false),
                 None => schedule_feed(i, feed, level, cfg, optimize_times, s),
+            };
+            if optimize_times && is_flat(feed) {
+                (spread(plan, i, cfg.slots), fell_back)
+            } else {
+                (plan, fell_back)
             }
         })
         .collect();

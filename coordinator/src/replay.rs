@@ -1,0 +1,255 @@
+//! The live coordinator on a recorded trace, on a virtual clock: what `standalone` would do
+//! with the trace's feeds and readers, from an empty store, in seconds instead of weeks.
+//!
+//! The real [`Hub`] (registry, report ingest, relearning, incremental replanning, access
+//! statistics) runs over an in-memory store with a manual clock, and the worker's own
+//! [`Schedule`] decides when each feed is fetched: once at first sight, then at the times of
+//! the hub's current plan, applied as deltas at each replan. This driver plays the rest of
+//! the worker: it answers each fetch with the feed's document at
+//! that moment — its last `document_items` postings of the trace, dated, with stable ids —
+//! through the same report path real workers use. Reader accesses of the trace reach the hub
+//! at their times. Replans happen every `replan_every` simulated seconds.
+//!
+//! What it leaves out: HTTP and politeness timing (fetches happen exactly on time, so
+//! lateness is zero), failures, and conditional GETs. Its measure is the fetch log: every
+//! posting waits until the first fetch after it, as in [`crate::simulate::replay`], so the
+//! live figures sit next to uniform polling and an offline plan on the same days.
+
+use crate::access::AccessEvent;
+use crate::control::cluster::ClusterConfig;
+use crate::control::relearn::PlannerSettings;
+use crate::hub::{Hub, HubConfig};
+use crate::store::memory::MemoryBackend;
+use crate::trace::Trace;
+use kairos_proto::v1 as pb;
+use kairos_worker::clock::SimClock;
+use kairos_worker::schedule::{FeedTimes, Schedule};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Unix ms of the trace's time 0: Monday 2026-03-02 00:00 UTC, so trace day 0 is a Monday
+/// for the weekly model (whose days count from the Unix epoch).
+pub const TRACE_ORIGIN_MS: i64 = 1_772_409_600_000;
+
+/// Replay settings.
+#[derive(Clone, Debug)]
+pub struct ReplayConfig {
+    /// The live planner's settings.
+    pub planner: PlannerSettings,
+    /// Simulated seconds between replans.
+    pub replan_every: f64,
+    /// Items a feed's document holds.
+    pub document_items: usize,
+    /// Simulated seconds to replay from the trace start.
+    pub duration: f64,
+}
+
+/// What the replay did: each feed's fetch times (seconds from the trace start).
+#[derive(Clone, Debug, Default)]
+pub struct ReplayLog {
+    /// Fetch times per feed, ascending.
+    pub fetches: Vec<Vec<f64>>,
+    /// Replans made.
+    pub replans: usize,
+    /// Fetches reported.
+    pub reports: u64,
+    /// Postings the hub ingested.
+    pub postings_ingested: u64,
+    /// The hub's own realized average delay over trusted postings, minutes.
+    pub hub_avg_delay_min: f64,
+}
+
+fn item_id(feed: usize, index: usize) -> u64 {
+    ((feed as u64) << 32) ^ index as u64 ^ 0x9e37_79b9_7f4a_7c15
+}
+
+/// Runs the hub over `trace` as configured. Needs a multi-threaded tokio runtime (the
+/// solve runs on the blocking pool).
+pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog> {
+    let ms = |t: f64| TRACE_ORIGIN_MS + (t * 1000.0) as i64;
+    let clock = SimClock::manual(TRACE_ORIGIN_MS);
+    let store = Arc::new(MemoryBackend::new());
+    let hub = Hub::open(
+        store,
+        clock,
+        HubConfig {
+            cluster: ClusterConfig {
+                // The replay's single worker never loses its lease in wall time.
+                lease: Duration::from_secs(3600),
+                heartbeat: Duration::from_secs(60),
+                ..ClusterConfig::default()
+            },
+            planner: cfg.planner.clone(),
+            replan_interval: Duration::from_secs(3600),
+            health: Default::default(),
+        },
+    )
+    .await?;
+    let ids: Vec<String> = trace.feeds.iter().map(|f| f.id.clone()).collect();
+    for (f, row) in trace.feeds.iter().enumerate() {
+        // One politeness group per feed unless the trace names hosts.
+        let host = row.host.clone().unwrap_or_else(|| format!("h{f}"));
+        hub.registry
+            .add_feed(
+                Some(&row.id),
+                &format!("http://{host}.replay.invalid/{}", row.id),
+                row.weight,
+            )
+            .await?;
+        hub.access.lock().expect("access lock").set_feed(&row.id);
+    }
+    for (u, (id, w)) in trace.users.iter().enumerate() {
+        hub.registry.add_user(id, *w).await?;
+        hub.access
+            .lock()
+            .expect("access lock")
+            .set_user(id, *w as f32);
+        for &f in &trace.subscriptions[u] {
+            hub.registry.subscribe(id, &ids[f as usize]).await?;
+        }
+    }
+    let (worker, _) = hub.register("replay", 1.0)?;
+
+    let mut log = ReplayLog {
+        fetches: vec![Vec::new(); trace.feeds.len()],
+        ..ReplayLog::default()
+    };
+    let index: std::collections::HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(f, id)| (id.as_str(), f))
+        .collect();
+    // The worker's own schedule: first-sight fetches, replans applied as deltas, a slot
+    // right after a fetch just made skipped, an overdue feed caught up.
+    let mut schedule = Schedule::new(0);
+    let mut specs: Vec<Option<crate::control::FeedSpec>> = vec![None; trace.feeds.len()];
+    let mut version = 0u64;
+    let mut reported = vec![0usize; trace.feeds.len()];
+    let end_ms = (cfg.duration * 1000.0) as i64;
+    let step_ms = (cfg.replan_every * 1000.0) as i64;
+    let mut next_replan = 0i64;
+    let mut access_i = 0usize;
+    let mut seq = 0u64;
+    loop {
+        let next_fetch = schedule
+            .next_due()
+            .map(|t| t - TRACE_ORIGIN_MS)
+            .unwrap_or(i64::MAX);
+        let next_access = trace
+            .accesses
+            .get(access_i)
+            .map(|a| (a.ts * 1000.0) as i64)
+            .unwrap_or(i64::MAX);
+        // At equal times the replan goes first.
+        let t = next_fetch.min(next_access).min(next_replan);
+        if t >= end_ms {
+            break;
+        }
+        let now = TRACE_ORIGIN_MS + t;
+        clock.set_ms(now);
+        if t == next_replan {
+            next_replan += step_ms;
+            hub.heartbeat(&worker, 0)?;
+            hub.replan().await?;
+            log.replans += 1;
+            let mut upserts = Vec::new();
+            for (f, id) in ids.iter().enumerate() {
+                let spec = hub.feed_spec(id);
+                if spec == specs[f] {
+                    continue;
+                }
+                if let Some(s) = &spec {
+                    upserts.push(FeedTimes {
+                        feed_id: s.id.clone(),
+                        host: s.host.clone(),
+                        offsets_ms: s
+                            .offsets_seconds
+                            .iter()
+                            .map(|o| (o * 1000.0).round() as i64)
+                            .collect(),
+                        period_ms: (s.period_seconds * 1000.0).round() as i64,
+                        origin_ms: s.origin_unix_ms,
+                    });
+                }
+                specs[f] = spec;
+            }
+            version += 1;
+            let first = version == 1;
+            let fresh: Vec<String> = upserts.iter().map(|u| u.feed_id.clone()).collect();
+            schedule.apply_delta(version, upserts, &[], now)?;
+            if first {
+                // First sight: every feed once, spread over the first minute.
+                for (i, id) in fresh.iter().enumerate() {
+                    schedule.expedite(id, now + i as i64 * 60_000 / fresh.len().max(1) as i64);
+                }
+            }
+            continue;
+        }
+        if t == next_access {
+            let a = &trace.accesses[access_i];
+            access_i += 1;
+            hub.record_access(&[AccessEvent {
+                user_id: trace.users[a.user as usize].0.clone(),
+                feed_id: a.feed.map(|f| ids[f as usize].clone()).unwrap_or_default(),
+                unix_ms: ms(a.ts),
+            }]);
+            continue;
+        }
+        for due in schedule.pop_due(now) {
+            let Some(&f) = index.get(due.feed_id.as_str()) else {
+                continue;
+            };
+            // The document now: the newest `document_items` postings published so far.
+            let posts = &trace.postings[f];
+            let upto = posts.partition_point(|&p| p * 1000.0 <= t as f64);
+            let from = upto.saturating_sub(cfg.document_items);
+            let fresh = reported[f].max(from);
+            let new_postings: Vec<pb::Posting> = (fresh..upto)
+                .map(|i| pb::Posting {
+                    item_id_hash: item_id(f, i),
+                    link: String::new(),
+                    title: String::new(),
+                    published_unix_ms: Some(ms(posts[i])),
+                    discovered_unix_ms: now,
+                })
+                .collect();
+            reported[f] = upto;
+            seq += 1;
+            let report = pb::FetchReport {
+                feed_id: ids[f].clone(),
+                outcome: pb::FetchOutcome::Ok as i32,
+                http_status: 200,
+                scheduled_unix_ms: due.planned_ms,
+                started_unix_ms: now,
+                finished_unix_ms: now,
+                new_postings,
+                items_in_document: (upto - from) as u32,
+                ..Default::default()
+            };
+            let ack = hub
+                .handle_reports(
+                    &worker,
+                    vec![pb::ReportMessage {
+                        worker_id: worker.clone(),
+                        seq,
+                        epoch: 0,
+                        body: Some(pb::report_message::Body::Fetch(report)),
+                    }],
+                )
+                .await?;
+            if !ack.rejected.is_empty() {
+                anyhow::bail!("the hub refused a replayed report: {:?}", ack.rejected);
+            }
+            log.reports += 1;
+            log.fetches[f].push(t as f64 / 1000.0);
+        }
+    }
+    let totals = hub.totals();
+    log.postings_ingested = totals.postings_new;
+    log.hub_avg_delay_min = if totals.delay_count > 0 {
+        totals.delay_sum_ms / totals.delay_count as f64 / 60_000.0
+    } else {
+        0.0
+    };
+    Ok(log)
+}
