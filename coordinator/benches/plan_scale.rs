@@ -182,6 +182,7 @@ fn main() {
         subs_per_user: 30,
         accesses_per_user_per_day: 20.0,
         weekend_factor: 0.5,
+        hosts: 0,
         seed: 7,
     });
     let postings: usize = synth.postings.iter().map(Vec::len).sum();

@@ -72,6 +72,9 @@ struct SynthArgs {
     /// Weekend posting rate relative to weekdays (1 = no weekly effect).
     #[arg(long, default_value_t = 0.5)]
     weekend_factor: f64,
+    /// Hosts the feeds share, round robin (0 = no host column).
+    #[arg(long, default_value_t = 0)]
+    hosts: usize,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -92,6 +95,7 @@ fn synth(a: SynthArgs) -> Result<()> {
         subs_per_user: a.subs_per_user,
         accesses_per_user_per_day: a.accesses_per_user_per_day,
         weekend_factor: a.weekend_factor,
+        hosts: a.hosts,
         seed: a.seed,
     });
     kairos_coordinator::synth::write(&t, &a.out)

@@ -54,6 +54,11 @@ pub struct ReplayArgs {
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
+    /// Cap on the fetches per day of one host (the trace's `host` column), live and in the
+    /// references: the host-limited case, where uniform polling runs at the rate the hosts
+    /// allow.
+    #[arg(long)]
+    max_fetches_per_host_per_day: Option<f64>,
     /// Write the per-day figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -97,6 +102,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         slots: a.slots,
         shrinkage: a.shrinkage_days,
         weekly: a.weekly,
+        host_fetches_per_day: a.max_fetches_per_host_per_day,
         ..PlannerSettings::default()
     };
     planner.validate().map_err(anyhow::Error::msg)?;
@@ -142,7 +148,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         slots: a.slots,
         period_seconds: DAY,
         budget,
-        host_caps: HostCaps::uniform(None),
+        host_caps: HostCaps::uniform(a.max_fetches_per_host_per_day),
         smoothing: Smoothing::Linear,
     };
     let schedules = |models: &[_], policy| -> Result<Vec<FeedSchedule>> {

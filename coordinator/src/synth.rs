@@ -27,6 +27,9 @@ pub struct SynthConfig {
     /// Posting rate on Saturdays and Sundays relative to weekdays (day 0 is a Monday); 1
     /// for no weekly effect.
     pub weekend_factor: f64,
+    /// Politeness groups the feeds share (feed `f` on host `h{f mod hosts}`); 0 leaves the
+    /// trace without hosts.
+    pub hosts: usize,
     /// Random seed.
     pub seed: u64,
 }
@@ -88,7 +91,7 @@ pub fn generate(cfg: &SynthConfig) -> Trace {
         feeds.push(FeedRow {
             id: format!("f{f}"),
             weight: 1.0,
-            host: None,
+            host: (cfg.hosts > 0).then(|| format!("h{}", f % cfg.hosts)),
         });
         postings.push(ts);
     }
@@ -220,6 +223,7 @@ mod tests {
             subs_per_user: 4,
             accesses_per_user_per_day: 5.0,
             weekend_factor: 0.5,
+            hosts: 4,
             seed: 3,
         });
         let dir = std::env::temp_dir().join(format!("kairos-synth-{}", std::process::id()));
@@ -227,6 +231,7 @@ mod tests {
         let back = Trace::load(&dir).unwrap();
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(back.feeds.len(), 20);
+        assert_eq!(back.feeds[5].host.as_deref(), Some("h1"));
         assert_eq!(
             back.postings.iter().map(Vec::len).sum::<usize>(),
             t.postings.iter().map(Vec::len).sum::<usize>()
