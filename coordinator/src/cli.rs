@@ -112,6 +112,12 @@ fn synth(a: SynthArgs) -> Result<()> {
     Ok(())
 }
 
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum LearnerArg {
+    Offline,
+    Live,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum PeriodArg {
     Day,
@@ -168,6 +174,12 @@ struct Common {
     /// Feeds with fewer training postings are fetched at least once a period.
     #[arg(long, default_value_t = 3)]
     explore_min_postings: usize,
+    /// Which learner builds the models: `offline` (this command's own, with smoothing and
+    /// shrinkage tuned on held-out days) or `live` (the live relearner's rules, as `serve`
+    /// and `replay` learn; `--shrinkage` is then in pseudo-days, default 1, and smoothing is
+    /// linear, as live).
+    #[arg(long, value_enum, default_value = "offline")]
+    learner: LearnerArg,
 }
 
 #[derive(Args)]
@@ -330,6 +342,29 @@ fn learn_tuned(
             _ => bail!("--shrinkage must be `auto` or a non-negative number, got `{other}`"),
         },
     };
+    if c.learner == LearnerArg::Live {
+        let settings = kairos_coordinator::control::relearn::PlannerSettings {
+            metric: c.metric,
+            min_fetches_per_day: c.min_fetches_per_day,
+            max_fetches_per_day: c.max_fetches_per_day,
+            slots: (c.slots as f64 / s.days_per_period).round().max(2.0) as usize,
+            shrinkage: fixed_shrinkage.unwrap_or(1.0),
+            explore_min_postings: c.explore_min_postings,
+            host_fetches_per_day: c.max_fetches_per_host_per_day,
+            ..Default::default()
+        };
+        let learned =
+            kairos_coordinator::learn::learn_live(&s.trace, &learn_config(c, s, 0.0), &settings);
+        return Ok((
+            learned,
+            PlanConfig {
+                smoothing: Smoothing::Linear,
+                ..pc.clone()
+            },
+            Vec::new(),
+            settings.shrinkage,
+        ));
+    }
     let mut rows = Vec::new();
     let (smoothing, shrinkage) = match (fixed_smoothing, fixed_shrinkage) {
         (Some(sm), Some(sh)) => (sm, sh),
