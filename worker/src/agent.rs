@@ -572,6 +572,12 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         if let Some(secs) = retry_after {
             info.not_before_ms = finished + secs as i64 * 1000;
         }
+        if status == 410 {
+            // Gone: not fetched again here until the coordinator has dropped it from the plan
+            // at its next replan (a resumed feed comes back as a new assignment). The hold
+            // ends after a day in case the feed was resumed before that replan.
+            info.not_before_ms = info.not_before_ms.max(finished + 86_400_000);
+        }
         if outcome == pb::FetchOutcome::Ok {
             info.validators = fetched.validators.clone();
         }
