@@ -75,10 +75,16 @@ pub struct Registry<B> {
     store: Arc<B>,
 }
 
+/// Largest feed or user weight: weights scale costs, and one astronomically weighted feed
+/// or reader would overflow them or take the whole budget.
+pub const MAX_WEIGHT: f64 = 1e6;
+/// Longest feed URL accepted, in bytes (every assignment carries it).
+pub const MAX_URL_BYTES: usize = 4096;
+
 fn weight(w: f64) -> Result<f64, RegistryError> {
-    if !w.is_finite() || w < 0.0 {
+    if !w.is_finite() || !(0.0..=MAX_WEIGHT).contains(&w) {
         return Err(RegistryError::InvalidArgument(format!(
-            "weight {w} must be a finite number ≥ 0"
+            "weight {w} must be a number from 0 to {MAX_WEIGHT}"
         )));
     }
     Ok(if w == 0.0 { 1.0 } else { w })
@@ -93,8 +99,55 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, RegistryError
         .map_err(|e| RegistryError::Store(StoreError(format!("corrupt record: {e}"))))
 }
 
+/// Deepest element nesting an OPML import accepts (real ones nest folders a few levels).
+pub const MAX_OPML_DEPTH: usize = 64;
+/// Outlines one OPML import accepts: a bigger list is split by the caller, so one import
+/// cannot hold the registry for minutes.
+pub const MAX_OPML_OUTLINES: usize = 10_000;
+
+/// Checks an OPML document's nesting and size with a streaming (non-recursive) pass before
+/// the tree parser sees it: a few thousand nested outlines would overflow the tree parser's
+/// stack and abort the process.
+fn check_opml_shape(opml: &str) -> Result<(), RegistryError> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(opml);
+    reader.config_mut().check_end_names = false;
+    let (mut depth, mut outlines) = (0usize, 0usize);
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => {
+                depth += 1;
+                if depth > MAX_OPML_DEPTH {
+                    return Err(RegistryError::InvalidArgument(format!(
+                        "OPML nests deeper than {MAX_OPML_DEPTH} levels"
+                    )));
+                }
+                outlines += usize::from(e.local_name().as_ref() == b"outline");
+            }
+            Ok(Event::Empty(e)) => outlines += usize::from(e.local_name().as_ref() == b"outline"),
+            Ok(Event::End(_)) => depth = depth.saturating_sub(1),
+            Ok(Event::Eof) => break,
+            // The tree parser reports the syntax error with its position.
+            Err(_) => break,
+            Ok(_) => {}
+        }
+        if outlines > MAX_OPML_OUTLINES {
+            return Err(RegistryError::InvalidArgument(format!(
+                "OPML has more than {MAX_OPML_OUTLINES} outlines; import it in parts"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Validates a feed URL and returns it normalized with its politeness host.
 pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
+    if raw.len() > MAX_URL_BYTES {
+        return Err(RegistryError::InvalidArgument(format!(
+            "url of {} bytes is longer than {MAX_URL_BYTES}",
+            raw.len()
+        )));
+    }
     let url = url::Url::parse(raw.trim())
         .map_err(|e| RegistryError::InvalidArgument(format!("url `{raw}`: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -342,6 +395,7 @@ impl<B: KvBackend> Registry<B> {
         opml: &str,
         user: Option<&str>,
     ) -> Result<OpmlImport, RegistryError> {
+        check_opml_shape(opml)?;
         let doc = roxmltree::Document::parse(opml)
             .map_err(|e| RegistryError::InvalidArgument(format!("OPML does not parse: {e}")))?;
         if doc.root_element().tag_name().name() != "opml" {
@@ -438,6 +492,24 @@ mod tests {
                 r.add_feed(None, "https://x.test/", -1.0).await,
                 Err(RegistryError::InvalidArgument(_))
             ));
+            for w in [1e304, f64::NAN, f64::INFINITY, MAX_WEIGHT * 2.0] {
+                assert!(
+                    matches!(
+                        r.add_feed(None, "https://x.test/", w).await,
+                        Err(RegistryError::InvalidArgument(_))
+                    ),
+                    "{w}"
+                );
+                assert!(matches!(
+                    r.add_user("w", w).await,
+                    Err(RegistryError::InvalidArgument(_))
+                ));
+            }
+            let long = format!("https://x.test/{}", "a".repeat(3 << 20));
+            assert!(matches!(
+                r.add_feed(None, &long, 1.0).await,
+                Err(RegistryError::InvalidArgument(_))
+            ));
             assert_eq!(
                 r.list_feeds(None, 10).await.unwrap().len(),
                 1,
@@ -493,6 +565,25 @@ mod tests {
             assert!(matches!(r.import_opml("<rss/>", None).await, Err(RegistryError::InvalidArgument(_))));
             assert!(matches!(r.import_opml("<opml", None).await, Err(RegistryError::InvalidArgument(_))));
             assert!(matches!(r.import_opml(opml, Some("ghost")).await, Err(RegistryError::NotFound(_))));
+            // Thousands of nested outlines overflowed the tree parser's stack and aborted the
+            // process; too many outlines held the registry for a minute.
+            let nested = |n: usize| {
+                let mut s = String::from("<opml><body>");
+                for i in 0..n {
+                    s.push_str(&format!("<outline xmlUrl=\"https://n{i}.test/\">"));
+                }
+                s.push_str(&"</outline>".repeat(n));
+                s + "</body></opml>"
+            };
+            let err = r.import_opml(&nested(5_000), None).await.unwrap_err();
+            assert!(err.to_string().contains("deeper than 64"), "{err}");
+            assert_eq!(r.import_opml(&nested(40), None).await.unwrap().feeds_added, 40);
+            let many = format!(
+                "<opml><body>{}</body></opml>",
+                (0..10_001).map(|i| format!("<outline xmlUrl=\"https://m{i}.test/\"/>")).collect::<String>()
+            );
+            let err = r.import_opml(&many, None).await.unwrap_err();
+            assert!(err.to_string().contains("more than 10000 outlines"), "{err}");
         });
     }
 }

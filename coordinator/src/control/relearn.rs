@@ -114,6 +114,22 @@ impl PlannerSettings {
         if !(self.min_fetches_per_day > 0.0 && self.min_fetches_per_day.is_finite()) {
             return Err("the minimum fetches per day must be positive".into());
         }
+        // A minimum above one fetch per slot, or above the per-feed budget, can never be
+        // planned: every replan would fail while the setting stayed in force.
+        if self.min_fetches_per_day > self.slots as f64 {
+            return Err(format!(
+                "the minimum of {} fetches per day is more than one per slot ({} slots a day)",
+                self.min_fetches_per_day, self.slots
+            ));
+        }
+        if let Budget::PerFeedPerDay(x) = self.budget {
+            if self.min_fetches_per_day > x {
+                return Err(format!(
+                    "the minimum of {} fetches per feed per day is above the budget of {x}",
+                    self.min_fetches_per_day
+                ));
+            }
+        }
         if self.slots < 2 || self.slots > 100_000 {
             return Err("slots must be between 2 and 100000".into());
         }

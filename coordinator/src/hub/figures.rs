@@ -144,7 +144,9 @@ impl SettingsRecord {
                 relearn::Budget::PerDay(self.budget)
             },
             min_fetches_per_day: self.min_fetches_per_day,
-            max_fetches_per_day: (self.max_fetches_per_day > 0.0)
+            // 0 means "no maximum"; anything else must be a valid maximum (a NaN or a
+            // negative number is refused, not silently read as "none").
+            max_fetches_per_day: (self.max_fetches_per_day != 0.0)
                 .then_some(self.max_fetches_per_day),
             slots: self.slots as usize,
             ..base.clone()
@@ -207,5 +209,38 @@ pub(super) fn outcome_label(o: i32) -> &'static str {
         pb::FetchOutcome::ForbiddenTarget => "forbidden_target",
         pb::FetchOutcome::NetworkError => "network_error",
         pb::FetchOutcome::Unspecified => "unspecified",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_that_could_never_be_planned_are_refused_not_cleared() {
+        let base = PlannerSettings::default();
+        let good = SettingsRecord::of(&base);
+        assert!(good.apply(&base).is_ok());
+        let with = |f: &dyn Fn(&mut SettingsRecord)| {
+            let mut r = good.clone();
+            f(&mut r);
+            r.apply(&base)
+        };
+        // A maximum of NaN or −5 was silently read as "no maximum".
+        assert!(with(&|r| r.max_fetches_per_day = f64::NAN).is_err());
+        assert!(with(&|r| r.max_fetches_per_day = -5.0).is_err());
+        assert_eq!(
+            with(&|r| r.max_fetches_per_day = 0.0)
+                .unwrap()
+                .max_fetches_per_day,
+            None
+        );
+        // A minimum of 1e308 was accepted and stopped every replan.
+        assert!(with(&|r| r.min_fetches_per_day = 1e308).is_err());
+        assert!(
+            with(&|r| r.min_fetches_per_day = 5.0).is_err(),
+            "above the budget of 4"
+        );
+        assert!(with(&|r| r.budget = f64::NAN).is_err());
     }
 }
