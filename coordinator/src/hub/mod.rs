@@ -46,6 +46,36 @@ pub struct HubConfig {
     pub health: HealthPolicy,
 }
 
+/// Runs `f` on the replanner, containing a panic inside it: the panic becomes an error of
+/// this round, the lock is cleared of its poison and the replanner's incremental state is
+/// dropped (the next round solves afresh). Without this, one panic in the solver would
+/// poison the lock and every later replan, settings read and inspection would fail until a
+/// restart, with the process still up.
+fn guarded<T>(
+    replanner: &Mutex<Replanner>,
+    f: impl FnOnce(&mut Replanner) -> T,
+) -> Result<T, String> {
+    let mut r = replanner.lock().unwrap_or_else(|p| p.into_inner());
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut r)));
+    match out {
+        Ok(v) => Ok(v),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let settings = r.settings().clone();
+            r.set_settings(settings);
+            drop(r);
+            replanner.clear_poison();
+            Err(format!(
+                "the planner panicked ({why}); the next round solves afresh"
+            ))
+        }
+    }
+}
+
 /// One fetch report after the ownership check.
 struct Accepted {
     report: pb::FetchReport,
@@ -646,15 +676,17 @@ impl<B: KvBackend> Hub<B> {
                 .collect();
             let access_bins =
                 |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
-            let mut r = replanner.lock().expect("replanner lock");
-            let (mut models, counts) =
-                relearn::models(&feeds, &states, &access_bins, now, r.settings());
-            let days = r.settings().days_per_period();
-            let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps, days);
-            r.plan_with_caps(&feeds, models, caps).map(|o| (o, counts))
+            guarded(&replanner, |r| {
+                let (mut models, counts) =
+                    relearn::models(&feeds, &states, &access_bins, now, r.settings());
+                let days = r.settings().days_per_period();
+                let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps, days);
+                r.plan_with_caps(&feeds, models, caps).map(|o| (o, counts))
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))
         })
         .await
-        .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))?
+        .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))??
         .map_err(|e| anyhow::anyhow!("planning failed: {e}"))?;
         let (mut outcome, counts) = outcome;
         let solve = started.elapsed().as_secs_f64();
@@ -717,5 +749,20 @@ impl<B: KvBackend> Hub<B> {
                 _ = stop.changed() => break,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planner_panic_is_an_error_of_the_round_and_leaves_the_lock_usable() {
+        let r = Mutex::new(Replanner::new(PlannerSettings::default()));
+        let err = guarded(&r, |_| -> u32 { panic!("boom") }).unwrap_err();
+        assert!(err.contains("boom"), "{err}");
+        assert!(!r.is_poisoned());
+        assert_eq!(guarded(&r, |_| 7).unwrap(), 7);
+        assert_eq!(r.lock().unwrap().settings().slots, 1440);
     }
 }
