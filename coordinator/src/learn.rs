@@ -66,16 +66,18 @@ fn is_weekly(cfg: &LearnConfig) -> bool {
     cfg.bins == 168 && (cfg.period_seconds - 7.0 * DAY).abs() < 1.0
 }
 
+/// `cfg` with a daily period of hourly bins.
+fn daily_config(cfg: &LearnConfig) -> LearnConfig {
+    LearnConfig {
+        period_seconds: DAY,
+        bins: 24,
+        ..cfg.clone()
+    }
+}
+
 /// The weekly model: the daily one, scaled per day of the week (see the module docs).
 fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
-    let daily = learn(
-        trace,
-        &LearnConfig {
-            period_seconds: DAY,
-            bins: 24,
-            ..cfg.clone()
-        },
-    );
+    let daily = learn(trace, &daily_config(cfg));
     let first = (cfg.train_start / DAY).ceil() as usize;
     let last = (cfg.train_end / DAY).floor() as usize;
     let mut shapes = [0usize; 4];
@@ -244,14 +246,7 @@ pub fn learn_live(
     use crate::control::feedstate::FeedState;
     use crate::registry::FeedRecord;
     let ms = |t: f64| crate::replay::TRACE_ORIGIN_MS + (t * 1000.0) as i64;
-    let daily = learn(
-        trace,
-        &LearnConfig {
-            period_seconds: DAY,
-            bins: 24,
-            ..cfg.clone()
-        },
-    );
+    let daily = learn(trace, &daily_config(cfg));
     let feeds: Vec<FeedRecord> = trace
         .feeds
         .iter()

@@ -159,17 +159,13 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                     continue;
                 }
                 if let Some(s) = &spec {
-                    upserts.push(FeedTimes {
-                        feed_id: s.id.clone(),
-                        host: s.host.clone(),
-                        offsets_ms: s
-                            .offsets_seconds
-                            .iter()
-                            .map(|o| (o * 1000.0).round() as i64)
-                            .collect(),
-                        period_ms: (s.period_seconds * 1000.0).round() as i64,
-                        origin_ms: s.origin_unix_ms,
-                    });
+                    upserts.push(FeedTimes::from_seconds(
+                        &s.id,
+                        &s.host,
+                        &s.offsets_seconds,
+                        s.period_seconds,
+                        s.origin_unix_ms,
+                    ));
                 }
                 specs[f] = spec;
             }

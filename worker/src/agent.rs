@@ -246,17 +246,13 @@ async fn session(
 }
 
 fn feed_times(a: &pb::FeedAssignment) -> FeedTimes {
-    FeedTimes {
-        feed_id: a.feed_id.clone(),
-        host: a.host.clone(),
-        offsets_ms: a
-            .fetch_offsets_seconds
-            .iter()
-            .map(|s| (s * 1000.0).round() as i64)
-            .collect(),
-        period_ms: (a.period_seconds * 1000.0).round() as i64,
-        origin_ms: a.period_origin_unix_ms,
-    }
+    FeedTimes::from_seconds(
+        &a.feed_id,
+        &a.host,
+        &a.fetch_offsets_seconds,
+        a.period_seconds,
+        a.period_origin_unix_ms,
+    )
 }
 
 /// Takes over the feed's identity from an assignment; validators and seen ids of a feed

@@ -28,6 +28,26 @@ pub struct FeedTimes {
 }
 
 impl FeedTimes {
+    /// A schedule from the plan's units: offsets and period in seconds.
+    pub fn from_seconds(
+        feed_id: &str,
+        host: &str,
+        offsets_seconds: &[f64],
+        period_seconds: f64,
+        origin_ms: i64,
+    ) -> FeedTimes {
+        FeedTimes {
+            feed_id: feed_id.to_string(),
+            host: host.to_string(),
+            offsets_ms: offsets_seconds
+                .iter()
+                .map(|s| (s * 1000.0).round() as i64)
+                .collect(),
+            period_ms: (period_seconds * 1000.0).round() as i64,
+            origin_ms,
+        }
+    }
+
     /// The offsets within one period, sorted, and where `t` falls: the start of its period
     /// and its phase in it.
     fn locate(&self, t: i64) -> (Vec<i64>, i64, i64) {
