@@ -87,6 +87,19 @@ fn synth(a: SynthArgs) -> Result<()> {
     if !(a.posts_per_day > 0.0 && a.posts_per_day.is_finite()) || a.feeds == 0 || a.days == 0 {
         bail!("--feeds, --days and --posts-per-day must be positive");
     }
+    // The trace is built in memory: bounds that keep it there (a rate of 1e308 would never
+    // finish drawing postings).
+    if a.posts_per_day > 10_000.0
+        || !(0.0..=10_000.0).contains(&a.accesses_per_user_per_day)
+        || a.feeds > 10_000_000
+        || a.users > 10_000_000
+        || a.days > 3_650
+    {
+        bail!(
+            "synth takes at most 10,000 postings per feed and accesses per user a day, \
+             10,000,000 feeds or users and 3,650 days"
+        );
+    }
     let t = kairos_coordinator::synth::generate(&kairos_coordinator::synth::SynthConfig {
         feeds: a.feeds,
         users: a.users,
