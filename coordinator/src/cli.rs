@@ -408,6 +408,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let started = Instant::now();
     let c = &a.common;
     let s = setup(c)?;
+    let loaded_at = started.elapsed();
     if s.train_end > s.test_end {
         bail!(
             "--train-days {} is longer than the trace ({} days)",
@@ -431,6 +432,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let plan = solve(&learned.models, &pc).context("allocating the budget")?;
     let solved_at = started.elapsed();
     write_schedule(&a.out, &s.trace, &plan, &pc)?;
+    let written_at = started.elapsed();
     let exp = expected(
         &learned.models,
         &plan,
@@ -482,11 +484,16 @@ fn plan(a: PlanArgs) -> Result<()> {
             plan.stats.search_fallbacks
         );
     }
+    let done = started.elapsed();
     println!(
-        "time                  {:.2}s (learn {:.2}s, solve {:.2}s)",
-        started.elapsed().as_secs_f64(),
-        learned_at.as_secs_f64(),
-        (solved_at - learned_at).as_secs_f64()
+        "time                  {:.2}s (load {:.2}s, learn {:.2}s, solve {:.2}s, write {:.2}s, evaluate {:.2}s; {} threads)",
+        done.as_secs_f64(),
+        loaded_at.as_secs_f64(),
+        (learned_at - loaded_at).as_secs_f64(),
+        (solved_at - learned_at).as_secs_f64(),
+        (written_at - solved_at).as_secs_f64(),
+        (done - written_at).as_secs_f64(),
+        rayon::current_num_threads()
     );
     println!("schedule              {}", a.out.display());
     Ok(())

@@ -23,6 +23,7 @@ use crate::plan::alloc::Level;
 use crate::plan::planner::FeedModel;
 use crate::trace::Trace;
 use crate::weekly;
+use rayon::prelude::*;
 
 /// Learning settings.
 #[derive(Clone, Debug)]
@@ -145,52 +146,86 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
     let bin_of = |ts: f64| ((ts.rem_euclid(cfg.period_seconds) / bin_len) as usize).min(bins - 1);
     let in_window = |ts: f64| ts >= cfg.train_start && ts < cfg.train_end;
 
-    let mut counts = vec![vec![0u32; bins]; trace.feeds.len()];
-    let mut pooled = vec![0.0f64; bins];
-    let mut training_postings = 0;
-    for (f, posts) in trace.postings.iter().enumerate() {
-        for &ts in posts.iter().filter(|&&t| in_window(t)) {
-            let b = bin_of(ts);
-            counts[f][b] += 1;
-            pooled[b] += 1.0;
-            training_postings += 1;
+    // Per feed, in parallel: its hourly counts. Integer counts, so the pooled sums below do
+    // not depend on the thread count.
+    let counts: Vec<Vec<u32>> = trace
+        .postings
+        .par_iter()
+        .map(|posts| {
+            let mut c = vec![0u32; bins];
+            for &ts in posts.iter().filter(|&&t| in_window(t)) {
+                c[bin_of(ts)] += 1;
+            }
+            c
+        })
+        .collect();
+    let mut pooled_counts = vec![0u64; bins];
+    for c in &counts {
+        for (p, &x) in pooled_counts.iter_mut().zip(c) {
+            *p += x as u64;
         }
     }
-    let pooled_total: f64 = pooled.iter().sum();
+    let training_postings = pooled_counts.iter().sum::<u64>() as usize;
+    let pooled_total = training_postings as f64;
     let shared: Vec<f64> = if pooled_total > 0.0 {
-        pooled.iter().map(|c| c / pooled_total).collect()
+        pooled_counts
+            .iter()
+            .map(|&c| c as f64 / pooled_total)
+            .collect()
     } else {
         vec![1.0 / bins as f64; bins]
     };
 
     // Access rates per feed: app-level accesses per user, then spread over subscriptions.
+    // Events are few next to postings and summed in file order (deterministic floats).
     let users = trace.users.len();
     let mut app = vec![vec![0.0f64; bins]; users];
-    let mut access = vec![vec![0.0f64; bins]; trace.feeds.len()];
+    let mut direct: Vec<(u32, usize, f64)> = Vec::new();
     for a in trace.accesses.iter().filter(|a| in_window(a.ts)) {
         let w = trace.users[a.user as usize].1;
         match a.feed {
             None => app[a.user as usize][bin_of(a.ts)] += w,
-            Some(f) => access[f as usize][bin_of(a.ts)] += w,
+            Some(f) => direct.push((f, bin_of(a.ts), w)),
         }
     }
+    // Subscribers per feed (ascending user order), so each feed sums its own readers.
+    let mut subscribers: Vec<Vec<u32>> = vec![Vec::new(); trace.feeds.len()];
     for (u, subs) in trace.subscriptions.iter().enumerate() {
         for &f in subs {
-            for b in 0..bins {
-                access[f as usize][b] += app[u][b];
-            }
+            subscribers[f as usize].push(u as u32);
         }
     }
+    let mut direct_of: Vec<Vec<(usize, f64)>> = vec![Vec::new(); trace.feeds.len()];
+    for (f, b, w) in direct {
+        direct_of[f as usize].push((b, w));
+    }
 
-    let mut hosts: std::collections::HashMap<&str, u32> = Default::default();
-    let mut exploring = 0;
-    let models = trace
+    let hosts: std::collections::HashMap<&str, u32> = {
+        let mut h = std::collections::HashMap::new();
+        for row in &trace.feeds {
+            if let Some(name) = row.host.as_deref() {
+                let next = h.len() as u32;
+                h.entry(name).or_insert(next);
+            }
+        }
+        h
+    };
+    let alpha = cfg.shrinkage.max(0.0);
+    let models: Vec<FeedModel> = trace
         .feeds
-        .iter()
+        .par_iter()
         .enumerate()
         .map(|(f, row)| {
+            let mut access = vec![0.0f64; bins];
+            for &(b, w) in &direct_of[f] {
+                access[b] += w;
+            }
+            for &u in &subscribers[f] {
+                for (a, x) in access.iter_mut().zip(&app[u as usize]) {
+                    *a += x;
+                }
+            }
             let n: f64 = counts[f].iter().map(|&c| c as f64).sum();
-            let alpha = cfg.shrinkage.max(0.0);
             let rate = if n > 0.0 { n / periods } else { 0.5 / periods };
             let denom = n + alpha;
             let post_bins: Vec<f32> = (0..bins)
@@ -203,11 +238,10 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
                     (rate * shape) as f32
                 })
                 .collect();
-            let access_bins: Vec<f32> = access[f].iter().map(|&a| (a / periods) as f32).collect();
+            let access_bins: Vec<f32> = access.iter().map(|&a| (a / periods) as f32).collect();
             let mut min_level = cfg.min_level;
             if (n as usize) < cfg.explore_min_postings && min_level < 1 {
                 min_level = 1;
-                exploring += 1;
             }
             FeedModel {
                 weight: row.weight,
@@ -215,13 +249,14 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
                 access_bins,
                 min_level,
                 max_level: cfg.max_level.max(min_level),
-                host: row.host.as_deref().map(|h| {
-                    let next = hosts.len() as u32;
-                    *hosts.entry(h).or_insert(next)
-                }),
+                host: row.host.as_deref().map(|h| hosts[h]),
             }
         })
         .collect();
+    let exploring = models
+        .iter()
+        .filter(|m| m.min_level > cfg.min_level)
+        .count();
     Learned {
         models,
         exploring,

@@ -243,26 +243,38 @@ pub fn expected(
     cfg: &PlanConfig,
     users_accesses_per_period: f64,
 ) -> Expected {
-    let (mut delay, mut miss, mut ad, mut posts) = (0.0, 0.0, 0.0, 0.0);
-    let (mut p, mut q) = (Vec::new(), Vec::new());
+    use rayon::prelude::*;
     let h = cfg.period_seconds / cfg.slots as f64;
-    for (m, fp) in models.iter().zip(&plan.feeds) {
-        expand(&m.post_bins, cfg.slots, cfg.smoothing, &mut p);
-        expand(&m.access_bins, cfg.slots, cfg.smoothing, &mut q);
-        for metric in Metric::ALL {
-            let t = CostTable::new(metric, &p, &q, h);
-            let c = if fp.period_multiple > 1 {
-                t.multi_period_cost(fp.slots[0] as usize, fp.period_multiple)
-            } else {
-                t.schedule_cost(&fp.slots)
-            };
-            match metric {
-                Metric::Delay => delay += c,
-                Metric::Miss => miss += c,
-                Metric::AccessDelay => ad += c,
-            }
-        }
-        posts += p.iter().sum::<f64>();
+    // Per feed: [delay, miss, access delay, postings]; summed in feed order afterwards, so
+    // the figures do not depend on the thread count.
+    let per_feed: Vec<[f64; 4]> = models
+        .par_iter()
+        .zip(&plan.feeds)
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(p, q), (m, fp)| {
+                expand(&m.post_bins, cfg.slots, cfg.smoothing, p);
+                expand(&m.access_bins, cfg.slots, cfg.smoothing, q);
+                let mut out = [0.0; 4];
+                for (k, metric) in Metric::ALL.into_iter().enumerate() {
+                    let t = CostTable::new(metric, p, q, h);
+                    out[k] = if fp.period_multiple > 1 {
+                        t.multi_period_cost(fp.slots[0] as usize, fp.period_multiple)
+                    } else {
+                        t.schedule_cost(&fp.slots)
+                    };
+                }
+                out[3] = p.iter().sum::<f64>();
+                out
+            },
+        )
+        .collect();
+    let (mut delay, mut miss, mut ad, mut posts) = (0.0, 0.0, 0.0, 0.0);
+    for [d, m, a, n] in per_feed {
+        delay += d;
+        miss += m;
+        ad += a;
+        posts += n;
     }
     let per_access = users_accesses_per_period.max(1e-12);
     Expected {
