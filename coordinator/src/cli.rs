@@ -8,9 +8,10 @@ use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Scheduler};
 use kairos_coordinator::simulate::{
-    accesses_per_period, expected, replay, tune, Expected, FeedSchedule, Realized, TuneRow,
+    accesses_per_period, expected, replay, Expected, FeedSchedule, Realized,
 };
 use kairos_coordinator::trace::Trace;
+use kairos_coordinator::tune::{tune, TuneRow, Tuned, SHRINKAGE_GRID, SMOOTHING_GRID};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -343,7 +344,7 @@ fn learn_tuned(
     s: &Setup,
     pc: &PlanConfig,
     budget_for: &dyn Fn(usize) -> f64,
-) -> Result<(Learned, PlanConfig, Vec<TuneRow>, f64)> {
+) -> Result<(Learned, PlanConfig, Option<Tuned>, f64)> {
     let fixed_smoothing = match c.smoothing.as_str() {
         "auto" => None,
         other => Some(other.parse::<Smoothing>().map_err(anyhow::Error::msg)?),
@@ -374,11 +375,11 @@ fn learn_tuned(
                 smoothing: Smoothing::Linear,
                 ..pc.clone()
             },
-            Vec::new(),
+            None,
             settings.shrinkage,
         ));
     }
-    let mut rows = Vec::new();
+    let mut tuned = None;
     let (smoothing, shrinkage) = match (fixed_smoothing, fixed_shrinkage) {
         (Some(sm), Some(sh)) => (sm, sh),
         _ => {
@@ -387,9 +388,26 @@ fn learn_tuned(
                 scheduler: Scheduler::Exact,
                 ..pc.clone()
             };
-            let ((sm, sh), r) = tune(&s.trace, &learn_config(c, s, 0.0), &tune_cfg, budget_for);
-            rows = r;
-            (fixed_smoothing.unwrap_or(sm), fixed_shrinkage.unwrap_or(sh))
+            // Only the choices left open are tuned.
+            let smoothings = match fixed_smoothing {
+                Some(sm) => vec![sm],
+                None => SMOOTHING_GRID.to_vec(),
+            };
+            let shrinkages = match fixed_shrinkage {
+                Some(sh) => vec![sh],
+                None => SHRINKAGE_GRID.to_vec(),
+            };
+            let t = tune(
+                &s.trace,
+                &learn_config(c, s, 0.0),
+                &tune_cfg,
+                budget_for,
+                &smoothings,
+                &shrinkages,
+            );
+            let pair = (t.smoothing, t.shrinkage);
+            tuned = Some(t);
+            pair
         }
     };
     let learned = learn(&s.trace, &learn_config(c, s, shrinkage));
@@ -399,7 +417,7 @@ fn learn_tuned(
             smoothing,
             ..pc.clone()
         },
-        rows,
+        tuned,
         shrinkage,
     ))
 }
@@ -409,6 +427,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let c = &a.common;
     let s = setup(c)?;
     let loaded_at = started.elapsed();
+    let rss_loaded = memory_kib("VmRSS");
     if s.train_end > s.test_end {
         bail!(
             "--train-days {} is longer than the trace ({} days)",
@@ -427,7 +446,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     }
     let budget = per_day * s.days_per_period;
     let pc = plan_config(c, &s, a.policy, budget);
-    let (learned, pc, _rows, _) = learn_tuned(c, &s, &pc, &|_| budget)?;
+    let (learned, pc, tuned, shrinkage) = learn_tuned(c, &s, &pc, &|_| budget)?;
     let learned_at = started.elapsed();
     let plan = solve(&learned.models, &pc).context("allocating the budget")?;
     let solved_at = started.elapsed();
@@ -447,6 +466,12 @@ fn plan(a: PlanArgs) -> Result<()> {
     );
     println!("policy / metric       {} / {}", a.policy.name(), c.metric);
     println!("smoothing / slots     {:?} / {}", pc.smoothing, pc.slots);
+    if let Some(t) = &tuned {
+        println!(
+            "tuned                 {:?} smoothing, shrinkage {} (held-out days, {} of {} feeds)",
+            pc.smoothing, shrinkage, t.sample_feeds, n
+        );
+    }
     println!("exploring feeds       {}", learned.exploring);
     if learned.week_shapes.iter().sum::<usize>() > 0 {
         let [d, p, ww, dow] = learned.week_shapes;
@@ -495,8 +520,23 @@ fn plan(a: PlanArgs) -> Result<()> {
         (done - written_at).as_secs_f64(),
         rayon::current_num_threads()
     );
+    if let (Some(loaded), Some(peak)) = (rss_loaded, memory_kib("VmHWM")) {
+        println!(
+            "memory                {} MiB resident after loading, peak {} MiB: {:.0} bytes per feed beyond the loaded trace",
+            loaded / 1024,
+            peak / 1024,
+            (peak.saturating_sub(loaded) * 1024) as f64 / n as f64
+        );
+    }
     println!("schedule              {}", a.out.display());
     Ok(())
+}
+
+/// A memory figure of this process from `/proc/self/status` (Linux), in KiB.
+fn memory_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn write_schedule(path: &Path, trace: &Trace, plan: &Plan, pc: &PlanConfig) -> Result<()> {
@@ -585,7 +625,8 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         let per_feed_day = DAY / d.as_secs_f64();
         let budget = per_feed_day * n as f64 * s.days_per_period;
         let base = plan_config(c, &s, Policy::Optimal, budget);
-        let (learned, tuned, rows, shrinkage) = learn_tuned(c, &s, &base, &|_| budget)?;
+        let (learned, tuned, t, shrinkage) = learn_tuned(c, &s, &base, &|_| budget)?;
+        let rows = t.map(|t| t.rows).unwrap_or_default();
         report.smoothing_and_shrinkage.push((
             iv.clone(),
             format!("{:?}", tuned.smoothing),

@@ -24,6 +24,7 @@ use crate::plan::planner::FeedModel;
 use crate::trace::Trace;
 use crate::weekly;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Learning settings.
 #[derive(Clone, Debug)]
@@ -177,28 +178,57 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
     };
 
     // Access rates per feed: app-level accesses per user, then spread over subscriptions.
-    // Events are few next to postings and summed in file order (deterministic floats).
+    // App-level accesses are counted per user and bin on every core (integer counts: the
+    // same whatever the order), then weighted by the user's weight.
     let users = trace.users.len();
-    let mut app = vec![vec![0.0f64; bins]; users];
-    let mut direct: Vec<(u32, usize, f64)> = Vec::new();
-    for a in trace.accesses.iter().filter(|a| in_window(a.ts)) {
-        let w = trace.users[a.user as usize].1;
-        match a.feed {
-            None => app[a.user as usize][bin_of(a.ts)] += w,
-            Some(f) => direct.push((f, bin_of(a.ts), w)),
-        }
-    }
-    // Subscribers per feed (ascending user order), so each feed sums its own readers.
-    let mut subscribers: Vec<Vec<u32>> = vec![Vec::new(); trace.feeds.len()];
-    for (u, subs) in trace.subscriptions.iter().enumerate() {
-        for &f in subs {
-            subscribers[f as usize].push(u as u32);
-        }
-    }
+    let app_counts: Vec<AtomicU32> = (0..users * bins).map(|_| AtomicU32::new(0)).collect();
+    trace
+        .accesses
+        .par_iter()
+        .filter(|a| a.feed.is_none() && in_window(a.ts))
+        .for_each(|a| {
+            app_counts[a.user as usize * bins + bin_of(a.ts)].fetch_add(1, Ordering::Relaxed);
+        });
+    let app: Vec<f64> = app_counts
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, c)| trace.users[i / bins].1 * c.into_inner() as f64)
+        .collect();
+    // Accesses to one feed, in file order (order kept by the parallel filter).
+    let direct: Vec<(u32, usize, f64)> = trace
+        .accesses
+        .par_iter()
+        .filter(|a| a.feed.is_some() && in_window(a.ts))
+        .map(|a| {
+            let f = a.feed.unwrap_or_default();
+            (f, bin_of(a.ts), trace.users[a.user as usize].1)
+        })
+        .collect();
     let mut direct_of: Vec<Vec<(usize, f64)>> = vec![Vec::new(); trace.feeds.len()];
     for (f, b, w) in direct {
         direct_of[f as usize].push((b, w));
     }
+    // Subscribers per feed, in ascending user order (so each feed's sum has a fixed order),
+    // as one flat array with offsets.
+    let nf = trace.feeds.len();
+    let mut start = vec![0usize; nf + 1];
+    for subs in &trace.subscriptions {
+        for &f in subs {
+            start[f as usize + 1] += 1;
+        }
+    }
+    for f in 0..nf {
+        start[f + 1] += start[f];
+    }
+    let mut cursor = start.clone();
+    let mut subscribers = vec![0u32; start[nf]];
+    for (u, subs) in trace.subscriptions.iter().enumerate() {
+        for &f in subs {
+            subscribers[cursor[f as usize]] = u as u32;
+            cursor[f as usize] += 1;
+        }
+    }
+    drop(cursor);
 
     let hosts: std::collections::HashMap<&str, u32> = {
         let mut h = std::collections::HashMap::new();
@@ -220,8 +250,9 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
             for &(b, w) in &direct_of[f] {
                 access[b] += w;
             }
-            for &u in &subscribers[f] {
-                for (a, x) in access.iter_mut().zip(&app[u as usize]) {
+            for &u in &subscribers[start[f]..start[f + 1]] {
+                let row = &app[u as usize * bins..(u as usize + 1) * bins];
+                for (a, x) in access.iter_mut().zip(row) {
                     *a += x;
                 }
             }

@@ -23,4 +23,5 @@ pub mod simulate;
 pub mod store;
 pub mod synth;
 pub mod trace;
+pub mod tune;
 pub mod weekly;

@@ -6,10 +6,9 @@
 //! delay is the summed age of those postings at access time. An app-level access counts
 //! for every subscription of its user; figures "per access" divide by access events.
 
-use crate::learn::{learn, LearnConfig};
 use crate::plan::cost::{CostTable, Metric};
-use crate::plan::pattern::{expand, Smoothing};
-use crate::plan::planner::{solve, FeedModel, Plan, PlanConfig};
+use crate::plan::pattern::expand;
+use crate::plan::planner::{FeedModel, Plan, PlanConfig};
 use crate::trace::Trace;
 
 /// A feed's fetch times: `offset + i·period` for every integer `i`.
@@ -296,71 +295,6 @@ pub fn accesses_per_period(trace: &Trace, start: f64, end: f64, period: f64) -> 
         .filter(|a| a.ts >= start && a.ts < end)
         .count();
     n as f64 / ((end - start) / period).max(1e-9)
-}
-
-/// One candidate of the held-out tuning.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct TuneRow {
-    /// Smoothing tried.
-    pub smoothing: Smoothing,
-    /// Shrinkage tried.
-    pub shrinkage: f64,
-    /// Realized objective on the held-out days.
-    pub realized: f64,
-}
-
-/// Candidate shrinkage strengths (pseudo-postings).
-pub const SHRINKAGE_GRID: [f64; 4] = [0.0, 2.0, 8.0, 32.0];
-
-/// Chooses smoothing and shrinkage by the realized objective on the last quarter of the
-/// training window (at least one period), planning on the rest with `plan_cfg`.
-/// Returns the best `(smoothing, shrinkage)` and every candidate's score.
-pub fn tune(
-    trace: &Trace,
-    learn_cfg: &LearnConfig,
-    plan_cfg: &PlanConfig,
-    budget_for: &dyn Fn(usize) -> f64,
-) -> ((Smoothing, f64), Vec<TuneRow>) {
-    let period = learn_cfg.period_seconds;
-    let periods = ((learn_cfg.train_end - learn_cfg.train_start) / period)
-        .round()
-        .max(2.0);
-    let hold = (periods / 4.0).round().max(1.0);
-    let split = learn_cfg.train_end - hold * period;
-    let mut rows = Vec::new();
-    for smoothing in [Smoothing::Step, Smoothing::Linear] {
-        for &shrinkage in &SHRINKAGE_GRID {
-            let lc = LearnConfig {
-                train_end: split,
-                shrinkage,
-                ..learn_cfg.clone()
-            };
-            let learned = learn(trace, &lc);
-            let pc = PlanConfig {
-                smoothing,
-                budget: budget_for(learned.models.len()),
-                ..plan_cfg.clone()
-            };
-            let realized = match solve(&learned.models, &pc) {
-                Ok(plan) => {
-                    let sch = FeedSchedule::from_plan(&plan, &pc);
-                    replay(trace, &sch, split, learn_cfg.train_end).objective(pc.metric)
-                }
-                Err(_) => f64::INFINITY,
-            };
-            rows.push(TuneRow {
-                smoothing,
-                shrinkage,
-                realized,
-            });
-        }
-    }
-    let best = rows
-        .iter()
-        .min_by(|a, b| a.realized.total_cmp(&b.realized))
-        .map(|r| (r.smoothing, r.shrinkage))
-        .unwrap_or((Smoothing::Linear, 8.0));
-    (best, rows)
 }
 
 #[cfg(test)]
