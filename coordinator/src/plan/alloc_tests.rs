@@ -275,6 +275,54 @@ fn incremental_replan_matches_a_fresh_solve() {
 }
 
 #[test]
+fn a_replan_keeps_times_that_are_still_within_one_percent() {
+    use super::planner::{replan, solve_optimal_with_state};
+    // Twenty feeds at one fetch a day, each with two equal bursts twelve hours apart: either
+    // burst's end is an optimal time. Feed 9 also starts like that.
+    let two_bursts = |a: usize, b: usize| -> Vec<f32> {
+        (0..24)
+            .map(|h| if h == a || h == b { 5.0 } else { 0.01 })
+            .collect()
+    };
+    let mut feeds: Vec<FeedModel> = (0..20)
+        .map(|i| FeedModel {
+            post_bins: two_bursts(i % 12, i % 12 + 12),
+            max_level: 1,
+            ..flat_feed(0.0, 1.0)
+        })
+        .collect();
+    let cfg = config(Metric::Delay, Policy::Optimal, 20.0);
+    let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
+    let before = state.plan().feeds.clone();
+    // Feed 4: the burst its time does not follow grows by 0.3%; the new optimum moves twelve
+    // hours for a gain far below 1%. Feed 9: one burst moves by three hours (its old time is
+    // now far from optimal).
+    let old_hour = (before[4].slots[0] / 12) as usize;
+    let other = if old_hour == 4 + 1 { 16 } else { 4 };
+    feeds[4].post_bins[other] *= 1.003;
+    feeds[9].post_bins = two_bursts(0, 12);
+    replan(&feeds, &cfg, &mut state, &[4, 9]).unwrap();
+    let after = state.plan();
+    let fresh = solve(&feeds, &cfg).unwrap();
+    assert_ne!(fresh.feeds[4].slots, before[4].slots, "the optimum moved");
+    assert_eq!(
+        after.feeds[4].slots, before[4].slots,
+        "a small gain keeps the times"
+    );
+    assert!(after.feeds[4].expected_cost <= fresh.feeds[4].expected_cost * 1.01);
+    assert!(after.feeds[4].expected_cost > fresh.feeds[4].expected_cost);
+    assert_ne!(
+        after.feeds[9].slots, before[9].slots,
+        "a large change moves them"
+    );
+    assert!(
+        (after.feeds[9].expected_cost - fresh.feeds[9].expected_cost).abs()
+            <= 1e-9 * fresh.feeds[9].expected_cost
+    );
+    assert!(after.expected_cost <= fresh.expected_cost * 1.01);
+}
+
+#[test]
 fn non_convex_curves_are_detected_and_the_result_stays_valid() {
     // Feed 0 gains little from a second fetch but a lot from a third (not convex).
     let feeds = vec![
