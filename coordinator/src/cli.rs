@@ -2,8 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kairos_coordinator::learn::{learn, LearnConfig, Learned};
-use kairos_coordinator::plan::alloc::{ceil_level, floor_level, HostCaps, Level};
+use kairos_coordinator::learn::{host_names, learn, LearnConfig, Learned};
+use kairos_coordinator::plan::alloc::{
+    ceil_level, floor_level, level_rate, AllocError, HostCaps, Level,
+};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Scheduler};
@@ -448,7 +450,20 @@ fn plan(a: PlanArgs) -> Result<()> {
     let pc = plan_config(c, &s, a.policy, budget);
     let (learned, pc, tuned, shrinkage) = learn_tuned(c, &s, &pc, &|_| budget)?;
     let learned_at = started.elapsed();
-    let plan = solve(&learned.models, &pc).context("allocating the budget")?;
+    let plan = solve(&learned.models, &pc).map_err(|e| match e {
+        AllocError::HostCapBelowMinimums { host, needed, cap } => {
+            let name = host_names(&s.trace)
+                .get(host as usize)
+                .map_or_else(|| host.to_string(), |h| h.to_string());
+            let feeds = learned.models.iter().filter(|m| m.host == Some(host)).count();
+            anyhow::anyhow!(
+                "host {name} ({feeds} feeds): their minimum fetches need {:.3} a day, above --max-fetches-per-host-per-day {:.3}; raise the cap or lower --min-fetches-per-day",
+                needed / s.days_per_period,
+                cap / s.days_per_period
+            )
+        }
+        other => anyhow::Error::new(other).context("allocating the budget"),
+    })?;
     let solved_at = started.elapsed();
     write_schedule(&a.out, &s.trace, &plan, &pc)?;
     let written_at = started.elapsed();
@@ -464,6 +479,23 @@ fn plan(a: PlanArgs) -> Result<()> {
         per_day,
         plan.fetches_per_period / s.days_per_period
     );
+    let unspent = (budget - plan.fetches_per_period) / s.days_per_period;
+    if let Some(cap) = c
+        .max_fetches_per_host_per_day
+        .filter(|_| unspent > 1e-6 * per_day)
+    {
+        let mut per_host: std::collections::HashMap<u32, f64> = Default::default();
+        for (m, f) in learned.models.iter().zip(&plan.feeds) {
+            if let Some(h) = m.host {
+                *per_host.entry(h).or_default() += level_rate(f.level) / s.days_per_period;
+            }
+        }
+        let full = per_host.values().filter(|&&r| r >= cap - 1e-6).count();
+        eprintln!(
+            "warning: {unspent:.3} fetches per day of the budget cannot be spent: {full} of {} hosts are at --max-fetches-per-host-per-day {cap} and the feeds without a full host are at their maximum",
+            per_host.len()
+        );
+    }
     println!("policy / metric       {} / {}", a.policy.name(), c.metric);
     println!("smoothing / slots     {:?} / {}", pc.smoothing, pc.slots);
     if let Some(t) = &tuned {

@@ -136,6 +136,17 @@ fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
     }
 }
 
+/// The trace's hosts in order of first appearance: host `i` of the models is `names[i]`.
+pub fn host_names(trace: &Trace) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    trace
+        .feeds
+        .iter()
+        .filter_map(|row| row.host.as_deref())
+        .filter(|h| seen.insert(*h))
+        .collect()
+}
+
 /// Learns every feed's model from the trace's training window.
 pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
     if is_weekly(cfg) {
@@ -230,16 +241,12 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
     }
     drop(cursor);
 
-    let hosts: std::collections::HashMap<&str, u32> = {
-        let mut h = std::collections::HashMap::new();
-        for row in &trace.feeds {
-            if let Some(name) = row.host.as_deref() {
-                let next = h.len() as u32;
-                h.entry(name).or_insert(next);
-            }
-        }
-        h
-    };
+    let names = host_names(trace);
+    let hosts: std::collections::HashMap<&str, u32> = names
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| (h, i as u32))
+        .collect();
     let alpha = cfg.shrinkage.max(0.0);
     let models: Vec<FeedModel> = trace
         .feeds

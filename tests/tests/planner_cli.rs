@@ -306,6 +306,37 @@ fn missing_files_and_impossible_budgets_are_errors() {
 }
 
 #[test]
+fn host_caps_that_cannot_hold_the_floor_or_the_budget_are_named() {
+    let dir = TempDir::new("hostcap");
+    tiny_trace(&dir);
+    dir.write(
+        "feeds.csv",
+        "feed_id,weight,host\na,1,news.example\nb,2,news.example\n",
+    );
+    // Both feeds must be fetched once a day; the host allows one fetch.
+    let o = plan_on(&dir, &["--max-fetches-per-host-per-day", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("host news.example (2 feeds): their minimum fetches need 2.000 a day, above --max-fetches-per-host-per-day 1.000"),
+        "{}",
+        stderr(&o)
+    );
+    // The host allows three of the budget's four: the plan spends three and says so.
+    let o = plan_on(&dir, &["--max-fetches-per-host-per-day", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("4.000 fetches per day (3.000 allocated)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr(&o).contains("warning: 1.000 fetches per day of the budget cannot be spent: 1 of 1 hosts are at --max-fetches-per-host-per-day 3"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_week_period_plans_weekly_schedules() {
     let dir = TempDir::new("week");
     let out = dir.path().join("week.csv");
