@@ -40,7 +40,7 @@ pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_v4(v6) {
                 return is_public_v4(v4);
             }
             let s = v6.segments();
@@ -50,9 +50,26 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64 (embeds IPv4)
-                || s[0] == 0x2002) // 6to4 (embeds IPv4)
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo (embeds an obfuscated IPv4)
+                || (s[0] == 0x0064 && s[1] == 0xff9b) // local-use NAT64 64:ff9b:1::/48
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0])) // discard-only 100::/64
         }
+    }
+}
+
+/// The IPv4 address an IPv6 form carries, for the forms a host may route to that IPv4
+/// address: IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, the deprecated
+/// IPv4-compatible `::a.b.c.d` (not `::` or `::1`), the NAT64 well-known prefix
+/// `64:ff9b::/96` and 6to4 `2002:AABB:CCDD::/48`. Each is judged as the address it embeds.
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, a, b] | [0, 0, 0, 0, 0xffff, 0, a, b] => Some(v4(a, b)),
+        [0, 0, 0, 0, 0, 0, a, b] if a != 0 || b > 1 => Some(v4(a, b)),
+        [0x64, 0xff9b, 0, 0, 0, 0, a, b] => Some(v4(a, b)),
+        [0x2002, a, b, ..] => Some(v4(a, b)),
+        _ => None,
     }
 }
 
@@ -132,6 +149,18 @@ mod tests {
             "::ffff:127.0.0.1",
             "::",
             "2001:db8::1",
+            // IPv6 forms that embed a loopback, private or metadata IPv4 address.
+            "::7f00:1",
+            "::ffff:0:7f00:1",
+            "::ffff:0:a9fe:a9fe",
+            "::a00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::1",
+            "2002:c0a8:101::",
+            "2001:0:4136:e378::1",
+            "64:ff9b:1::808:808",
+            "100::1",
         ] {
             assert!(!p.permits(bad.parse().unwrap()), "{bad} must be refused");
         }
@@ -140,6 +169,9 @@ mod tests {
             "8.8.8.8",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "::ffff:0:808:808",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
         ] {
             assert!(p.permits(good.parse().unwrap()), "{good} is public");
         }
