@@ -86,6 +86,11 @@ struct RunArgs {
     /// Permit fetching from this private/loopback network (repeatable), e.g. 127.0.0.0/8.
     #[arg(long)]
     allow_private: Vec<ipnet::IpNet>,
+    /// Fetch through this forward proxy (`http://host:port`). HTTP_PROXY and HTTPS_PROXY in
+    /// the environment are ignored; targets are checked against the address policy before
+    /// they go to the proxy.
+    #[arg(long)]
+    proxy: Option<String>,
     /// Unacknowledged reports kept at most (fetching pauses when full).
     #[arg(long, default_value_t = 10_000)]
     report_buffer: usize,
@@ -176,6 +181,7 @@ async fn run(a: RunArgs) -> Result<()> {
             total_timeout: a.fetch_timeout.into(),
             max_body_bytes: a.max_body_bytes,
             policy: TargetPolicy::allowing(a.allow_private),
+            proxy: a.proxy,
             ..FetchConfig::default()
         },
         report_buffer: a.report_buffer.max(1),
