@@ -155,6 +155,13 @@ pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
             "url `{raw}`: scheme must be http or https"
         )));
     }
+    if !url.username().is_empty() || url.password().is_some() {
+        // Not echoed: the point is to keep them out of every answer and log.
+        return Err(RegistryError::InvalidArgument(format!(
+            "url of host {} carries credentials (user:password@); they would go to every worker and come back in ListFeeds, so they are refused",
+            url.host_str().unwrap_or("?")
+        )));
+    }
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
@@ -450,6 +457,20 @@ impl<B: KvBackend> Registry<B> {
 mod tests {
     use super::*;
     use crate::store::memory::MemoryBackend;
+
+    #[test]
+    fn urls_with_credentials_are_refused_without_echoing_them() {
+        for raw in [
+            "https://alice:s3cret@feeds.example/rss",
+            "https://alice@feeds.example/rss",
+            "http://:s3cret@feeds.example/rss",
+        ] {
+            let e = check_url(raw).unwrap_err().to_string();
+            assert!(e.contains("carries credentials"), "{raw}: {e}");
+            assert!(!e.contains("s3cret") && !e.contains("alice"), "{raw}: {e}");
+        }
+        assert!(check_url("https://feeds.example/rss?user=alice").is_ok());
+    }
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
