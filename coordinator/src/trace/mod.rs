@@ -79,6 +79,18 @@ pub struct Trace {
     pub end_ts: f64,
 }
 
+/// The dense index of `id`, or an error naming the file (`feeds.csv`/`users.csv`) it is
+/// missing from.
+fn lookup(ix: &IdMap, kind: &str, path: &Path, line: u64, id: &str) -> Result<u32, TraceError> {
+    ix.get(id).copied().ok_or_else(|| {
+        line_err(
+            path,
+            line,
+            format!("unknown {kind}_id `{id}` (not in {kind}s.csv)"),
+        )
+    })
+}
+
 fn line_err(path: &Path, line: u64, message: String) -> TraceError {
     TraceError::Line {
         path: path.to_path_buf(),
@@ -163,15 +175,8 @@ impl Trace {
                 message: "the trace has no feeds".into(),
             });
         }
-        let lookup_feed = |path: &Path, line: u64, id: &str| {
-            feed_ix.get(id).copied().ok_or_else(|| {
-                line_err(
-                    path,
-                    line,
-                    format!("unknown feed_id `{id}` (not in feeds.csv)"),
-                )
-            })
-        };
+        let lookup_feed =
+            |path: &Path, line: u64, id: &str| lookup(&feed_ix, "feed", path, line, id);
         t.postings = vec![Vec::new(); t.feeds.len()];
         let mut prev = 0.0;
         let mut count = 0usize;
@@ -225,15 +230,8 @@ impl Trace {
                 Ok(())
             },
         )?;
-        let lookup_user = |path: &Path, line: u64, id: &str| {
-            user_ix.get(id).copied().ok_or_else(|| {
-                line_err(
-                    path,
-                    line,
-                    format!("unknown user_id `{id}` (not in users.csv)"),
-                )
-            })
-        };
+        let lookup_user =
+            |path: &Path, line: u64, id: &str| lookup(&user_ix, "user", path, line, id);
         t.subscriptions = vec![Vec::new(); t.users.len()];
         read_rows(
             dir,
