@@ -192,8 +192,8 @@ struct Common {
     explore_min_postings: usize,
     /// Which learner builds the models: `offline` (this command's own, with smoothing and
     /// shrinkage tuned on held-out days) or `live` (the live relearner's rules, as `serve`
-    /// and `replay` learn; `--shrinkage` is then in pseudo-days, default 1, and smoothing is
-    /// linear, as live).
+    /// and `replay` learn; `--shrinkage` is then in pseudo-days, `auto` choosing it on
+    /// held-out days as live, and smoothing is linear, as live).
     #[arg(long, value_enum, default_value = "offline")]
     learner: LearnerArg,
 }
@@ -365,11 +365,12 @@ fn learn_tuned(
             max_fetches_per_day: c.max_fetches_per_day,
             slots: (c.slots as f64 / s.days_per_period).round().max(2.0) as usize,
             shrinkage: fixed_shrinkage.unwrap_or(1.0),
+            tune_shrinkage: fixed_shrinkage.is_none(),
             explore_min_postings: c.explore_min_postings,
             host_fetches_per_day: c.max_fetches_per_host_per_day,
             ..Default::default()
         };
-        let learned =
+        let (learned, shrinkage) =
             kairos_coordinator::learn::learn_live(&s.trace, &learn_config(c, s, 0.0), &settings);
         return Ok((
             learned,
@@ -378,7 +379,7 @@ fn learn_tuned(
                 ..pc.clone()
             },
             None,
-            settings.shrinkage,
+            shrinkage,
         ));
     }
     let mut tuned = None;
@@ -782,6 +783,9 @@ fn print_tables(r: &SimReport, a: &SimulateArgs) {
                 "{iv}: smoothing {sm}, shrinkage {sh} (held-out {} of the best candidate {:.3})",
                 r.metric, b.realized
             ),
+            None if a.common.learner == LearnerArg::Live && a.common.shrinkage == "auto" => {
+                println!("{iv}: smoothing {sm}, shrinkage {sh} pseudo-days (live learner, chosen on held-out days)")
+            }
             None => println!("{iv}: smoothing {sm}, shrinkage {sh} (fixed)"),
         }
     }

@@ -306,16 +306,19 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
 /// Learns every feed's model with the **live** relearner's rules
 /// ([`crate::control::models::models`]), as if every training posting had been seen, dated, by
 /// a fetch: so `plan` and `simulate` can show what the live system would plan from the same
-/// history. Posting models follow the live rules (shrinkage in pseudo-days of `shrinkage_days`,
+/// history. Posting models follow the live rules (shrinkage in pseudo-days, chosen on held-out days or fixed,
 /// rates shrunk toward the typical feed's, exploration and weekly factors); reader access
 /// rates are the offline learner's counts, since the live access statistics are kept per
 /// user and hour rather than per event. Time 0 of the trace maps to
 /// [`crate::replay::TRACE_ORIGIN_MS`], as in `replay`.
+///
+/// Also returns the pseudo-days of shrinkage used (chosen on held-out days of the training
+/// window when `settings.tune_shrinkage`).
 pub fn learn_live(
     trace: &Trace,
     cfg: &LearnConfig,
     settings: &crate::control::relearn::PlannerSettings,
-) -> Learned {
+) -> (Learned, f64) {
     use crate::control::feedstate::FeedState;
     use crate::registry::FeedRecord;
     let ms = |t: f64| crate::replay::TRACE_ORIGIN_MS + (t * 1000.0) as i64;
@@ -369,12 +372,13 @@ pub fn learn_live(
         ms(cfg.train_end),
         &settings,
     );
-    Learned {
+    let learned = Learned {
         models,
         exploring: counts.exploring,
         training_postings,
         week_shapes: counts.week_shapes,
-    }
+    };
+    (learned, counts.shrinkage)
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@ pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
 pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
 /// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
 pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
+/// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
+pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
 pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
 /// Gauge `shape`: on weekly plans, feeds by the weekly shape they learned.
@@ -172,6 +174,10 @@ pub fn describe() {
         "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches."
     );
     describe_gauge!(
+        PLAN_SHRINKAGE_DAYS,
+        "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
+    );
+    describe_gauge!(
         PLAN_HOST_CAP,
         "Fetches per day one host can take under the politeness gap (0: uncapped)."
     );
@@ -261,6 +267,7 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
     gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
     gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
+    gauge!(PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
     if let Some(shapes) = p.week_shapes {
         for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
             .iter()

@@ -57,6 +57,8 @@ pub struct ReplayLog {
     pub postings_ingested: u64,
     /// The hub's own realized average delay over trusted postings, minutes.
     pub hub_avg_delay_min: f64,
+    /// Pseudo-days of shrinkage of the last replan of each simulated day.
+    pub shrinkage_by_day: Vec<f64>,
 }
 
 fn item_id(feed: usize, index: usize) -> u64 {
@@ -152,6 +154,11 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             hub.heartbeat(&worker, 0)?;
             hub.replan().await?;
             log.replans += 1;
+            if let Some(p) = hub.totals().last_plan {
+                let day = (t / 86_400_000) as usize;
+                log.shrinkage_by_day.resize(day + 1, f64::NAN);
+                log.shrinkage_by_day[day] = p.shrinkage_days;
+            }
             let mut upserts = Vec::new();
             for (f, id) in ids.iter().enumerate() {
                 let spec = hub.feed_spec(id);

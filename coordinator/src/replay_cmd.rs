@@ -48,9 +48,10 @@ pub struct ReplayArgs {
     /// Days the offline reference plan learns from (the trace's first days).
     #[arg(long, default_value_t = 14)]
     train_days: usize,
-    /// Pseudo-days of shrinkage of the live learner.
-    #[arg(long, default_value_t = PlannerSettings::default().shrinkage)]
-    shrinkage_days: f64,
+    /// Pseudo-days of shrinkage of the live learner's posting models: `auto` (chosen on
+    /// held-out days, as `serve` does) or a fixed number.
+    #[arg(long, default_value = "auto")]
+    shrinkage_days: String,
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
@@ -80,10 +81,19 @@ struct DayRow {
     /// The offline optimal plan learned on days 0 to `train_days − 1`: out of sample from
     /// day `train_days` on (the papers' setup), an oracle before.
     offline: Realized,
+    /// Pseudo-days of shrinkage of the live models at the day's last replan.
+    shrinkage_days: Option<f64>,
 }
 
 /// Runs the replay and prints the day-by-day table.
 pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
+    let fixed_shrinkage = match a.shrinkage_days.as_str() {
+        "auto" => None,
+        v => match v.parse::<f64>() {
+            Ok(x) if x > 0.0 && x.is_finite() => Some(x),
+            _ => bail!("--shrinkage-days must be `auto` or a positive number, got `{v}`"),
+        },
+    };
     let trace =
         Trace::load(&a.trace).with_context(|| format!("loading trace {}", a.trace.display()))?;
     let trace_days = (trace.end_ts / DAY).ceil() as usize;
@@ -100,7 +110,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         budget: Budget::PerFeedPerDay(a.fetches_per_feed_per_day),
         min_fetches_per_day: a.min_fetches_per_day,
         slots: a.slots,
-        shrinkage: a.shrinkage_days,
+        shrinkage: fixed_shrinkage.unwrap_or(PlannerSettings::default().shrinkage),
+        tune_shrinkage: fixed_shrinkage.is_none(),
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         ..PlannerSettings::default()
@@ -184,6 +195,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 uniform: replay(&trace, &uniform, s, e),
                 offline_causal,
                 offline: replay(&trace, &offline, s, e),
+                shrinkage_days: log
+                    .shrinkage_by_day
+                    .get(d)
+                    .copied()
+                    .filter(|b| b.is_finite()),
             })
         })
         .collect::<Result<_>>()?;
@@ -210,7 +226,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     println!("\n{unit}");
     let fixed = format!("offline-{}", a.train_days);
     println!(
-        "{:>4} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>12} {:>12}",
+        "{:>4} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>12} {:>12} {:>9}",
         "day",
         "postings",
         "live",
@@ -219,7 +235,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         fixed,
         "live/uniform",
         "live/offline",
-        "live/fixed"
+        "live/fixed",
+        "shrinkage"
     );
     for r in &rows {
         let (l, u, o) = (
@@ -232,7 +249,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .as_ref()
             .map_or(f64::NAN, |c| c.objective(a.metric));
         println!(
-            "{:>4} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>11.2} {:>12.3} {:>12.3} {:>12.3}",
+            "{:>4} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>11.2} {:>12.3} {:>12.3} {:>12.3} {:>9}",
             r.day,
             r.postings,
             l,
@@ -241,7 +258,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             o,
             l / u,
             l / c,
-            l / o
+            l / o,
+            r.shrinkage_days.map_or("-".into(), |b| format!("{b}"))
         );
     }
     let undiscovered: usize = rows.iter().map(|r| r.live_undiscovered).sum();

@@ -6,6 +6,7 @@
 //! * [`feedstate`] — per-feed runtime state (cache validators, recent item ids, posting
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
+//! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
 //! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share.
@@ -20,6 +21,7 @@ pub mod hosts;
 pub mod models;
 pub mod readers;
 pub mod relearn;
+pub mod shrink;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.
 /// Validators and recent item ids are attached when the assignment is sent, so that a

@@ -6,6 +6,7 @@
 
 use super::feedstate::FeedState;
 use super::relearn::PlannerSettings;
+use super::shrink;
 use crate::plan::alloc::ceil_level;
 use crate::plan::planner::FeedModel;
 use crate::registry::FeedRecord;
@@ -90,6 +91,20 @@ pub fn models(
     };
     rates.sort_by(f64::total_cmp);
     let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
+    let mut decided = ModelCounts::default();
+    let tuned = if s.tune_shrinkage {
+        let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| states.get(&f.id)).collect();
+        let prior = shrink::Prior {
+            shared: &shared,
+            typical,
+        };
+        shrink::choose(&watched, window_start, now_ms, &prior)
+    } else {
+        None
+    };
+    decided.held_out_days = tuned.map_or(0, |t| t.1);
+    let beta = tuned.map_or(s.shrinkage, |t| t.0).max(1e-3);
+    decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
     let days_per_period = s.days_per_period();
     // Weekly plans: each feed's observed days, and the population's day-of-week factors.
@@ -111,7 +126,6 @@ pub fn models(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let mut decided = ModelCounts::default();
     let models = feeds
         .iter()
         .enumerate()
@@ -126,14 +140,12 @@ pub fn models(
             let rate = match state {
                 Some(st) => {
                     let days = st.observed_span_ms(now_ms) as f64 / DAY_MS as f64;
-                    let beta = s.shrinkage.max(1e-3);
                     (n + beta * typical) / (days + beta)
                 }
                 None => typical,
             };
             // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
             // the feed's rate, over observed days plus those pseudo-days.
-            let beta = s.shrinkage.max(1e-3);
             let post_bins: Vec<f32> = (0..BINS)
                 .map(|b| {
                     let prior = rate * shared[b];
@@ -195,7 +207,7 @@ pub fn models(
 }
 
 /// What building the models decided beyond the rates.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ModelCounts {
     /// Feeds held at a daily fetch until their rate is known.
     pub exploring: usize,
@@ -204,6 +216,10 @@ pub struct ModelCounts {
     /// Weekly plans: feeds per [`weekly::WeekShape`] (daily, pooled, weekday/weekend, day
     /// of week).
     pub week_shapes: [usize; 4],
+    /// Pseudo-days of shrinkage the models used (chosen or configured).
+    pub shrinkage: f64,
+    /// Feed-days held out to choose it (0: the configured value).
+    pub held_out_days: usize,
 }
 
 /// Share of a feed's document the postings between two fetches may fill at the feed's

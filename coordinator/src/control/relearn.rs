@@ -4,8 +4,8 @@
 //! The rules are the offline learner's ([`crate::learn`]) applied to live observations,
 //! where each feed has its own observed span instead of one training window:
 //! * hourly posting counts of the learning window over the days each hour was actually
-//!   watched, shrunk toward the pooled shape of all feeds by `shrinkage` pseudo-days (so an
-//!   hour not yet watched is not read as a quiet one);
+//!   watched, shrunk toward the pooled shape of all feeds by pseudo-days (so an hour not
+//!   yet watched is not read as a quiet one), chosen on held-out days ([`super::shrink`]);
 //! * rate = (postings + pseudo-days × the typical rate) / (observed days + pseudo-days), so a
 //!   feed seen briefly is neither read as posting every hour nor starved as a quiet one; a
 //!   feed never answered gets the typical (median) rate;
@@ -73,6 +73,10 @@ pub struct PlannerSettings {
     /// Pseudo-days of the pooled hourly pattern (at the feed's own rate) added to every
     /// hour's observations: sparse feeds and hours not yet watched lean on it.
     pub shrinkage: f64,
+    /// Choose the posting shrinkage on held-out days of the live observations
+    /// ([`super::shrink`]) instead of using `shrinkage`, which then stands only until two
+    /// whole days are watched, and for reader access rates.
+    pub tune_shrinkage: bool,
     /// Feeds with fewer observed postings are fetched at least daily.
     pub explore_min_postings: usize,
     /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
@@ -95,6 +99,7 @@ impl Default for PlannerSettings {
             slots: 1440,
             window_days: 14.0,
             shrinkage: 1.0,
+            tune_shrinkage: true,
             explore_min_postings: 3,
             host_fetches_per_day: None,
             weekly: false,

@@ -63,6 +63,11 @@ pub struct PlanFigures {
     pub host_cap_per_day: Option<f64>,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
+    /// Pseudo-days of shrinkage the models used.
+    pub shrinkage_days: f64,
+    /// Feed-days held out to choose `shrinkage_days` (0: the configured value, before two
+    /// whole days are watched).
+    pub shrinkage_held_out_days: usize,
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }

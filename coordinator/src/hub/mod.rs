@@ -717,6 +717,8 @@ impl<B: KvBackend> Hub<B> {
             hosts_at_cap: outcome.host_limited.hosts_at_cap,
             host_cap_per_day: self.settings().host_fetches_per_day,
             capacity_floors: counts.capacity_floors,
+            shrinkage_days: counts.shrinkage,
+            shrinkage_held_out_days: counts.held_out_days,
             week_shapes: self.settings().weekly.then_some(counts.week_shapes),
         };
         m::record_plan(&figures);
