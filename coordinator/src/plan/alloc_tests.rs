@@ -275,7 +275,7 @@ fn incremental_replan_matches_a_fresh_solve() {
 }
 
 #[test]
-fn a_replan_keeps_times_that_are_still_within_one_percent() {
+fn a_replan_keeps_times_that_are_still_within_a_tenth_of_a_percent() {
     use super::planner::{replan, solve_optimal_with_state};
     // Twenty feeds at one fetch a day, each with two equal bursts twelve hours apart: either
     // burst's end is an optimal time. Feed 9 also starts like that.
@@ -294,12 +294,12 @@ fn a_replan_keeps_times_that_are_still_within_one_percent() {
     let cfg = config(Metric::Delay, Policy::Optimal, 20.0);
     let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
     let before = state.plan().feeds.clone();
-    // Feed 4: the burst its time does not follow grows by 0.3%; the new optimum moves twelve
-    // hours for a gain far below 1%. Feed 9: one burst moves by three hours (its old time is
+    // Feed 4: the burst its time does not follow grows by 0.03%; the new optimum moves twelve
+    // hours for a gain far below 0.1%. Feed 9: one burst moves by three hours (its old time is
     // now far from optimal).
     let old_hour = (before[4].slots[0] / 12) as usize;
     let other = if old_hour == 4 + 1 { 16 } else { 4 };
-    feeds[4].post_bins[other] *= 1.003;
+    feeds[4].post_bins[other] *= 1.0003;
     feeds[9].post_bins = two_bursts(0, 12);
     replan(&feeds, &cfg, &mut state, &[4, 9]).unwrap();
     let after = state.plan();
@@ -309,7 +309,7 @@ fn a_replan_keeps_times_that_are_still_within_one_percent() {
         after.feeds[4].slots, before[4].slots,
         "a small gain keeps the times"
     );
-    assert!(after.feeds[4].expected_cost <= fresh.feeds[4].expected_cost * 1.01);
+    assert!(after.feeds[4].expected_cost <= fresh.feeds[4].expected_cost * 1.001);
     assert!(after.feeds[4].expected_cost > fresh.feeds[4].expected_cost);
     assert_ne!(
         after.feeds[9].slots, before[9].slots,
@@ -319,7 +319,7 @@ fn a_replan_keeps_times_that_are_still_within_one_percent() {
         (after.feeds[9].expected_cost - fresh.feeds[9].expected_cost).abs()
             <= 1e-9 * fresh.feeds[9].expected_cost
     );
-    assert!(after.expected_cost <= fresh.expected_cost * 1.01);
+    assert!(after.expected_cost <= fresh.expected_cost * 1.001);
 }
 
 #[test]
