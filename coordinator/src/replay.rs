@@ -59,6 +59,9 @@ pub struct ReplayLog {
     pub hub_avg_delay_min: f64,
     /// Pseudo-days of shrinkage of the last replan of each simulated day.
     pub shrinkage_by_day: Vec<f64>,
+    /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
+    /// the replans of each simulated day: what the model promised, next to what happened.
+    pub expected_delay_min_by_day: Vec<f64>,
 }
 
 fn item_id(feed: usize, index: usize) -> u64 {
@@ -130,6 +133,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     let end_ms = (cfg.duration * 1000.0) as i64;
     let step_ms = (cfg.replan_every * 1000.0) as i64;
     let mut next_replan = 0i64;
+    let mut expected: Vec<(f64, usize)> = Vec::new();
     let mut access_i = 0usize;
     let mut seq = 0u64;
     loop {
@@ -158,6 +162,9 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 let day = (t / 86_400_000) as usize;
                 log.shrinkage_by_day.resize(day + 1, f64::NAN);
                 log.shrinkage_by_day[day] = p.shrinkage_days;
+                expected.resize(day + 1, (0.0, 0));
+                expected[day].0 += p.expected_delay_seconds / 60.0;
+                expected[day].1 += 1;
             }
             let mut upserts = Vec::new();
             for (f, id) in ids.iter().enumerate() {
@@ -254,5 +261,9 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     } else {
         0.0
     };
+    log.expected_delay_min_by_day = expected
+        .iter()
+        .map(|&(sum, n)| if n > 0 { sum / n as f64 } else { f64::NAN })
+        .collect();
     Ok(log)
 }

@@ -83,6 +83,8 @@ struct DayRow {
     offline: Realized,
     /// Pseudo-days of shrinkage of the live models at the day's last replan.
     shrinkage_days: Option<f64>,
+    /// The live plans' expected delay per posting over the day's replans (`delay` metric).
+    expected_delay_min: Option<f64>,
 }
 
 /// Runs the replay and prints the day-by-day table.
@@ -200,6 +202,10 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .get(d)
                     .copied()
                     .filter(|b| b.is_finite()),
+                expected_delay_min: (a.metric == Metric::Delay)
+                    .then(|| log.expected_delay_min_by_day.get(d).copied())
+                    .flatten()
+                    .filter(|v| v.is_finite()),
             })
         })
         .collect::<Result<_>>()?;
@@ -224,9 +230,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         Metric::AccessDelay => "access delay per access, minutes",
     };
     println!("\n{unit}");
+    if a.metric == Metric::Delay {
+        println!("(expected: the live plans' own expected delay per posting, averaged over the day's replans)");
+    }
     let fixed = format!("offline-{}", a.train_days);
     println!(
-        "{:>4} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>12} {:>12} {:>9}",
+        "{:>4} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>12} {:>12} {:>9} {:>9}",
         "day",
         "postings",
         "live",
@@ -236,7 +245,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         "live/uniform",
         "live/offline",
         "live/fixed",
-        "shrinkage"
+        "shrinkage",
+        "expected"
     );
     for r in &rows {
         let (l, u, o) = (
@@ -249,7 +259,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .as_ref()
             .map_or(f64::NAN, |c| c.objective(a.metric));
         println!(
-            "{:>4} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>11.2} {:>12.3} {:>12.3} {:>12.3} {:>9}",
+            "{:>4} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>11.2} {:>12.3} {:>12.3} {:>12.3} {:>9} {:>9}",
             r.day,
             r.postings,
             l,
@@ -259,7 +269,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             l / u,
             l / c,
             l / o,
-            r.shrinkage_days.map_or("-".into(), |b| format!("{b}"))
+            r.shrinkage_days.map_or("-".into(), |b| format!("{b}")),
+            r.expected_delay_min
+                .map_or("-".into(), |v| format!("{v:.2}"))
         );
     }
     let undiscovered: usize = rows.iter().map(|r| r.live_undiscovered).sum();

@@ -69,6 +69,18 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         ratio < 1.08,
         "live / offline on days 7-15: {ratio:.3}\n{stdout}"
     );
+    // After a week the plans deliver what they expect: realized within 15% of expected.
+    let (mut expected, mut n) = (0.0, 0.0);
+    for d in &days[7..] {
+        let p = d["live"]["postings"].as_f64().unwrap();
+        expected += d["expected_delay_min"].as_f64().unwrap() * p;
+        n += p;
+    }
+    let gap = per_posting("live") / (expected / n);
+    assert!(
+        (gap - 1.0).abs() < 0.15,
+        "realized / expected on days 7-15: {gap:.3}\n{stdout}"
+    );
 
     // The reader metric on the same trace, from the same empty store: it beats the delay
     // plan on its own measure from the second day, and comes within 6% of the offline
