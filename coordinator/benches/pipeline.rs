@@ -75,6 +75,10 @@ fn main() {
             store,
             ServerOptions {
                 listen: "127.0.0.1:0".parse().unwrap(),
+                admin_listen: None,
+                public_listen: None,
+                guard: Default::default(),
+                max_worker_capacity: f64::MAX,
                 metrics_addr: None,
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),
@@ -110,6 +114,7 @@ fn main() {
                 report_buffer: 100_000,
                 clock,
                 ingest_address: String::new(),
+                credentials: Default::default(),
             },
             stats.clone(),
             None,

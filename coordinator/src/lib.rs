@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod api;
+pub mod auth;
 pub mod control;
 pub mod demo;
 pub mod hub;

@@ -189,9 +189,26 @@ impl ClockArgs {
 /// `serve` options.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free one; the bound address is printed).
+    /// Address to listen on (port 0 picks a free one; the bound address is printed): worker
+    /// control, and the roles not given their own address.
     #[arg(long, default_value = "127.0.0.1:7700")]
     pub listen: SocketAddr,
+    /// Admin and server reflection on their own address.
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
+    /// Ingest (reader access events) and Postings on their own address.
+    #[arg(long)]
+    pub public_listen: Option<SocketAddr>,
+    /// Bearer tokens with scopes, one `name scopes token` per line (see docs/SECURITY.md);
+    /// re-read when the file changes.
+    #[arg(long)]
+    pub tokens: Option<PathBuf>,
+    /// Serve without credentials. Allowed only when every listen address is loopback.
+    #[arg(long)]
+    pub insecure_loopback: bool,
+    /// Capacity a worker may claim at most, fetches per second.
+    #[arg(long, default_value_t = 200.0)]
+    pub max_worker_capacity: f64,
     /// Directory of the embedded store (created if missing). Without it, state is kept in
     /// memory and lost on exit.
     #[arg(long)]
@@ -256,12 +273,49 @@ pub struct StandaloneArgs {
     pub clock: ClockArgs,
 }
 
+/// The token check `serve` runs with: tokens when given; open only when told so and
+/// reachable from loopback alone.
+fn guard_for(a: &ServeArgs) -> Result<kairos_coordinator::auth::Guard> {
+    use kairos_coordinator::auth::{Guard, TokenFile};
+    match (&a.tokens, a.insecure_loopback) {
+        (Some(_), true) => anyhow::bail!("--tokens and --insecure-loopback contradict each other"),
+        (Some(path), false) => Ok(Guard::new(Some(TokenFile::open(path)?))),
+        (None, true) => {
+            let open: Vec<SocketAddr> = [Some(a.listen), a.admin_listen, a.public_listen]
+                .into_iter()
+                .flatten()
+                .filter(|l| !l.ip().is_loopback())
+                .collect();
+            if let Some(l) = open.first() {
+                anyhow::bail!(
+                    "--insecure-loopback serves without credentials, so it listens on loopback only; {l} is not loopback"
+                );
+            }
+            Ok(Guard::new(None))
+        }
+        (None, false) => anyhow::bail!(
+            "no credentials configured: give --tokens FILE (see docs/SECURITY.md), or --insecure-loopback to serve without them on loopback only"
+        ),
+    }
+}
+
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
     kairos_worker::process::init_tracing();
     let clock = a.clock.clock(1.0)?;
+    let guard = guard_for(&a)?;
+    if !(a.max_worker_capacity > 0.0 && a.max_worker_capacity.is_finite()) {
+        anyhow::bail!(
+            "--max-worker-capacity must be a positive number, got {}",
+            a.max_worker_capacity
+        );
+    }
     let o = ServerOptions {
         listen: a.listen,
+        admin_listen: a.admin_listen,
+        public_listen: a.public_listen,
+        guard,
+        max_worker_capacity: a.max_worker_capacity,
         metrics_addr: Some(a.metrics_addr),
         hub: a
             .plan

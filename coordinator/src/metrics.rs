@@ -52,6 +52,10 @@ pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
 pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
 /// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
 pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
+/// Counter `reason`: calls refused by the auth layer (unauthenticated, permission_denied).
+pub const AUTH_REFUSALS_TOTAL: &str = "kairos_auth_refusals_total";
+/// Counter: token file changes that did not parse (the previous tokens stayed in force).
+pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -173,6 +177,14 @@ pub fn describe() {
         PLAN_CAPACITY_FLOOR_FEEDS,
         "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches."
     );
+    describe_counter!(
+        AUTH_REFUSALS_TOTAL,
+        "Calls refused for a missing or unknown token (unauthenticated) or a missing scope (permission_denied)."
+    );
+    describe_counter!(
+        AUTH_RELOAD_FAILURES_TOTAL,
+        "Token file changes that did not parse; the previous tokens stayed in force."
+    );
     describe_gauge!(
         PLAN_SHRINKAGE_DAYS,
         "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
@@ -276,6 +288,16 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
             gauge!(PLAN_WEEK_SHAPE_FEEDS, "shape" => *name).set(n as f64);
         }
     }
+}
+
+/// A call the auth layer refused.
+pub fn record_auth_refusal(reason: &'static str) {
+    counter!(AUTH_REFUSALS_TOTAL, "reason" => reason).increment(1);
+}
+
+/// A token file change that did not parse.
+pub fn record_auth_reload_failure() {
+    counter!(AUTH_RELOAD_FAILURES_TOTAL).increment(1);
 }
 
 /// Counts a fetch whose document may have lost postings off its end.

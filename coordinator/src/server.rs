@@ -2,7 +2,10 @@
 //!
 //! Serves `Admin`, `Postings`, `Ingest` and `WorkerControl`, Prometheus metrics on
 //! `/metrics`, gRPC health checking (so Kubernetes probes and grpcurl work) and server
-//! reflection, and runs the hub's relearn/replan and lease loops. `standalone` starts the
+//! reflection, and runs the hub's relearn/replan and lease loops. Each role can have its own
+//! listener (worker control on `listen`, Admin and reflection on `admin_listen`, Ingest and
+//! Postings on `public_listen`), so a NetworkPolicy can keep workers' and readers' networks
+//! apart; every listener checks bearer tokens ([`crate::auth`]) when they are configured. `standalone` starts the
 //! same server in-process with its workers. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
@@ -29,8 +32,17 @@ use std::sync::Arc;
 /// What a coordinator server needs besides its store.
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// gRPC address (port 0 picks one; printed once bound).
+    /// gRPC address (port 0 picks one; printed once bound): worker control, and every role
+    /// not given its own listener.
     pub listen: SocketAddr,
+    /// Admin and reflection on their own address, if given (printed once bound).
+    pub admin_listen: Option<SocketAddr>,
+    /// Ingest and Postings on their own address, if given (printed once bound).
+    pub public_listen: Option<SocketAddr>,
+    /// The token check in front of every listener (open without tokens).
+    pub guard: crate::auth::Guard,
+    /// Capacity a worker may claim at most, fetches per second (a larger claim is capped).
+    pub max_worker_capacity: f64,
     /// Metrics address, if metrics are served (port 0 picks one; printed).
     pub metrics_addr: Option<SocketAddr>,
     /// Hub settings.
@@ -46,7 +58,7 @@ pub struct Running<B> {
     /// Bound gRPC address.
     pub addr: SocketAddr,
     stop: tokio::sync::watch::Sender<bool>,
-    server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
     loops: tokio::task::JoinHandle<()>,
     metrics: Option<tokio::task::JoinHandle<()>>,
 }
@@ -55,7 +67,13 @@ impl<B: KvBackend> Running<B> {
     /// Stops accepting, lets in-flight calls finish, stops the loops.
     pub async fn shutdown(self) -> Result<()> {
         let _ = self.stop.send(true);
-        let served = self.server.await.context("server task")?;
+        let mut served = Ok(());
+        for server in self.servers {
+            let r = server.await.context("server task")?;
+            if served.is_ok() {
+                served = r;
+            }
+        }
         let _ = self.loops.await;
         if let Some(m) = self.metrics {
             m.abort();
@@ -75,10 +93,21 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     if let Err(e) = hub.replan().await {
         tracing::error!(error = %e, "initial plan failed; retrying on the replan interval");
     }
-    let listener = tokio::net::TcpListener::bind(o.listen)
-        .await
-        .with_context(|| format!("binding {}", o.listen))?;
+    let bind = |a: SocketAddr| async move {
+        tokio::net::TcpListener::bind(a)
+            .await
+            .with_context(|| format!("binding {a}"))
+    };
+    let listener = bind(o.listen).await?;
     let addr = listener.local_addr()?;
+    let admin_listener = match o.admin_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    let public_listener = match o.public_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AdminServer<AdminService<B>>>().await;
     health
@@ -101,24 +130,64 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     );
     let admin = AdminService::new(Registry::new(store.clone()), hub.clone());
     let postings = PostingsService::new(hub.ingestor.clone(), Registry::new(store.clone()));
-    let control = WorkerControlService::new(hub.clone());
+    let control = WorkerControlService::new(hub.clone(), o.max_worker_capacity);
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(health_service)
-            .add_service(reflection)
-            .add_service(AdminServer::new(admin))
-            .add_service(PostingsServer::new(postings))
-            .add_service(IngestServer::new(ingest))
-            .add_service(WorkerControlServer::new(control))
-            .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
-                async move {
-                    let _ = server_stop.wait_for(|s| *s).await;
-                },
-            ),
-    );
+
+    // Each listener gets health checks and the roles assigned to it; roles without their
+    // own listener share the main one.
+    use tonic::service::RoutesBuilder;
+    let mut main = RoutesBuilder::default();
+    main.add_service(health_service.clone())
+        .add_service(WorkerControlServer::new(control));
+    let mut admin_routes = RoutesBuilder::default();
+    let mut public_routes = RoutesBuilder::default();
+    {
+        let r = if admin_listener.is_some() {
+            admin_routes.add_service(health_service.clone());
+            &mut admin_routes
+        } else {
+            &mut main
+        };
+        r.add_service(reflection)
+            .add_service(AdminServer::new(admin));
+    }
+    {
+        let r = if public_listener.is_some() {
+            public_routes.add_service(health_service);
+            &mut public_routes
+        } else {
+            &mut main
+        };
+        r.add_service(PostingsServer::new(postings))
+            .add_service(IngestServer::new(ingest));
+    }
+    let mut servers = Vec::new();
+    let mut serve_on = |routes: RoutesBuilder, listener: tokio::net::TcpListener| {
+        let mut server_stop = stop_rx.clone();
+        servers.push(tokio::spawn(
+            tonic::transport::Server::builder()
+                .layer(crate::auth::AuthLayer(o.guard.clone()))
+                .add_routes(routes.routes())
+                .serve_with_incoming_shutdown(
+                    tonic::transport::server::TcpIncoming::from(listener),
+                    async move {
+                        let _ = server_stop.wait_for(|s| *s).await;
+                    },
+                ),
+        ));
+    };
+    if let Some(l) = admin_listener {
+        println!("kairos-coordinator admin on {}", l.local_addr()?);
+        serve_on(admin_routes, l);
+    }
+    if let Some(l) = public_listener {
+        println!("kairos-coordinator public on {}", l.local_addr()?);
+        serve_on(public_routes, l);
+    }
+    serve_on(main, listener);
+    if let Some(file) = o.guard.token_file() {
+        tokio::spawn(file.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
+    }
     let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
     // Printed for operators and for tests that asked for port 0.
     println!("kairos-coordinator listening on {addr}");
@@ -126,7 +195,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         hub,
         addr,
         stop,
-        server,
+        servers,
         loops,
         metrics,
     })

@@ -35,6 +35,13 @@ pub fn run(a: StandaloneArgs) -> Result<()> {
     if a.workers == 0 || a.workers > 64 {
         bail!("--workers must be between 1 and 64");
     }
+    // Standalone serves without credentials, so only this machine may reach it.
+    if !a.listen.ip().is_loopback() {
+        bail!(
+            "standalone serves without credentials, so it listens on loopback only; {} is not loopback (use `serve --tokens` to serve a network)",
+            a.listen
+        );
+    }
     let clock = a.clock.clock(if a.demo { 1440.0 } else { 1.0 })?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -194,6 +201,12 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         store,
         ServerOptions {
             listen: a.listen,
+            admin_listen: None,
+            public_listen: None,
+            // In-process workers and an operator on the same machine: open, on loopback only
+            // (checked above).
+            guard: kairos_coordinator::auth::Guard::default(),
+            max_worker_capacity: f64::MAX,
             metrics_addr: Some(a.metrics_addr),
             hub: a.plan.hub_config(clock.scale(), host_gap)?,
             clock,
@@ -217,6 +230,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             report_buffer: 10_000,
             clock,
             ingest_address: String::new(),
+            credentials: Default::default(),
         };
         agents.push(tokio::spawn(agent::run(
             cfg,

@@ -152,6 +152,10 @@ pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
         "127.0.0.1:0",
     ];
     all.extend_from_slice(args);
+    // Tests run on loopback; those that test credentials pass their own `--tokens`.
+    if !args.contains(&"--tokens") {
+        all.push("--insecure-loopback");
+    }
     let (child, found) = spawn_until(
         "kairos-coordinator",
         &all,

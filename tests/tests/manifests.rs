@@ -31,7 +31,13 @@ fn kustomize_builds_and_every_resource_validates() {
         String::from_utf8_lossy(&built.stderr)
     );
     let text = String::from_utf8(built.stdout).unwrap();
-    for kind in ["StatefulSet", "Deployment", "Service", "ConfigMap"] {
+    for kind in [
+        "StatefulSet",
+        "Deployment",
+        "Service",
+        "ConfigMap",
+        "NetworkPolicy",
+    ] {
         assert!(
             text.contains(&format!("kind: {kind}\n")),
             "no {kind} in:\n{text}"
@@ -53,5 +59,15 @@ fn kustomize_builds_and_every_resource_validates() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     assert!(checked.status.success(), "{report}");
-    assert_eq!(report.matches(" passed ").count(), 6, "{report}");
+    assert_eq!(report.matches(" passed ").count(), 7, "{report}");
+    // Every role needs credentials: the coordinator reads a token file, workers a token.
+    assert!(
+        text.contains("--tokens=/etc/kairos/tokens/tokens"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--token-file=/etc/kairos/worker/token"),
+        "{text}"
+    );
+    assert!(!text.contains("--insecure-loopback"), "{text}");
 }

@@ -15,6 +15,7 @@
 //!   until then; the report carries it.
 
 use crate::clock::SimClock;
+use crate::credentials::{Bearer, Credentials};
 use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
 use crate::parse;
 use crate::reports::ReportBuffer;
@@ -28,7 +29,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+
+/// The coordinator client, with the bearer token on every call.
+type Client = WorkerControlClient<InterceptedService<Channel, Bearer>>;
 
 /// Item ids remembered per feed.
 const SEEN_PER_FEED: usize = 1024;
@@ -54,6 +59,8 @@ pub struct AgentConfig {
     pub clock: SimClock,
     /// Where this worker accepts reader access events (empty: it does not).
     pub ingest_address: String,
+    /// Token and TLS settings toward the coordinator.
+    pub credentials: Credentials,
 }
 
 /// Counters of a running worker (for logs, tests and the standalone summary).
@@ -159,8 +166,10 @@ pub async fn run(
     relay: Option<tokio::sync::mpsc::Receiver<Vec<pb::AccessEvent>>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), AgentError> {
-    let endpoint = Endpoint::from_shared(cfg.coordinator.clone())
-        .map_err(|e| AgentError::BadCoordinator(cfg.coordinator.clone(), e.to_string()))?
+    let endpoint = cfg
+        .credentials
+        .endpoint(&cfg.coordinator)
+        .map_err(|e| AgentError::BadCoordinator(cfg.coordinator.clone(), e))?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true);
     let fetcher = Fetcher::new(cfg.fetch.clone())?;
@@ -219,7 +228,11 @@ async fn session(
         .connect()
         .await
         .map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
-    let mut client = WorkerControlClient::new(channel);
+    let bearer = cfg
+        .credentials
+        .bearer()
+        .map_err(tonic::Status::unauthenticated)?;
+    let mut client = WorkerControlClient::with_interceptor(channel, Bearer(bearer));
     let reg = client
         .register(pb::RegisterRequest {
             worker_name: cfg.name.clone(),
@@ -282,7 +295,7 @@ fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
 }
 
 async fn assignments(
-    mut client: WorkerControlClient<Channel>,
+    mut client: Client,
     id: &str,
     shared: &Arc<Shared>,
 ) -> Result<(), tonic::Status> {
@@ -349,7 +362,7 @@ async fn assignments(
 }
 
 async fn reports(
-    mut client: WorkerControlClient<Channel>,
+    mut client: Client,
     id: &str,
     epoch: u64,
     shared: &Arc<Shared>,
@@ -396,7 +409,7 @@ async fn reports(
 }
 
 async fn heartbeats(
-    mut client: WorkerControlClient<Channel>,
+    mut client: Client,
     id: &str,
     every: Duration,
     shared: &Arc<Shared>,

@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod clock;
+pub mod credentials;
 pub mod farm;
 pub mod fetch;
 pub mod fixtures;

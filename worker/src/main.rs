@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
 use kairos_worker::clock::SimClock;
+use kairos_worker::credentials::Credentials;
 use kairos_worker::farm::{Farm, FarmConfig};
 use kairos_worker::fetch::FetchConfig;
 use kairos_worker::fixtures::Fixtures;
@@ -94,6 +95,20 @@ struct RunArgs {
     /// Unacknowledged reports kept at most (fetching pauses when full).
     #[arg(long, default_value_t = 10_000)]
     report_buffer: usize,
+    /// File holding the bearer token (scope `worker`, issued for this worker's name); read
+    /// again at each reconnect.
+    #[arg(long)]
+    token_file: Option<std::path::PathBuf>,
+    /// CA certificate (PEM) the coordinator's certificate must chain to; an `https://`
+    /// coordinator URL without it is verified against the system's roots.
+    #[arg(long)]
+    tls_ca: Option<std::path::PathBuf>,
+    /// Client certificate (PEM) for mutual TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// Key (PEM) of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     /// Serve the public `Ingest` endpoint (reader access events, relayed to the
     /// coordinator) here; port 0 picks one (printed).
     #[arg(long)]
@@ -187,7 +202,18 @@ async fn run(a: RunArgs) -> Result<()> {
         report_buffer: a.report_buffer.max(1),
         clock: a.clock.clock()?,
         ingest_address: String::new(),
+        credentials: Credentials {
+            token_file: a.token_file,
+            tls_ca: a.tls_ca,
+            tls_cert: a.tls_cert,
+            tls_key: a.tls_key,
+        },
     };
+    // Settings that cannot work are refused at start, not retried forever.
+    cfg.credentials
+        .endpoint(&cfg.coordinator)
+        .map_err(|e| anyhow::anyhow!("--coordinator {}: {e}", cfg.coordinator))?;
+    cfg.credentials.bearer().map_err(anyhow::Error::msg)?;
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut cfg = cfg;
     let (relay, server) = match a.ingest_listen {

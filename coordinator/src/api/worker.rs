@@ -11,6 +11,7 @@
 //!   512) and acknowledged once the batch is durable: the ack carries the highest sequence
 //!   number of the batch and the reports refused, with reasons.
 
+use crate::auth::{own_session, Identity};
 use crate::control::cluster::{ClusterError, Desired};
 use crate::control::FeedSpec;
 use crate::hub::Hub;
@@ -28,12 +29,14 @@ use tonic::{Request, Response, Status, Streaming};
 /// `WorkerControl` over a hub.
 pub struct WorkerControlService<B> {
     hub: Arc<Hub<B>>,
+    max_capacity: f64,
 }
 
 impl<B> WorkerControlService<B> {
-    /// A service over `hub`.
-    pub fn new(hub: Arc<Hub<B>>) -> Self {
-        WorkerControlService { hub }
+    /// A service over `hub`; a worker claiming more than `max_capacity` fetches per second
+    /// is registered at `max_capacity` (a rogue claim of 1e308 would take every host).
+    pub fn new(hub: Arc<Hub<B>>, max_capacity: f64) -> Self {
+        WorkerControlService { hub, max_capacity }
     }
 }
 
@@ -74,10 +77,23 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         &self,
         r: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
+        // A worker token registers only under its own name.
+        if let Some(id) = r.extensions().get::<Identity>() {
+            if !id.may_act_as(&r.get_ref().worker_name) {
+                return Err(Status::permission_denied(format!(
+                    "the token of worker `{}` may not register another name",
+                    id.name
+                )));
+            }
+        }
         let r = r.into_inner();
-        let (worker_id, epoch) = self
-            .hub
-            .register(&r.worker_name, r.capacity_fetches_per_second)?;
+        let capacity = if r.capacity_fetches_per_second > self.max_capacity {
+            tracing::warn!(worker = %r.worker_name, claimed = r.capacity_fetches_per_second, cap = self.max_capacity, "worker capacity capped");
+            self.max_capacity
+        } else {
+            r.capacity_fetches_per_second
+        };
+        let (worker_id, epoch) = self.hub.register(&r.worker_name, capacity)?;
         let c = &self.hub.config().cluster;
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
@@ -93,6 +109,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         &self,
         r: Request<pb::AssignmentsRequest>,
     ) -> Result<Response<Self::AssignmentsStream>, Status> {
+        own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
         let (epoch, mut rx) = self.hub.subscribe(&r.worker_id)?;
         let (tx, out) = tokio::sync::mpsc::channel(4);
@@ -145,6 +162,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         &self,
         r: Request<Streaming<pb::ReportMessage>>,
     ) -> Result<Response<Self::ReportStream>, Status> {
+        let identity = r.extensions().get::<Identity>().cloned();
         let input = r.into_inner();
         let (tx, out) = tokio::sync::mpsc::channel(16);
         let hub = self.hub.clone();
@@ -166,6 +184,10 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                 }
                 if let Some(first) = msgs.first() {
                     let w = worker.get_or_insert_with(|| first.worker_id.clone());
+                    if let Err(e) = own_session(identity.as_ref(), w) {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
                     if msgs.iter().any(|m| &m.worker_id != w) {
                         let _ = tx
                             .send(Err(Status::invalid_argument(
@@ -199,6 +221,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         &self,
         r: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
         let (epoch, version) = self.hub.heartbeat(&r.worker_id, r.report_backlog)?;
         Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
