@@ -79,6 +79,7 @@ fn main() {
                 public_listen: None,
                 guard: Default::default(),
                 max_worker_capacity: f64::MAX,
+                tls: None,
                 metrics_addr: None,
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),

@@ -23,6 +23,7 @@ pub mod shard;
 pub mod simulate;
 pub mod store;
 pub mod synth;
+pub mod tls;
 pub mod trace;
 pub mod tune;
 pub mod weekly;

@@ -209,6 +209,16 @@ pub struct ServeArgs {
     /// Capacity a worker may claim at most, fetches per second.
     #[arg(long, default_value_t = 200.0)]
     pub max_worker_capacity: f64,
+    /// Serve TLS with this certificate chain (PEM) on every listener; re-read on change.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Key (PEM) of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require worker client certificates chaining to this CA (PEM) on the worker-control
+    /// listener; a worker registers only under a name its certificate carries.
+    #[arg(long, requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
     /// Directory of the embedded store (created if missing). Without it, state is kept in
     /// memory and lost on exit.
     #[arg(long)]
@@ -316,6 +326,14 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         public_listen: a.public_listen,
         guard,
         max_worker_capacity: a.max_worker_capacity,
+        tls: match (&a.tls_cert, &a.tls_key) {
+            (Some(cert), Some(key)) => Some(kairos_coordinator::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: a.client_ca.clone(),
+            }),
+            _ => None,
+        },
         metrics_addr: Some(a.metrics_addr),
         hub: a
             .plan

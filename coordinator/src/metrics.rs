@@ -56,6 +56,10 @@ pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 pub const AUTH_REFUSALS_TOTAL: &str = "kairos_auth_refusals_total";
 /// Counter: token file changes that did not parse (the previous tokens stayed in force).
 pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total";
+/// Counter: TLS handshakes that failed or timed out.
+pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "kairos_tls_handshake_failures_total";
+/// Counter: certificate changes that did not load (the previous one stayed in force).
+pub const TLS_RELOAD_FAILURES_TOTAL: &str = "kairos_tls_reload_failures_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -185,6 +189,14 @@ pub fn describe() {
         AUTH_RELOAD_FAILURES_TOTAL,
         "Token file changes that did not parse; the previous tokens stayed in force."
     );
+    describe_counter!(
+        TLS_HANDSHAKE_FAILURES_TOTAL,
+        "TLS handshakes that failed or timed out (bad or missing client certificates among them)."
+    );
+    describe_counter!(
+        TLS_RELOAD_FAILURES_TOTAL,
+        "Certificate file changes that did not load; the previous certificate stayed in force."
+    );
     describe_gauge!(
         PLAN_SHRINKAGE_DAYS,
         "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
@@ -293,6 +305,16 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
 /// A call the auth layer refused.
 pub fn record_auth_refusal(reason: &'static str) {
     counter!(AUTH_REFUSALS_TOTAL, "reason" => reason).increment(1);
+}
+
+/// A TLS handshake that failed or timed out.
+pub fn record_tls_handshake_failure() {
+    counter!(TLS_HANDSHAKE_FAILURES_TOTAL).increment(1);
+}
+
+/// A certificate change that did not load.
+pub fn record_tls_reload_failure() {
+    counter!(TLS_RELOAD_FAILURES_TOTAL).increment(1);
 }
 
 /// A token file change that did not parse.

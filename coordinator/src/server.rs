@@ -43,6 +43,8 @@ pub struct ServerOptions {
     pub guard: crate::auth::Guard,
     /// Capacity a worker may claim at most, fetches per second (a larger claim is capped).
     pub max_worker_capacity: f64,
+    /// TLS on every listener (and client certificates on worker control), if configured.
+    pub tls: Option<crate::tls::TlsFiles>,
     /// Metrics address, if metrics are served (port 0 picks one; printed).
     pub metrics_addr: Option<SocketAddr>,
     /// Hub settings.
@@ -130,7 +132,16 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     );
     let admin = AdminService::new(Registry::new(store.clone()), hub.clone());
     let postings = PostingsService::new(hub.ingestor.clone(), Registry::new(store.clone()));
-    let control = WorkerControlService::new(hub.clone(), o.max_worker_capacity);
+    let client_certs = o.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+    if client_certs && (admin_listener.is_none() || public_listener.is_none()) {
+        anyhow::bail!("--client-ca needs --admin-listen and --public-listen: client certificates are asked of workers only");
+    }
+    let control =
+        WorkerControlService::new(hub.clone(), o.max_worker_capacity).require_certs(client_certs);
+    let certs = match &o.tls {
+        Some(files) => Some(crate::tls::CertStore::open(files.clone())?),
+        None => None,
+    };
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
 
     // Each listener gets health checks and the roles assigned to it; roles without their
@@ -162,29 +173,41 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
             .add_service(IngestServer::new(ingest));
     }
     let mut servers = Vec::new();
-    let mut serve_on = |routes: RoutesBuilder, listener: tokio::net::TcpListener| {
+    let mut serve_on = |routes: RoutesBuilder,
+                        listener: tokio::net::TcpListener,
+                        client_auth: bool|
+     -> Result<()> {
+        let server = tonic::transport::Server::builder()
+            .layer(crate::auth::AuthLayer(o.guard.clone()))
+            .add_routes(routes.routes());
         let mut server_stop = stop_rx.clone();
-        servers.push(tokio::spawn(
-            tonic::transport::Server::builder()
-                .layer(crate::auth::AuthLayer(o.guard.clone()))
-                .add_routes(routes.routes())
-                .serve_with_incoming_shutdown(
-                    tonic::transport::server::TcpIncoming::from(listener),
-                    async move {
-                        let _ = server_stop.wait_for(|s| *s).await;
-                    },
-                ),
-        ));
+        let stopped = async move {
+            let _ = server_stop.wait_for(|s| *s).await;
+        };
+        servers.push(match &certs {
+            Some(c) => {
+                let incoming = crate::tls::incoming(listener, c.server_config(client_auth)?);
+                tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
+            }
+            None => tokio::spawn(server.serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                stopped,
+            )),
+        });
+        Ok(())
     };
     if let Some(l) = admin_listener {
         println!("kairos-coordinator admin on {}", l.local_addr()?);
-        serve_on(admin_routes, l);
+        serve_on(admin_routes, l, false)?;
     }
     if let Some(l) = public_listener {
         println!("kairos-coordinator public on {}", l.local_addr()?);
-        serve_on(public_routes, l);
+        serve_on(public_routes, l, false)?;
     }
-    serve_on(main, listener);
+    serve_on(main, listener, client_certs)?;
+    if let Some(c) = certs {
+        tokio::spawn(c.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
+    }
     if let Some(file) = o.guard.token_file() {
         tokio::spawn(file.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
     }

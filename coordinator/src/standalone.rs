@@ -207,6 +207,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             // (checked above).
             guard: kairos_coordinator::auth::Guard::default(),
             max_worker_capacity: f64::MAX,
+            tls: None,
             metrics_addr: Some(a.metrics_addr),
             hub: a.plan.hub_config(clock.scale(), host_gap)?,
             clock,

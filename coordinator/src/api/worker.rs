@@ -30,14 +30,33 @@ use tonic::{Request, Response, Status, Streaming};
 pub struct WorkerControlService<B> {
     hub: Arc<Hub<B>>,
     max_capacity: f64,
+    require_certs: bool,
 }
 
 impl<B> WorkerControlService<B> {
     /// A service over `hub`; a worker claiming more than `max_capacity` fetches per second
     /// is registered at `max_capacity` (a rogue claim of 1e308 would take every host).
     pub fn new(hub: Arc<Hub<B>>, max_capacity: f64) -> Self {
-        WorkerControlService { hub, max_capacity }
+        WorkerControlService {
+            hub,
+            max_capacity,
+            require_certs: false,
+        }
     }
+
+    /// With mutual TLS: a worker registers only under a name its client certificate
+    /// carries (subject CN or DNS SAN).
+    pub fn require_certs(mut self, on: bool) -> Self {
+        self.require_certs = on;
+        self
+    }
+}
+
+/// The names the connection's client certificate vouches for.
+fn cert_names<T>(r: &Request<T>) -> Vec<String> {
+    r.peer_certs()
+        .and_then(|certs| certs.first().map(|c| crate::tls::cert_names(c)))
+        .unwrap_or_default()
 }
 
 impl From<ClusterError> for Status {
@@ -83,6 +102,15 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                 return Err(Status::permission_denied(format!(
                     "the token of worker `{}` may not register another name",
                     id.name
+                )));
+            }
+        }
+        if self.require_certs {
+            let names = cert_names(&r);
+            if !names.contains(&r.get_ref().worker_name) {
+                return Err(Status::permission_denied(format!(
+                    "the client certificate names {names:?}, not worker `{}`",
+                    r.get_ref().worker_name
                 )));
             }
         }
