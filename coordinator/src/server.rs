@@ -190,7 +190,9 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
                 tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
             }
             None => tokio::spawn(server.serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
+                // Without TCP_NODELAY a unary call waits out the peer's delayed ACK: 44 ms
+                // per AddFeed on loopback instead of well under one.
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
                 stopped,
             )),
         });

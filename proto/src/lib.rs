@@ -40,6 +40,7 @@ mod tests {
                     ..Default::default()
                 }],
                 removed_feed_ids: vec!["f9".into()],
+                more: true,
             })),
         };
         let bytes = update.encode_to_vec();

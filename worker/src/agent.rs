@@ -294,6 +294,49 @@ fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
     }
 }
 
+/// Folds the parts of a split update (`more` set on all but the last) into one; returns
+/// the update once whole. A part of another version than the one held starts afresh: the
+/// coordinator sends a version's parts back to back, so the held ones were abandoned.
+fn assemble(
+    pending: &mut Option<(u64, pb::assignment_update::Update)>,
+    u: pb::AssignmentUpdate,
+) -> Option<pb::AssignmentUpdate> {
+    use pb::assignment_update::Update;
+    let Some(part) = u.update else {
+        return Some(u);
+    };
+    let held = match pending.take() {
+        Some((v, held)) if v == u.version => Some(held),
+        _ => None,
+    };
+    let (merged, more) = match (held, part) {
+        (Some(Update::Snapshot(mut a)), Update::Snapshot(b)) => {
+            a.feeds.extend(b.feeds);
+            (Update::Snapshot(a), b.more)
+        }
+        (Some(Update::Delta(mut a)), Update::Delta(b)) => {
+            a.upserts.extend(b.upserts);
+            a.removed_feed_ids.extend(b.removed_feed_ids);
+            (Update::Delta(a), b.more)
+        }
+        (_, part) => {
+            let more = match &part {
+                Update::Snapshot(s) => s.more,
+                Update::Delta(d) => d.more,
+            };
+            (part, more)
+        }
+    };
+    if more {
+        *pending = Some((u.version, merged));
+        return None;
+    }
+    Some(pb::AssignmentUpdate {
+        update: Some(merged),
+        ..u
+    })
+}
+
 async fn assignments(
     mut client: Client,
     id: &str,
@@ -306,7 +349,12 @@ async fn assignments(
         })
         .await?
         .into_inner();
+    // Parts of a large update, held until its last part arrives (same version).
+    let mut pending: Option<(u64, pb::assignment_update::Update)> = None;
     while let Some(u) = stream.message().await? {
+        let Some(u) = assemble(&mut pending, u) else {
+            continue;
+        };
         let now = shared.clock.now_ms();
         tracing::debug!(version = u.version, update = ?u.update.as_ref().map(|x| match x {
             pb::assignment_update::Update::Snapshot(s) => format!("snapshot of {}", s.feeds.len()),
@@ -652,6 +700,38 @@ async fn relay_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_updates_are_applied_whole() {
+        use pb::assignment_update::Update;
+        let feed = |id: &str| pb::FeedAssignment {
+            feed_id: id.into(),
+            ..Default::default()
+        };
+        let part = |version, feeds: Vec<pb::FeedAssignment>, more| pb::AssignmentUpdate {
+            epoch: 1,
+            version,
+            update: Some(Update::Snapshot(pb::AssignmentSnapshot { feeds, more })),
+        };
+        let mut pending = None;
+        assert!(assemble(&mut pending, part(3, vec![feed("a")], true)).is_none());
+        assert!(assemble(&mut pending, part(3, vec![feed("b")], true)).is_none());
+        let whole = assemble(&mut pending, part(3, vec![feed("c")], false)).unwrap();
+        let Some(Update::Snapshot(s)) = whole.update else {
+            panic!("a snapshot")
+        };
+        let ids: Vec<&str> = s.feeds.iter().map(|f| f.feed_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert!(pending.is_none());
+        // An abandoned version's parts are dropped, not mixed into the next one.
+        assert!(assemble(&mut pending, part(4, vec![feed("x")], true)).is_none());
+        let whole = assemble(&mut pending, part(5, vec![feed("y")], false)).unwrap();
+        let Some(Update::Snapshot(s)) = whole.update else {
+            panic!("a snapshot")
+        };
+        assert_eq!(s.feeds.len(), 1);
+        assert_eq!(whole.version, 5);
+    }
 
     #[test]
     fn skip_hours_and_days_are_read_in_utc() {

@@ -70,6 +70,70 @@ impl From<ClusterError> for Status {
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
+/// Encoded size an assignment message part stays under (the worker's default limit on a
+/// message is 4 MB; a feed's assignment, with its recent item ids, is up to a few KB, so a
+/// snapshot of a few thousand feeds would not fit in one message).
+const PART_BYTES: usize = 1 << 20;
+
+/// Splits an update into parts of at most about `limit` encoded bytes, each flagged `more`
+/// but the last. One oversized feed still goes alone in its part.
+fn split(
+    update: pb::assignment_update::Update,
+    limit: usize,
+) -> Vec<pb::assignment_update::Update> {
+    use pb::assignment_update::Update;
+    use prost::Message;
+    fn chunks<T>(items: Vec<T>, size: impl Fn(&T) -> usize, limit: usize) -> Vec<Vec<T>> {
+        let mut out: Vec<Vec<T>> = vec![Vec::new()];
+        let mut bytes = 0;
+        for item in items {
+            let n = size(&item) + 8;
+            if bytes + n > limit && !out.last().is_some_and(Vec::is_empty) {
+                out.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += n;
+            out.last_mut().expect("one part").push(item);
+        }
+        out
+    }
+    let mut parts = match update {
+        Update::Snapshot(s) => chunks(s.feeds, |f| f.encoded_len(), limit)
+            .into_iter()
+            .map(|feeds| Update::Snapshot(pb::AssignmentSnapshot { feeds, more: true }))
+            .collect::<Vec<_>>(),
+        Update::Delta(d) => {
+            let mut parts: Vec<Update> = chunks(d.upserts, |f| f.encoded_len(), limit)
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .map(|upserts| {
+                    Update::Delta(pb::AssignmentDelta {
+                        upserts,
+                        removed_feed_ids: Vec::new(),
+                        more: true,
+                    })
+                })
+                .collect();
+            for removed in chunks(d.removed_feed_ids, String::len, limit) {
+                if !removed.is_empty() || parts.is_empty() {
+                    parts.push(Update::Delta(pb::AssignmentDelta {
+                        upserts: Vec::new(),
+                        removed_feed_ids: removed,
+                        more: true,
+                    }));
+                }
+            }
+            parts
+        }
+    };
+    match parts.last_mut() {
+        Some(Update::Snapshot(s)) => s.more = false,
+        Some(Update::Delta(d)) => d.more = false,
+        None => {}
+    }
+    parts
+}
+
 /// The update that takes a worker from `sent` to `now`.
 fn delta<B: KvBackend>(
     hub: &Hub<B>,
@@ -87,6 +151,7 @@ fn delta<B: KvBackend>(
             .filter(|id| !now.contains_key(*id))
             .cloned()
             .collect(),
+        more: false,
     }
 }
 
@@ -152,6 +217,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                     None => Some(pb::assignment_update::Update::Snapshot(
                         pb::AssignmentSnapshot {
                             feeds: now.feeds.values().map(|s| hub.assignment(s)).collect(),
+                            more: false,
                         },
                     )),
                     Some(prev) if prev.version != now.version => Some(
@@ -160,13 +226,15 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                     Some(_) => None,
                 };
                 if let Some(update) = update {
-                    let msg = pb::AssignmentUpdate {
-                        epoch,
-                        version: now.version,
-                        update: Some(update),
-                    };
-                    if tx.send(Ok(msg)).await.is_err() {
-                        return; // The worker hung up.
+                    for part in split(update, PART_BYTES) {
+                        let msg = pb::AssignmentUpdate {
+                            epoch,
+                            version: now.version,
+                            update: Some(part),
+                        };
+                        if tx.send(Ok(msg)).await.is_err() {
+                            return; // The worker hung up.
+                        }
                     }
                     sent = Some(now);
                 }
@@ -253,5 +321,80 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         let r = r.into_inner();
         let (epoch, version) = self.hub.heartbeat(&r.worker_id, r.report_backlog)?;
         Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pb::assignment_update::Update;
+    use prost::Message;
+
+    fn feed(i: usize) -> pb::FeedAssignment {
+        pb::FeedAssignment {
+            feed_id: format!("f{i}"),
+            url: format!("https://h{i}.example/{}", "x".repeat(4000)),
+            recent_item_id_hashes: (0..256).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn large_updates_go_in_parts_under_the_limit_and_lose_nothing() {
+        let feeds: Vec<pb::FeedAssignment> = (0..3000).map(feed).collect();
+        let whole = pb::AssignmentSnapshot {
+            feeds: feeds.clone(),
+            more: false,
+        };
+        assert!(
+            whole.encoded_len() > 4 << 20,
+            "the case that broke: one message over 4 MB"
+        );
+        let parts = split(Update::Snapshot(whole), PART_BYTES);
+        assert!(parts.len() >= 10);
+        let mut got = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            let Update::Snapshot(s) = p else {
+                panic!("a snapshot splits into snapshots")
+            };
+            assert!(
+                s.encoded_len() <= PART_BYTES + 16,
+                "part {i}: {}",
+                s.encoded_len()
+            );
+            assert_eq!(s.more, i + 1 < parts.len());
+            got.extend(s.feeds.iter().cloned());
+        }
+        assert_eq!(got, feeds);
+
+        let removed: Vec<String> = (0..200_000).map(|i| format!("feed-{i:012}")).collect();
+        let parts = split(
+            Update::Delta(pb::AssignmentDelta {
+                upserts: feeds.clone(),
+                removed_feed_ids: removed.clone(),
+                more: false,
+            }),
+            PART_BYTES,
+        );
+        let (mut up, mut rm) = (Vec::new(), Vec::new());
+        for (i, p) in parts.iter().enumerate() {
+            let Update::Delta(d) = p else {
+                panic!("a delta splits into deltas")
+            };
+            assert!(d.encoded_len() <= PART_BYTES + 16);
+            assert_eq!(d.more, i + 1 < parts.len());
+            up.extend(d.upserts.iter().cloned());
+            rm.extend(d.removed_feed_ids.iter().cloned());
+        }
+        assert_eq!((up, rm), (feeds, removed));
+
+        // Small and empty updates stay one message.
+        let one = split(
+            Update::Snapshot(pb::AssignmentSnapshot::default()),
+            PART_BYTES,
+        );
+        assert_eq!(one.len(), 1);
+        let one = split(Update::Delta(pb::AssignmentDelta::default()), PART_BYTES);
+        assert!(matches!(&one[..], [Update::Delta(d)] if !d.more));
     }
 }
