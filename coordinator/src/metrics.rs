@@ -56,6 +56,10 @@ pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 pub const AUTH_REFUSALS_TOTAL: &str = "kairos_auth_refusals_total";
 /// Counter: token file changes that did not parse (the previous tokens stayed in force).
 pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total";
+/// Counter: replans that failed (the previous plan stayed in force).
+pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
+/// Counter: panics inside the planner, contained to their round.
+pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
 /// Counter: TLS handshakes that failed or timed out.
 pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "kairos_tls_handshake_failures_total";
 /// Counter: certificate changes that did not load (the previous one stayed in force).
@@ -190,6 +194,14 @@ pub fn describe() {
         "Token file changes that did not parse; the previous tokens stayed in force."
     );
     describe_counter!(
+        REPLAN_FAILURES_TOTAL,
+        "Replans that failed; the previous plan stays in force until one succeeds."
+    );
+    describe_counter!(
+        PLANNER_PANICS_TOTAL,
+        "Panics inside the planner, contained to their round (a bug: please report it with the log line)."
+    );
+    describe_counter!(
         TLS_HANDSHAKE_FAILURES_TOTAL,
         "TLS handshakes that failed or timed out (bad or missing client certificates among them)."
     );
@@ -215,6 +227,8 @@ pub fn describe() {
         REPORTS_REJECTED_TOTAL,
         SHARD_MOVES_TOTAL,
         DOCUMENT_OVERFLOWS_TOTAL,
+        REPLAN_FAILURES_TOTAL,
+        PLANNER_PANICS_TOTAL,
     ] {
         counter!(c).increment(0);
     }
@@ -305,6 +319,16 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
 /// A call the auth layer refused.
 pub fn record_auth_refusal(reason: &'static str) {
     counter!(AUTH_REFUSALS_TOTAL, "reason" => reason).increment(1);
+}
+
+/// A replan that failed.
+pub fn record_replan_failure() {
+    counter!(REPLAN_FAILURES_TOTAL).increment(1);
+}
+
+/// A panic contained inside the planner.
+pub fn record_planner_panic() {
+    counter!(PLANNER_PANICS_TOTAL).increment(1);
 }
 
 /// A TLS handshake that failed or timed out.

@@ -331,3 +331,133 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         "gauges come back from the store:\n{text}"
     );
 }
+
+/// The inputs that used to crash or wedge the coordinator, sent to the real binary: each is
+/// refused with `INVALID_ARGUMENT` naming what is wrong, nothing changes, and the process
+/// keeps answering (and replanning) afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
+    let dir = TempDir::new("serve-hostile");
+    let c = start_coordinator(
+        &["--replan-interval", "200ms"],
+        &dir.path().join("coordinator.log"),
+    );
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
+    let invalid = |r: Result<tonic::Response<_>, tonic::Status>, what: &str| {
+        let e = r.map(|_: tonic::Response<()>| ()).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{what}: {e:?}");
+        e.message().to_string()
+    };
+    let unit =
+        |r: Result<tonic::Response<pb::Feed>, tonic::Status>| r.map(|_| tonic::Response::new(()));
+    // A 3 MB URL (it made every assignment snapshot unsendable).
+    let huge = format!("https://big.example/{}", "a".repeat(3 << 20));
+    let msg = invalid(unit(admin.add_feed(add_feed("", &huge)).await), "3 MB url");
+    assert!(msg.contains("longer than"), "{msg}");
+    // A feed weight of 1e304 (the plan allocated 28x the budget).
+    let heavy = pb::AddFeedRequest {
+        feed_id: "heavy".into(),
+        url: "https://heavy.example/feed".into(),
+        weight: 1e304,
+    };
+    let msg = invalid(unit(admin.add_feed(heavy).await), "feed weight");
+    assert!(msg.contains("weight"), "{msg}");
+    // A user weight of 1e38 (the miss metric's solver panicked and poisoned the hub).
+    let user = admin
+        .add_user(pb::AddUserRequest {
+            user_id: "whale".into(),
+            weight: 1e38,
+        })
+        .await
+        .map(|_| tonic::Response::new(()));
+    invalid(user, "user weight");
+    // OPML nested 5,000 deep (a stack overflow aborted the process).
+    let nested = format!(
+        "<opml version=\"2.0\"><body>{}{}</body></opml>",
+        "<outline text=\"x\">".repeat(5000),
+        "</outline>".repeat(5000)
+    );
+    let opml = admin
+        .import_opml(pb::ImportOpmlRequest {
+            opml: nested,
+            user_id: String::new(),
+        })
+        .await
+        .map(|_| tonic::Response::new(()));
+    let msg = invalid(opml, "nested OPML");
+    assert!(msg.contains("deeper"), "{msg}");
+    // Settings that would stop all replanning, or were silently cleared.
+    let before = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    for (what, bad) in [
+        (
+            "min 1e308",
+            pb::Settings {
+                min_fetches_per_day: 1e308,
+                ..Default::default()
+            },
+        ),
+        (
+            "max NaN",
+            pb::Settings {
+                max_fetches_per_day: f64::NAN,
+                ..Default::default()
+            },
+        ),
+        (
+            "max -5",
+            pb::Settings {
+                max_fetches_per_day: -5.0,
+                ..Default::default()
+            },
+        ),
+        (
+            "budget inf",
+            pb::Settings {
+                budget_fetches_per_day: f64::INFINITY,
+                ..Default::default()
+            },
+        ),
+    ] {
+        let r = admin
+            .update_settings(bad)
+            .await
+            .map(|_| tonic::Response::new(()));
+        invalid(r, what);
+    }
+    assert_eq!(
+        admin
+            .get_settings(pb::GetSettingsRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+        before,
+        "refused settings changed nothing"
+    );
+    // Still serving: a feed added now is planned by the next rounds.
+    admin
+        .add_feed(add_feed("after", "https://after.example/feed"))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let plan = admin
+            .inspect_feed_plan(pb::InspectFeedPlanRequest {
+                feed_id: "after".into(),
+            })
+            .await;
+        if plan.is_ok_and(|p| !p.into_inner().fetch_offsets_seconds.is_empty()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new feed was never planned"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let failures = kairos_tests::sample(&scrape(&c.metrics), "kairos_replan_failures_total");
+    assert_eq!(failures, Some(0.0), "no replan failed");
+}

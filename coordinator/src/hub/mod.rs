@@ -69,6 +69,7 @@ fn guarded<T>(
             r.set_settings(settings);
             drop(r);
             replanner.clear_poison();
+            m::record_planner_panic();
             Err(format!(
                 "the planner panicked ({why}); the next round solves afresh"
             ))
@@ -744,6 +745,7 @@ impl<B: KvBackend> Hub<B> {
                 _ = replan.tick() => {
                     if let Err(e) = self.replan().await {
                         // Keep the previous plan; the next round tries again.
+                        m::record_replan_failure();
                         tracing::error!(error = %e, "replan failed; keeping the previous plan");
                     }
                 }
