@@ -8,7 +8,8 @@
 
 pub mod access;
 pub mod api;
-pub mod auth;
+/// Bearer tokens and scopes, shared with the worker's ingest endpoint.
+pub use kairos_worker::auth;
 pub mod control;
 pub mod demo;
 pub mod hub;

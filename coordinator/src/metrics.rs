@@ -52,10 +52,7 @@ pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
 pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
 /// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
 pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
-/// Counter `reason`: calls refused by the auth layer (unauthenticated, permission_denied).
-pub const AUTH_REFUSALS_TOTAL: &str = "kairos_auth_refusals_total";
-/// Counter: token file changes that did not parse (the previous tokens stayed in force).
-pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total";
+pub use crate::auth::{AUTH_REFUSALS_TOTAL, AUTH_RELOAD_FAILURES_TOTAL};
 /// Counter: replans that failed (the previous plan stayed in force).
 pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
 /// Counter: panics inside the planner, contained to their round.

@@ -309,6 +309,71 @@ async fn every_role_needs_a_token_with_its_scope() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // The worker's public ingest endpoint takes the same tokens: a reader app's `ingest`
+    // token, not nothing and not a worker's.
+    let (_ingest_worker, ingest) = spawn_until(
+        "kairos-worker",
+        &[
+            "run",
+            "--coordinator",
+            &worker_url,
+            "--name",
+            "w1",
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--ingest-listen",
+            "127.0.0.1:0",
+            "--ingest-tokens",
+            tokens.to_str().unwrap(),
+        ],
+        &dir.path().join("ingest-worker.log"),
+        &["kairos-worker ingest on "],
+    );
+    let mut relay =
+        kairos_proto::v1::ingest_client::IngestClient::connect(format!("http://{}", ingest[0]))
+            .await
+            .unwrap();
+    let events = || pb::RecordAccessesRequest {
+        events: vec![pb::AccessEvent {
+            user_id: "u".into(),
+            feed_id: String::new(),
+            unix_ms: 0,
+        }],
+    };
+    assert_eq!(
+        relay.record_accesses(events()).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        relay
+            .record_accesses(with_token(events(), W1))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::PermissionDenied
+    );
+    relay
+        .record_accesses(with_token(events(), READER))
+        .await
+        .unwrap();
+    // Open to the network without tokens: refused at start.
+    let o = std::process::Command::new(kairos_tests::bin("kairos-worker"))
+        .args([
+            "run",
+            "--coordinator",
+            &worker_url,
+            "--ingest-listen",
+            "0.0.0.0:0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--ingest-tokens"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
     // Rotation: the dashboard's token gains write access, without a restart.
     dir.write(
         "tokens",

@@ -13,6 +13,7 @@
 //! * [`target`] — which addresses a feed URL may reach.
 
 pub mod agent;
+pub mod auth;
 pub mod clock;
 pub mod credentials;
 pub mod farm;

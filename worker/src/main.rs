@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
+use kairos_worker::auth::{AuthLayer, Guard, TokenFile};
 use kairos_worker::clock::SimClock;
 use kairos_worker::credentials::Credentials;
 use kairos_worker::farm::{Farm, FarmConfig};
@@ -109,6 +110,11 @@ struct RunArgs {
     /// Key (PEM) of `--tls-cert`.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// Bearer tokens for the public `Ingest` endpoint (`name scopes token` lines; callers
+    /// need the `ingest` scope; re-read on change). Required when `--ingest-listen` is not
+    /// a loopback address: otherwise anyone who reaches it could forge reader accesses.
+    #[arg(long)]
+    ingest_tokens: Option<std::path::PathBuf>,
     /// Serve the public `Ingest` endpoint (reader access events, relayed to the
     /// coordinator) here; port 0 picks one (printed).
     #[arg(long)]
@@ -218,6 +224,16 @@ async fn run(a: RunArgs) -> Result<()> {
     let mut cfg = cfg;
     let (relay, server) = match a.ingest_listen {
         Some(addr) => {
+            let guard = match &a.ingest_tokens {
+                Some(path) => Guard::new(Some(TokenFile::open(path)?)),
+                None if addr.ip().is_loopback() => Guard::new(None),
+                None => anyhow::bail!(
+                    "--ingest-listen {addr} is not loopback: give --ingest-tokens FILE so only reader apps with an `ingest` token can send access events"
+                ),
+            };
+            if let Some(file) = guard.token_file() {
+                tokio::spawn(file.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
+            }
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the ingest address {addr}"))?;
@@ -234,11 +250,13 @@ async fn run(a: RunArgs) -> Result<()> {
             let mut server_stop = stop_rx.clone();
             let server = tokio::spawn(
                 tonic::transport::Server::builder()
+                    .layer(AuthLayer(guard))
                     .add_service(health_service)
                     .add_service(reflection)
                     .add_service(IngestServer::new(RelayService::new(tx)))
                     .serve_with_incoming_shutdown(
-                        tonic::transport::server::TcpIncoming::from(listener),
+                        tonic::transport::server::TcpIncoming::from(listener)
+                            .with_nodelay(Some(true)),
                         async move {
                             let _ = server_stop.wait_for(|s| *s).await;
                         },

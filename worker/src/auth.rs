@@ -1,4 +1,5 @@
-//! Who may call what: bearer tokens with scopes, checked in front of every gRPC service.
+//! Who may call what: bearer tokens with scopes, checked in front of every gRPC service —
+//! the coordinator's listeners and the worker's public ingest endpoint.
 //!
 //! A token file lists the callers, one per line (`#` starts a comment):
 //!
@@ -24,6 +25,11 @@
 //! error is logged once per change and counted in `kairos_auth_reload_failures_total`).
 
 use std::collections::HashSet;
+
+/// Counter `reason`: calls refused (unauthenticated, permission_denied).
+pub const AUTH_REFUSALS_TOTAL: &str = "kairos_auth_refusals_total";
+/// Counter: token file changes that did not parse (the previous tokens stayed in force).
+pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total";
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
@@ -244,7 +250,7 @@ impl TokenFile {
                 true
             }
             Err(e) => {
-                crate::metrics::record_auth_reload_failure();
+                metrics::counter!(AUTH_RELOAD_FAILURES_TOTAL).increment(1);
                 tracing::error!(path = %self.path.display(), error = %e, "token file not reloaded; the previous tokens stay in force");
                 false
             }
@@ -310,18 +316,18 @@ impl Guard {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
         let Some(token) = token else {
-            crate::metrics::record_auth_refusal("unauthenticated");
+            metrics::counter!(AUTH_REFUSALS_TOTAL, "reason" => "unauthenticated").increment(1);
             return Err(Status::unauthenticated(
                 "missing bearer token (authorization: Bearer <token>)",
             ));
         };
         let tokens = file.tokens();
         let Some(id) = tokens.identify(token.as_bytes()) else {
-            crate::metrics::record_auth_refusal("unauthenticated");
+            metrics::counter!(AUTH_REFUSALS_TOTAL, "reason" => "unauthenticated").increment(1);
             return Err(Status::unauthenticated("unknown bearer token"));
         };
         if !id.has(need) {
-            crate::metrics::record_auth_refusal("permission_denied");
+            metrics::counter!(AUTH_REFUSALS_TOTAL, "reason" => "permission_denied").increment(1);
             return Err(Status::permission_denied(format!(
                 "token `{}` lacks the scope this call needs",
                 id.name
