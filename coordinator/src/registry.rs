@@ -423,31 +423,62 @@ impl<B: KvBackend> Registry<B> {
                 "OPML has no outline with an xmlUrl".into(),
             ));
         }
+        // Checked and looked up first, then written in one atomic batch: an import that is
+        // interrupted (a crash, a full disk) leaves nothing half done.
         let mut out = OpmlImport::default();
+        let mut feeds: Vec<FeedRecord> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for raw in urls {
-            let id = match self.add_feed(None, &raw, 1.0).await {
-                Ok(rec) => {
-                    out.feeds_added += 1;
-                    out.added_ids.push(rec.id.clone());
-                    rec.id
+            match check_url(&raw) {
+                Ok((url, host)) => {
+                    let id = format!("{:016x}", xxh3_64(url.as_bytes()));
+                    if seen.insert(id.clone()) {
+                        feeds.push(FeedRecord {
+                            id,
+                            url,
+                            host,
+                            weight: 1.0,
+                        });
+                    }
                 }
-                Err(RegistryError::AlreadyExists(_)) => {
-                    out.feeds_already_present += 1;
-                    format!("{:016x}", xxh3_64(check_url(&raw)?.0.as_bytes()))
-                }
-                Err(RegistryError::InvalidArgument(why)) => {
-                    out.skipped.push(why);
-                    continue;
-                }
+                Err(RegistryError::InvalidArgument(why)) => out.skipped.push(why),
                 Err(e) => return Err(e),
-            };
+            }
+        }
+        let mut keys = Vec::with_capacity(feeds.len() * 2);
+        for f in &feeds {
+            keys.push(Key::Feed(&f.id).encode()?);
+            keys.push(match user {
+                Some(u) => Key::SubscriptionByUser(u, &f.id).encode()?,
+                None => Key::Feed(&f.id).encode()?,
+            });
+        }
+        let present = self.store.get_many(keys).await?;
+        let mut ops = Vec::new();
+        for (f, found) in feeds.iter().zip(present.chunks(2)) {
+            if found[0].is_some() {
+                out.feeds_already_present += 1;
+            } else {
+                ops.push(Op::Put(Key::Feed(&f.id).encode()?, json(f)));
+                out.feeds_added += 1;
+                out.added_ids.push(f.id.clone());
+            }
             if let Some(u) = user {
-                match self.subscribe(u, &id).await {
-                    Ok(()) => out.subscriptions_added += 1,
-                    Err(RegistryError::AlreadyExists(_)) => {}
-                    Err(e) => return Err(e),
+                if found[1].is_none() {
+                    ops.push(Op::Put(
+                        Key::SubscriptionByUser(u, &f.id).encode()?,
+                        Vec::new(),
+                    ));
+                    ops.push(Op::Put(
+                        Key::SubscriptionByFeed(&f.id, u).encode()?,
+                        Vec::new(),
+                    ));
+                    out.subscriptions_added += 1;
                 }
             }
+        }
+        if !ops.is_empty() {
+            self.store.batch(ops).await?;
         }
         Ok(out)
     }
@@ -605,6 +636,47 @@ mod tests {
             );
             let err = r.import_opml(&many, None).await.unwrap_err();
             assert!(err.to_string().contains("more than 10000 outlines"), "{err}");
+        });
+    }
+
+    /// A store whose writes fail (a full disk): reads go to the inner store.
+    struct FullDisk(MemoryBackend);
+
+    impl KvBackend for FullDisk {
+        async fn get(&self, key: Vec<u8>) -> Result<Option<Vec<u8>>, StoreError> {
+            self.0.get(key).await
+        }
+        async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+            self.0.get_many(keys).await
+        }
+        async fn put_if_absent(&self, _: Vec<u8>, _: Vec<u8>) -> Result<bool, StoreError> {
+            Err(StoreError("no space left on device".into()))
+        }
+        async fn batch(&self, _: Vec<Op>) -> Result<(), StoreError> {
+            Err(StoreError("no space left on device".into()))
+        }
+        async fn range(
+            &self,
+            prefix: Vec<u8>,
+            after: Option<Vec<u8>>,
+            limit: usize,
+        ) -> Result<crate::store::Pairs, StoreError> {
+            self.0.range(prefix, after, limit).await
+        }
+    }
+
+    #[test]
+    fn an_import_that_cannot_be_written_leaves_nothing() {
+        rt().block_on(async {
+            let inner = MemoryBackend::new();
+            let r = Registry::new(Arc::new(FullDisk(inner)));
+            let opml = r#"<opml version="2.0"><body><outline xmlUrl="https://a.test/feed"/><outline xmlUrl="https://b.test/feed"/><outline xmlUrl="https://a.test/feed"/></body></opml>"#;
+            assert!(matches!(r.import_opml(opml, None).await, Err(RegistryError::Store(_))));
+            assert!(r.all_feeds().await.unwrap().is_empty(), "nothing half-imported");
+            // The same document on a working store: two feeds (the duplicate outline once).
+            let ok = Registry::new(Arc::new(MemoryBackend::new()));
+            let got = ok.import_opml(opml, None).await.unwrap();
+            assert_eq!((got.feeds_added, got.feeds_already_present), (2, 0));
         });
     }
 }
