@@ -458,6 +458,29 @@ async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+    // A total budget below what the registered feeds' minimums need: refused, unchanged.
+    let before = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let starve = admin
+        .update_settings(pb::Settings {
+            budget_fetches_per_day: 0.01,
+            ..Default::default()
+        })
+        .await
+        .map(|_| tonic::Response::new(()));
+    let msg = invalid(starve, "budget below the floors");
+    assert!(msg.contains("registered feeds"), "{msg}");
+    assert_eq!(
+        admin
+            .get_settings(pb::GetSettingsRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+        before
+    );
     let failures = kairos_tests::sample(&scrape(&c.metrics), "kairos_replan_failures_total");
     assert_eq!(failures, Some(0.0), "no replan failed");
 }

@@ -213,6 +213,24 @@ impl<B: KvBackend> Hub<B> {
     /// every feed with them.
     pub async fn update_settings(&self, r: &SettingsRecord) -> Result<PlannerSettings, String> {
         let next = r.apply(&self.settings())?;
+        // A total budget below what the per-feed minimums of the feeds registered now need
+        // would make every replan fail while the setting stayed in force.
+        let feeds = self
+            .registry
+            .all_feeds()
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
+        let (min_level, _) = next.levels();
+        let needed =
+            feeds as f64 * crate::plan::alloc::level_rate(min_level) / next.days_per_period();
+        let budget = next.budget.per_day(feeds);
+        if feeds > 0 && budget < needed * (1.0 - 1e-9) {
+            return Err(format!(
+                "a budget of {budget} fetches per day is below the {needed:.3} that the minimum of {} fetches per feed per day needs for the {feeds} registered feeds",
+                next.min_fetches_per_day
+            ));
+        }
         let key = Key::Settings.encode().map_err(|e| e.to_string())?;
         let value = serde_json::to_vec(&SettingsRecord::of(&next)).expect("settings serialize");
         self.store
