@@ -258,18 +258,11 @@ impl TokenFile {
     }
 
     /// Checks the file every `every` until `stop` fires.
-    pub async fn watch(
-        self: Arc<Self>,
-        every: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => { self.reload_if_changed(); }
-                _ = stop.changed() => return,
-            }
-        }
+    pub async fn watch(self: Arc<Self>, every: Duration, stop: tokio::sync::watch::Receiver<bool>) {
+        crate::process::every_until(every, stop, || {
+            self.reload_if_changed();
+        })
+        .await
     }
 }
 

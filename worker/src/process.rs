@@ -1,4 +1,5 @@
-//! Process plumbing shared by the Kairos binaries: logging set-up and shutdown signals.
+//! Process plumbing shared by the Kairos binaries: logging set-up, shutdown signals and
+//! periodic file reloads.
 
 /// Logs to stderr; `RUST_LOG` overrides the default level (info).
 pub fn init_tracing() {
@@ -22,5 +23,21 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+/// Calls `f` every `every` until `stop` turns true: the loop behind the reloads of files
+/// that change under a running process (token files, certificates).
+pub async fn every_until(
+    every: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut f: impl FnMut(),
+) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => f(),
+            _ = stop.changed() => return,
+        }
     }
 }
