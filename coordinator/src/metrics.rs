@@ -61,6 +61,10 @@ pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
 pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "kairos_tls_handshake_failures_total";
 /// Counter: certificate changes that did not load (the previous one stayed in force).
 pub const TLS_RELOAD_FAILURES_TOTAL: &str = "kairos_tls_reload_failures_total";
+/// Counter: store writes that failed (a full disk, an I/O error).
+pub const STORE_WRITE_FAILURES_TOTAL: &str = "kairos_store_write_failures_total";
+/// Gauge: 1 while the store takes writes, 0 while it is failed and being reopened.
+pub const STORE_WRITABLE: &str = "kairos_store_writable";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -206,6 +210,14 @@ pub fn describe() {
         TLS_RELOAD_FAILURES_TOTAL,
         "Certificate file changes that did not load; the previous certificate stayed in force."
     );
+    describe_counter!(
+        STORE_WRITE_FAILURES_TOTAL,
+        "Store writes that failed (full disk, I/O error); the calls answered UNAVAILABLE and nothing was acknowledged."
+    );
+    describe_gauge!(
+        STORE_WRITABLE,
+        "1 while the store takes writes; 0 while a failed store is being reopened (health NOT_SERVING)."
+    );
     describe_gauge!(
         PLAN_SHRINKAGE_DAYS,
         "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
@@ -226,9 +238,11 @@ pub fn describe() {
         DOCUMENT_OVERFLOWS_TOTAL,
         REPLAN_FAILURES_TOTAL,
         PLANNER_PANICS_TOTAL,
+        STORE_WRITE_FAILURES_TOTAL,
     ] {
         counter!(c).increment(0);
     }
+    gauge!(STORE_WRITABLE).set(1.0);
     gauge!(WORKERS).set(0.0);
     gauge!(REPORT_BACKLOG).set(0.0);
 }

@@ -213,6 +213,12 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     if let Some(file) = o.guard.token_file() {
         tokio::spawn(file.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
     }
+    tokio::spawn(watch_store(
+        store.clone(),
+        health.clone(),
+        std::time::Duration::from_secs(1),
+        stop_rx.clone(),
+    ));
     let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
     // Printed for operators and for tests that asked for port 0.
     println!("kairos-coordinator listening on {addr}");
@@ -224,6 +230,54 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         loops,
         metrics,
     })
+}
+
+/// Sets every service's health from the store's: NOT_SERVING while writes fail (so a load
+/// balancer or the Kubernetes probe stops sending work that would be refused), and a
+/// recovery attempt each `every` until the store is writable again.
+async fn watch_store<B: KvBackend>(
+    store: Arc<B>,
+    health: tonic_health::server::HealthReporter,
+    every: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    use tonic_health::ServingStatus;
+    let mut serving = true;
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let mut ok = store.writable();
+        if !ok {
+            // The failure itself was logged where it happened; a retry that fails again is
+            // routine until space returns.
+            if let Err(e) = store.recover().await {
+                tracing::debug!(error = %e, "store not writable yet");
+            }
+            ok = store.writable();
+        }
+        if ok == serving {
+            continue;
+        }
+        serving = ok;
+        metrics::gauge!(crate::metrics::STORE_WRITABLE).set(if ok { 1.0 } else { 0.0 });
+        let status = if ok {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        for service in [
+            "",
+            <AdminServer<AdminService<B>> as tonic::server::NamedService>::NAME,
+            <PostingsServer<PostingsService<B>> as tonic::server::NamedService>::NAME,
+            <IngestServer<IngestService> as tonic::server::NamedService>::NAME,
+            <WorkerControlServer<WorkerControlService<B>> as tonic::server::NamedService>::NAME,
+        ] {
+            health.set_service_status(service, status).await;
+        }
+    }
 }
 
 /// `serve`: runs the coordinator until SIGINT/SIGTERM.

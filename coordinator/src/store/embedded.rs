@@ -2,22 +2,49 @@
 //!
 //! redb is synchronous and every write transaction commits durably (fsync), so each call
 //! runs on tokio's blocking pool rather than on the async threads.
+//!
+//! **A failed write** (a full disk, an I/O error) leaves redb refusing every later
+//! transaction until the file is opened again. So the first failure marks the store
+//! unwritable (health goes NOT_SERVING, see [`KvBackend::writable`]), and
+//! [`KvBackend::recover`] — called by the server's health loop — closes the file once no
+//! call holds it, reopens it (redb repairs an interrupted commit on open) and proves a
+//! write with a probe key before the store counts as writable again. It waits first for
+//! [`MIN_FREE_BYTES`] free on the filesystem: redb's file keeps free pages, so a probe alone
+//! would succeed on a still-full disk and health would flap with every tick.
 
+use super::keys::Key;
 use super::{KvBackend, Op, Pairs, StoreError};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 const KV: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
+
+/// Free space a failed store waits for before it reopens.
+pub const MIN_FREE_BYTES: u64 = 16 << 20;
 
 /// A redb-backed store.
 #[derive(Clone, Debug)]
 pub struct EmbeddedBackend {
-    db: Arc<Database>,
+    path: PathBuf,
+    /// The open database; `None` between closing a failed one and reopening it.
+    db: Arc<RwLock<Option<Arc<Database>>>>,
+    writable: Arc<AtomicBool>,
 }
 
 fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(e.to_string())
+}
+
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    let db = Database::create(path)
+        .map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
+    // Make sure the table exists so readers never see "table does not exist".
+    let tx = db.begin_write().map_err(err)?;
+    tx.open_table(KV).map_err(err)?;
+    tx.commit().map_err(err)?;
+    Ok(db)
 }
 
 impl EmbeddedBackend {
@@ -26,23 +53,95 @@ impl EmbeddedBackend {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join("kairos.redb");
-        let db = Database::create(&path)
-            .map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
-        // Make sure the table exists so readers never see "table does not exist".
-        let tx = db.begin_write().map_err(err)?;
-        tx.open_table(KV).map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(EmbeddedBackend { db: Arc::new(db) })
+        let db = open_db(&path)?;
+        Ok(EmbeddedBackend {
+            path,
+            db: Arc::new(RwLock::new(Some(Arc::new(db)))),
+            writable: Arc::new(AtomicBool::new(true)),
+        })
+    }
+
+    fn current(&self) -> Result<Arc<Database>, StoreError> {
+        self.db
+            .read()
+            .map_err(|_| StoreError("store handle poisoned".into()))?
+            .clone()
+            .ok_or_else(|| {
+                StoreError(format!(
+                    "{} is being reopened after a failed write",
+                    self.path.display()
+                ))
+            })
     }
 
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = self.db.clone();
+        let db = self.current()?;
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(|e| StoreError(format!("store task failed: {e}")))?
+    }
+
+    /// A write through [`Self::blocking`] whose failure marks the store unwritable.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let out = self.blocking(f).await;
+        if let Err(e) = &out {
+            if self.writable.swap(false, Ordering::SeqCst) {
+                // Logged once per outage; the callers answer UNAVAILABLE and retry.
+                tracing::error!(path = %self.path.display(), error = %e, "store write failed; health is NOT_SERVING until a reopen succeeds");
+            }
+            metrics::counter!(crate::metrics::STORE_WRITE_FAILURES_TOTAL).increment(1);
+        }
+        out
+    }
+
+    /// Closes the failed database (once no call holds it), opens it again and proves a
+    /// write. Runs on the blocking pool.
+    fn reopen(&self) -> Result<(), StoreError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let fs = rustix::fs::statvfs(dir)
+            .map_err(|e| StoreError(format!("statvfs {}: {e}", dir.display())))?;
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        if free < MIN_FREE_BYTES {
+            return Err(StoreError(format!(
+                "{free} bytes free under {}; waiting for {MIN_FREE_BYTES}",
+                dir.display()
+            )));
+        }
+        {
+            let mut slot = self
+                .db
+                .write()
+                .map_err(|_| StoreError("store handle poisoned".into()))?;
+            if let Some(db) = slot.take() {
+                match Arc::try_unwrap(db) {
+                    Ok(db) => drop(db), // releases the file lock
+                    Err(shared) => {
+                        *slot = Some(shared);
+                        return Err(StoreError("a call still holds the failed store".into()));
+                    }
+                }
+            }
+            *slot = Some(Arc::new(open_db(&self.path)?));
+        }
+        let probe = Key::Probe.encode().map_err(err)?;
+        let db = self.current()?;
+        let tx = db.begin_write().map_err(err)?;
+        {
+            let mut table = tx.open_table(KV).map_err(err)?;
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            table
+                .insert(probe.as_slice(), stamp.to_be_bytes().as_slice())
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
     }
 }
 
@@ -76,7 +175,7 @@ impl KvBackend for EmbeddedBackend {
     }
 
     async fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<bool, StoreError> {
-        self.blocking(move |db| {
+        self.write(move |db| {
             let tx = db.begin_write().map_err(err)?;
             let written = {
                 let mut table = tx.open_table(KV).map_err(err)?;
@@ -96,7 +195,7 @@ impl KvBackend for EmbeddedBackend {
     }
 
     async fn batch(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        self.blocking(move |db| {
+        self.write(move |db| {
             let tx = db.begin_write().map_err(err)?;
             {
                 let mut table = tx.open_table(KV).map_err(err)?;
@@ -144,5 +243,20 @@ impl KvBackend for EmbeddedBackend {
             Ok(out)
         })
         .await
+    }
+
+    fn writable(&self) -> bool {
+        self.writable.load(Ordering::SeqCst)
+    }
+
+    async fn recover(&self) -> Result<(), StoreError> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.reopen())
+            .await
+            .map_err(|e| StoreError(format!("store task failed: {e}")))??;
+        if !self.writable.swap(true, Ordering::SeqCst) {
+            tracing::info!(path = %self.path.display(), "store reopened and writable again");
+        }
+        Ok(())
     }
 }

@@ -27,6 +27,8 @@ pub enum Key<'a> {
     Discovery(u64),
     /// The next global discovery number.
     DiscoverySeq,
+    /// The key a recovering store writes to prove it takes writes again.
+    Probe,
 }
 
 /// A key part that would break the layout.
@@ -58,6 +60,7 @@ impl Key<'_> {
             Key::PostingSeq(f) => format!("postseq/{}", check(f)?),
             Key::Discovery(n) => format!("disc/{n:016x}"),
             Key::DiscoverySeq => "discseq".to_string(),
+            Key::Probe => "probe".to_string(),
         }
         .into_bytes())
     }
@@ -77,6 +80,7 @@ impl Key<'_> {
             Key::PostingSeq(_) => b"postseq/".to_vec(),
             Key::Discovery(_) => b"disc/".to_vec(),
             Key::DiscoverySeq => b"discseq".to_vec(),
+            Key::Probe => b"probe".to_vec(),
         })
     }
 }

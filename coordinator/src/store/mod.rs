@@ -64,4 +64,14 @@ pub trait KvBackend: Send + Sync + 'static {
         after: Option<Vec<u8>>,
         limit: usize,
     ) -> impl Future<Output = Result<Pairs, StoreError>> + Send;
+    /// Whether writes are going through. A backend whose write failed answers `false` until
+    /// [`Self::recover`] succeeds; the server reports NOT_SERVING meanwhile.
+    fn writable(&self) -> bool {
+        true
+    }
+    /// Tries to make an unwritable store writable again (reopen, reconnect) and proves it
+    /// with a write; an error means "not yet".
+    fn recover(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async { Ok(()) }
+    }
 }
