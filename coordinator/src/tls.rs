@@ -6,15 +6,20 @@
 //! pair that does not load keeps the previous one (logged, counted). With `--client-ca`,
 //! the worker-control listener requires a client certificate chaining to that CA, and a
 //! worker may register only under a name its certificate carries (subject CN or a DNS SAN).
+//! The CA file is reloaded the same way (a CA rotation needs no restart either): new
+//! handshakes are verified against the new roots, open connections keep theirs.
 //!
 //! Handshakes run off the accept loop with a timeout, so a client that connects and stays
 //! silent holds one task for a few seconds, not the listener.
 
 use anyhow::{Context, Result};
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -41,6 +46,82 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct CertStore {
     files: TlsFiles,
     state: RwLock<(Stamps, Arc<CertifiedKey>)>,
+    /// The client CA's verifier, swapped when `files.client_ca` changes.
+    client_ca: Option<Arc<ClientRoots>>,
+}
+
+/// Verifies client certificates against the CA loaded last.
+#[derive(Debug)]
+struct ClientRoots {
+    state: RwLock<(Option<SystemTime>, Arc<dyn ClientCertVerifier>)>,
+}
+
+impl ClientRoots {
+    fn current(&self) -> Arc<dyn ClientCertVerifier> {
+        self.state.read().expect("client CA lock").1.clone()
+    }
+}
+
+fn modified(p: &Path) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+fn load_client_ca(ca: &Path) -> Result<Arc<dyn ClientCertVerifier>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in
+        CertificateDer::pem_file_iter(ca).with_context(|| format!("reading {}", ca.display()))?
+    {
+        roots
+            .add(c.with_context(|| format!("parsing {}", ca.display()))?)
+            .with_context(|| format!("adding {}", ca.display()))?;
+    }
+    if roots.is_empty() {
+        anyhow::bail!("{} holds no CA certificate", ca.display());
+    }
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .context("client certificate verifier")
+}
+
+impl ClientCertVerifier for ClientRoots {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        // Hints would borrow from a verifier that a reload may replace; they are optional
+        // (a worker holds one certificate and sends it regardless).
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.current()
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.current().supported_verify_schemes()
+    }
 }
 
 type Stamps = Option<(SystemTime, SystemTime)>;
@@ -70,10 +151,44 @@ impl CertStore {
     /// Loads the pair; an error names the file.
     pub fn open(files: TlsFiles) -> Result<Arc<CertStore>> {
         let key = load_key(&files)?;
+        let client_ca = match &files.client_ca {
+            Some(ca) => Some(Arc::new(ClientRoots {
+                state: RwLock::new((modified(ca), load_client_ca(ca)?)),
+            })),
+            None => None,
+        };
         Ok(Arc::new(CertStore {
             state: RwLock::new((stamps(&files), key)),
             files,
+            client_ca,
         }))
+    }
+
+    /// Reloads the client CA if its file changed; a file that does not load keeps the
+    /// previous roots.
+    pub fn reload_client_ca_if_changed(&self) -> bool {
+        let (Some(path), Some(roots)) = (&self.files.client_ca, &self.client_ca) else {
+            return false;
+        };
+        let now = modified(path);
+        if now == roots.state.read().expect("client CA lock").0 {
+            return false;
+        }
+        let loaded = load_client_ca(path);
+        let mut st = roots.state.write().expect("client CA lock");
+        st.0 = now;
+        match loaded {
+            Ok(v) => {
+                st.1 = v;
+                tracing::info!(ca = %path.display(), "client CA reloaded");
+                true
+            }
+            Err(e) => {
+                crate::metrics::record_tls_reload_failure();
+                tracing::error!(error = %format!("{e:#}"), "client CA not reloaded; the previous one stays in force");
+                false
+            }
+        }
     }
 
     /// Reloads the pair if a file changed; a pair that does not load keeps the old one.
@@ -103,6 +218,7 @@ impl CertStore {
     pub async fn watch(self: Arc<Self>, every: Duration, stop: tokio::sync::watch::Receiver<bool>) {
         kairos_worker::process::every_until(every, stop, || {
             self.reload_if_changed();
+            self.reload_client_ca_if_changed();
         })
         .await
     }
@@ -114,22 +230,8 @@ impl CertStore {
         let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .context("TLS protocol versions")?;
-        let builder = match (&self.files.client_ca, client_auth) {
-            (Some(ca), true) => {
-                let mut roots = rustls::RootCertStore::empty();
-                for c in CertificateDer::pem_file_iter(ca)
-                    .with_context(|| format!("reading {}", ca.display()))?
-                {
-                    roots
-                        .add(c.with_context(|| format!("parsing {}", ca.display()))?)
-                        .with_context(|| format!("adding {}", ca.display()))?;
-                }
-                let verifier =
-                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                        .build()
-                        .context("client certificate verifier")?;
-                builder.with_client_cert_verifier(verifier)
-            }
+        let builder = match (&self.client_ca, client_auth) {
+            (Some(roots), true) => builder.with_client_cert_verifier(roots.clone()),
             _ => builder.with_no_client_auth(),
         };
         let mut config = builder.with_cert_resolver(self.clone());
@@ -275,6 +377,76 @@ mod tests {
             CertStore::open(files).is_err(),
             "a mismatched pair does not start"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A CA (PEM) and a client certificate (DER) it signed.
+    fn ca_and_client(cn: &str) -> (String, Vec<u8>) {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, format!("{cn} CA"));
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        (ca_pem, p.signed_by(&key, &issuer).unwrap().der().to_vec())
+    }
+
+    fn set_mtime(f: &Path, t: SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_rotated_client_ca_verifies_new_handshakes_and_a_broken_one_is_ignored() {
+        let dir = std::env::temp_dir().join(format!("kairos-tls-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (c, k, _) = self_signed("server", &["localhost"]);
+        std::fs::write(dir.join("s.pem"), c).unwrap();
+        std::fs::write(dir.join("s.key"), k).unwrap();
+        let files = TlsFiles {
+            cert: dir.join("s.pem"),
+            key: dir.join("s.key"),
+            client_ca: Some(dir.join("ca.pem")),
+        };
+        let (ca1, w1) = ca_and_client("w1");
+        let (ca2, w2) = ca_and_client("w2");
+        std::fs::write(dir.join("ca.pem"), &ca1).unwrap();
+        let store = CertStore::open(files).unwrap();
+        // The verifier object a listener is configured with: built once, kept across
+        // reloads (server_config hands this same one to rustls).
+        store.server_config(true).unwrap();
+        let verifier = store.client_ca.clone().unwrap();
+        let accepts = |der: &[u8]| {
+            verifier
+                .verify_client_cert(
+                    &CertificateDer::from(der.to_vec()),
+                    &[],
+                    rustls::pki_types::UnixTime::now(),
+                )
+                .is_ok()
+        };
+        assert!(accepts(&w1) && !accepts(&w2));
+        assert!(!store.reload_client_ca_if_changed(), "unchanged");
+        // Rotated to the second CA.
+        std::fs::write(dir.join("ca.pem"), &ca2).unwrap();
+        let later = SystemTime::now() + Duration::from_secs(5);
+        set_mtime(&dir.join("ca.pem"), later);
+        assert!(store.reload_client_ca_if_changed());
+        assert!(!accepts(&w1) && accepts(&w2));
+        // A truncated CA file keeps the roots in force.
+        std::fs::write(dir.join("ca.pem"), "-----BEGIN CERTIFICATE-----\nAAAA").unwrap();
+        set_mtime(&dir.join("ca.pem"), later + Duration::from_secs(5));
+        assert!(!store.reload_client_ca_if_changed());
+        assert!(!accepts(&w1) && accepts(&w2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
