@@ -488,6 +488,7 @@ impl<B: KvBackend> Registry<B> {
 mod tests {
     use super::*;
     use crate::store::memory::MemoryBackend;
+    use crate::store::{Compare, StoreFuture};
 
     #[test]
     fn urls_with_credentials_are_refused_without_echoing_them() {
@@ -643,25 +644,28 @@ mod tests {
     struct FullDisk(MemoryBackend);
 
     impl KvBackend for FullDisk {
-        async fn get(&self, key: Vec<u8>) -> Result<Option<Vec<u8>>, StoreError> {
-            self.0.get(key).await
+        fn get(&self, key: Vec<u8>) -> StoreFuture<'_, Option<Vec<u8>>> {
+            self.0.get(key)
         }
-        async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
-            self.0.get_many(keys).await
+        fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {
+            self.0.get_revision(key)
         }
-        async fn put_if_absent(&self, _: Vec<u8>, _: Vec<u8>) -> Result<bool, StoreError> {
-            Err(StoreError("no space left on device".into()))
+        fn get_many(&self, keys: Vec<Vec<u8>>) -> StoreFuture<'_, Vec<Option<Vec<u8>>>> {
+            self.0.get_many(keys)
         }
-        async fn batch(&self, _: Vec<Op>) -> Result<(), StoreError> {
-            Err(StoreError("no space left on device".into()))
+        fn batch(&self, _: Vec<Op>) -> StoreFuture<'_, ()> {
+            Box::pin(async { Err(StoreError("no space left on device".into())) })
         }
-        async fn range(
+        fn txn(&self, _: Vec<Compare>, _: Vec<Op>) -> StoreFuture<'_, bool> {
+            Box::pin(async { Err(StoreError("no space left on device".into())) })
+        }
+        fn range(
             &self,
             prefix: Vec<u8>,
             after: Option<Vec<u8>>,
             limit: usize,
-        ) -> Result<crate::store::Pairs, StoreError> {
-            self.0.range(prefix, after, limit).await
+        ) -> StoreFuture<'_, crate::store::Pairs> {
+            self.0.range(prefix, after, limit)
         }
     }
 

@@ -3,7 +3,7 @@
 use super::embedded::EmbeddedBackend;
 use super::keys::Key;
 use super::memory::MemoryBackend;
-use super::{KvBackend, Op};
+use super::{Compare, KvBackend, Op};
 
 async fn suite<B: KvBackend>(b: &B) {
     let k = |s: &str| s.as_bytes().to_vec();
@@ -73,6 +73,107 @@ async fn suite<B: KvBackend>(b: &B) {
         vec![(k("user/u"), k("3"))]
     );
     assert_eq!(b.range(k("settings"), None, 10).await.unwrap(), vec![]);
+    transactions(b).await;
+}
+
+/// Compare-and-swap: on values (absent or equal) and on revisions, all or nothing.
+async fn transactions<B: KvBackend>(b: &B) {
+    let k = |s: &str| s.as_bytes().to_vec();
+    assert_eq!(b.get_revision(k("cas/x")).await.unwrap(), None);
+    // Absent → create.
+    assert!(b
+        .txn(
+            vec![Compare::Value(k("cas/x"), None)],
+            vec![Op::Put(k("cas/x"), k("1")), Op::Put(k("cas/y"), k("a"))],
+        )
+        .await
+        .unwrap());
+    let (v, r1) = b.get_revision(k("cas/x")).await.unwrap().unwrap();
+    assert_eq!(v, k("1"));
+    assert!(r1 > 0);
+    assert_eq!(
+        b.get_revision(k("cas/y")).await.unwrap().unwrap().1,
+        r1,
+        "one txn, one revision"
+    );
+    // A failed comparison writes nothing, not even the ops before a later failing compare.
+    assert!(!b
+        .txn(
+            vec![
+                Compare::Value(k("cas/x"), Some(k("1"))),
+                Compare::Value(k("cas/y"), None),
+            ],
+            vec![Op::Put(k("cas/x"), k("2")), Op::Delete(k("cas/y"))],
+        )
+        .await
+        .unwrap());
+    assert_eq!(b.get(k("cas/x")).await.unwrap(), Some(k("1")));
+    assert_eq!(b.get(k("cas/y")).await.unwrap(), Some(k("a")));
+    // Revision compare: the revision read is the one that holds.
+    assert!(!b
+        .txn(
+            vec![Compare::Revision(k("cas/x"), r1 + 1000)],
+            vec![Op::Put(k("cas/x"), k("3"))]
+        )
+        .await
+        .unwrap());
+    assert!(b
+        .txn(
+            vec![
+                Compare::Revision(k("cas/x"), r1),
+                Compare::Value(k("cas/y"), Some(k("a")))
+            ],
+            vec![Op::Put(k("cas/x"), k("3")), Op::Delete(k("cas/y"))],
+        )
+        .await
+        .unwrap());
+    let (v, r2) = b.get_revision(k("cas/x")).await.unwrap().unwrap();
+    assert_eq!(v, k("3"));
+    assert!(r2 > r1, "a write moves the revision on");
+    assert_eq!(b.get(k("cas/y")).await.unwrap(), None);
+    // The old revision no longer holds (a second writer that read before loses).
+    assert!(!b
+        .txn(
+            vec![Compare::Revision(k("cas/x"), r1)],
+            vec![Op::Put(k("cas/x"), k("4"))]
+        )
+        .await
+        .unwrap());
+    // Revision 0 means absent.
+    assert!(b
+        .txn(
+            vec![Compare::Revision(k("cas/z"), 0)],
+            vec![Op::Put(k("cas/z"), k("z"))]
+        )
+        .await
+        .unwrap());
+    assert!(!b
+        .txn(
+            vec![Compare::Revision(k("cas/z"), 0)],
+            vec![Op::Put(k("cas/z"), k("w"))]
+        )
+        .await
+        .unwrap());
+    // Batches move revisions too.
+    b.batch(vec![Op::Put(k("cas/x"), k("5"))]).await.unwrap();
+    assert!(b.get_revision(k("cas/x")).await.unwrap().unwrap().1 > r2);
+    // No compares: unconditional.
+    assert!(b.txn(vec![], vec![Op::Delete(k("cas/x"))]).await.unwrap());
+    assert_eq!(b.get_revision(k("cas/x")).await.unwrap(), None);
+    // Creators of one key in flight together (on the blocking pool or over the network
+    // for the embedded and etcd backends): exactly one wins.
+    let key = || b"cas/race".to_vec();
+    let (a, c, d, e) = tokio::join!(
+        b.put_if_absent(key(), vec![1]),
+        b.put_if_absent(key(), vec![2]),
+        b.put_if_absent(key(), vec![3]),
+        b.put_if_absent(key(), vec![4]),
+    );
+    let wins = [a, c, d, e]
+        .into_iter()
+        .filter(|w| *w.as_ref().unwrap())
+        .count();
+    assert_eq!(wins, 1);
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -13,13 +13,18 @@
 //! would succeed on a still-full disk and health would flap with every tick.
 
 use super::keys::Key;
-use super::{KvBackend, Op, Pairs, StoreError};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use super::{Compare, KvBackend, Op, Pairs, StoreError, StoreFuture};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 const KV: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
+/// The revision that last wrote each key of `kv`.
+const REVS: TableDefinition<&[u8], u64> = TableDefinition::new("revs");
+/// The store's revision, under [`REVISION`].
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const REVISION: &str = "revision";
 
 /// Free space a failed store waits for before it reopens.
 pub const MIN_FREE_BYTES: u64 = 16 << 20;
@@ -43,6 +48,8 @@ fn open_db(path: &Path) -> Result<Database, StoreError> {
     // Make sure the table exists so readers never see "table does not exist".
     let tx = db.begin_write().map_err(err)?;
     tx.open_table(KV).map_err(err)?;
+    tx.open_table(REVS).map_err(err)?;
+    tx.open_table(META).map_err(err)?;
     tx.commit().map_err(err)?;
     Ok(db)
 }
@@ -131,35 +138,74 @@ impl EmbeddedBackend {
         }
         let probe = Key::Probe.encode().map_err(err)?;
         let db = self.current()?;
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         let tx = db.begin_write().map_err(err)?;
-        {
-            let mut table = tx.open_table(KV).map_err(err)?;
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            table
-                .insert(probe.as_slice(), stamp.to_be_bytes().as_slice())
-                .map_err(err)?;
-        }
+        apply(&tx, &[Op::Put(probe, stamp.to_be_bytes().to_vec())])?;
         tx.commit().map_err(err)
     }
 }
 
+/// Applies `ops` in `tx` as the store's next revision.
+fn apply(tx: &WriteTransaction, ops: &[Op]) -> Result<(), StoreError> {
+    let mut meta = tx.open_table(META).map_err(err)?;
+    let revision = meta.get(REVISION).map_err(err)?.map_or(0, |v| v.value()) + 1;
+    meta.insert(REVISION, revision).map_err(err)?;
+    let mut table = tx.open_table(KV).map_err(err)?;
+    let mut revs = tx.open_table(REVS).map_err(err)?;
+    for op in ops {
+        match op {
+            Op::Put(k, v) => {
+                table.insert(k.as_slice(), v.as_slice()).map_err(err)?;
+                revs.insert(k.as_slice(), revision).map_err(err)?;
+            }
+            Op::Delete(k) => {
+                table.remove(k.as_slice()).map_err(err)?;
+                revs.remove(k.as_slice()).map_err(err)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The value and revision of `key` as `tx` sees it. A key written before revisions were
+/// kept counts as revision 1.
+fn read_revision(
+    table: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    revs: &impl ReadableTable<&'static [u8], u64>,
+    key: &[u8],
+) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    let Some(v) = table.get(key).map_err(err)? else {
+        return Ok(None);
+    };
+    let rev = revs.get(key).map_err(err)?.map_or(1, |r| r.value());
+    Ok(Some((v.value().to_vec(), rev)))
+}
+
 impl KvBackend for EmbeddedBackend {
-    async fn get(&self, key: Vec<u8>) -> Result<Option<Vec<u8>>, StoreError> {
-        self.blocking(move |db| {
+    fn get(&self, key: Vec<u8>) -> StoreFuture<'_, Option<Vec<u8>>> {
+        Box::pin(self.blocking(move |db| {
             let tx = db.begin_read().map_err(err)?;
             let table = tx.open_table(KV).map_err(err)?;
             Ok(table
                 .get(key.as_slice())
                 .map_err(err)?
                 .map(|v| v.value().to_vec()))
-        })
-        .await
+        }))
     }
 
-    async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
-        self.blocking(move |db| {
+    fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {
+        Box::pin(self.blocking(move |db| {
+            let tx = db.begin_read().map_err(err)?;
+            let table = tx.open_table(KV).map_err(err)?;
+            let revs = tx.open_table(REVS).map_err(err)?;
+            read_revision(&table, &revs, &key)
+        }))
+    }
+
+    fn get_many(&self, keys: Vec<Vec<u8>>) -> StoreFuture<'_, Vec<Option<Vec<u8>>>> {
+        Box::pin(self.blocking(move |db| {
             let tx = db.begin_read().map_err(err)?;
             let table = tx.open_table(KV).map_err(err)?;
             keys.iter()
@@ -170,58 +216,57 @@ impl KvBackend for EmbeddedBackend {
                         .map(|v| v.value().to_vec()))
                 })
                 .collect()
-        })
-        .await
+        }))
     }
 
-    async fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<bool, StoreError> {
-        self.write(move |db| {
+    fn batch(&self, ops: Vec<Op>) -> StoreFuture<'_, ()> {
+        Box::pin(self.write(move |db| {
             let tx = db.begin_write().map_err(err)?;
-            let written = {
-                let mut table = tx.open_table(KV).map_err(err)?;
-                if table.get(key.as_slice()).map_err(err)?.is_some() {
-                    false
-                } else {
-                    table
-                        .insert(key.as_slice(), value.as_slice())
-                        .map_err(err)?;
-                    true
-                }
-            };
-            tx.commit().map_err(err)?;
-            Ok(written)
-        })
-        .await
+            apply(&tx, &ops)?;
+            tx.commit().map_err(err)
+        }))
     }
 
-    async fn batch(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        self.write(move |db| {
+    fn txn(&self, compares: Vec<Compare>, ops: Vec<Op>) -> StoreFuture<'_, bool> {
+        Box::pin(self.write(move |db| {
             let tx = db.begin_write().map_err(err)?;
-            {
-                let mut table = tx.open_table(KV).map_err(err)?;
-                for op in &ops {
-                    match op {
-                        Op::Put(k, v) => {
-                            table.insert(k.as_slice(), v.as_slice()).map_err(err)?;
+            let holds = {
+                let table = tx.open_table(KV).map_err(err)?;
+                let revs = tx.open_table(REVS).map_err(err)?;
+                let mut all = true;
+                for c in &compares {
+                    let ok = match c {
+                        Compare::Value(k, want) => {
+                            read_revision(&table, &revs, k)?.map(|(v, _)| v) == *want
                         }
-                        Op::Delete(k) => {
-                            table.remove(k.as_slice()).map_err(err)?;
+                        Compare::Revision(k, want) => {
+                            read_revision(&table, &revs, k)?.map_or(0, |(_, r)| r) == *want
                         }
+                    };
+                    if !ok {
+                        all = false;
+                        break;
                     }
                 }
+                all
+            };
+            if !holds {
+                tx.abort().map_err(err)?;
+                return Ok(false);
             }
-            tx.commit().map_err(err)
-        })
-        .await
+            apply(&tx, &ops)?;
+            tx.commit().map_err(err)?;
+            Ok(true)
+        }))
     }
 
-    async fn range(
+    fn range(
         &self,
         prefix: Vec<u8>,
         after: Option<Vec<u8>>,
         limit: usize,
-    ) -> Result<Pairs, StoreError> {
-        self.blocking(move |db| {
+    ) -> StoreFuture<'_, Pairs> {
+        Box::pin(self.blocking(move |db| {
             let tx = db.begin_read().map_err(err)?;
             let table = tx.open_table(KV).map_err(err)?;
             let mut out = Vec::new();
@@ -241,22 +286,23 @@ impl KvBackend for EmbeddedBackend {
                 out.push((k.to_vec(), v.value().to_vec()));
             }
             Ok(out)
-        })
-        .await
+        }))
     }
 
     fn writable(&self) -> bool {
         self.writable.load(Ordering::SeqCst)
     }
 
-    async fn recover(&self) -> Result<(), StoreError> {
-        let me = self.clone();
-        tokio::task::spawn_blocking(move || me.reopen())
-            .await
-            .map_err(|e| StoreError(format!("store task failed: {e}")))??;
-        if !self.writable.swap(true, Ordering::SeqCst) {
-            tracing::info!(path = %self.path.display(), "store reopened and writable again");
-        }
-        Ok(())
+    fn recover(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || me.reopen())
+                .await
+                .map_err(|e| StoreError(format!("store task failed: {e}")))??;
+            if !self.writable.swap(true, Ordering::SeqCst) {
+                tracing::info!(path = %self.path.display(), "store reopened and writable again");
+            }
+            Ok(())
+        })
     }
 }

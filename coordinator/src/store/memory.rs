@@ -1,16 +1,44 @@
 //! An in-memory backend: the reference semantics, and the store of tests and of
 //! `standalone` runs without a data directory.
 
-use super::{KvBackend, Op, Pairs, StoreError};
+use super::{Compare, KvBackend, Op, Pairs, StoreError, StoreFuture};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+/// Values with the revision that last wrote them, and the store's revision.
+#[derive(Debug, Default)]
+struct State {
+    map: BTreeMap<Vec<u8>, (Vec<u8>, u64)>,
+    revision: u64,
+}
+
+impl State {
+    fn holds(&self, c: &Compare) -> bool {
+        match c {
+            Compare::Value(k, want) => self.map.get(k).map(|(v, _)| v) == want.as_ref(),
+            Compare::Revision(k, want) => self.map.get(k).map_or(0, |(_, r)| *r) == *want,
+        }
+    }
+
+    fn apply(&mut self, ops: Vec<Op>) {
+        self.revision += 1;
+        for op in ops {
+            match op {
+                Op::Put(k, v) => {
+                    self.map.insert(k, (v, self.revision));
+                }
+                Op::Delete(k) => {
+                    self.map.remove(&k);
+                }
+            }
+        }
+    }
+}
 
 /// A `BTreeMap` behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
-    map: Mutex<Map>,
+    state: Mutex<State>,
 }
 
 impl MemoryBackend {
@@ -19,63 +47,71 @@ impl MemoryBackend {
         Self::default()
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Map>, StoreError> {
-        self.map
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>, StoreError> {
+        self.state
             .lock()
             .map_err(|_| StoreError("memory store poisoned by a panic".into()))
     }
 }
 
 impl KvBackend for MemoryBackend {
-    async fn get(&self, key: Vec<u8>) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.lock()?.get(&key).cloned())
+    fn get(&self, key: Vec<u8>) -> StoreFuture<'_, Option<Vec<u8>>> {
+        Box::pin(async move { Ok(self.lock()?.map.get(&key).map(|(v, _)| v.clone())) })
     }
 
-    async fn get_many(&self, keys: Vec<Vec<u8>>) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
-        let map = self.lock()?;
-        Ok(keys.iter().map(|k| map.get(k).cloned()).collect())
+    fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {
+        Box::pin(async move { Ok(self.lock()?.map.get(&key).cloned()) })
     }
 
-    async fn put_if_absent(&self, key: Vec<u8>, value: Vec<u8>) -> Result<bool, StoreError> {
-        let mut map = self.lock()?;
-        if map.contains_key(&key) {
-            return Ok(false);
-        }
-        map.insert(key, value);
-        Ok(true)
+    fn get_many(&self, keys: Vec<Vec<u8>>) -> StoreFuture<'_, Vec<Option<Vec<u8>>>> {
+        Box::pin(async move {
+            let st = self.lock()?;
+            Ok(keys
+                .iter()
+                .map(|k| st.map.get(k).map(|(v, _)| v.clone()))
+                .collect())
+        })
     }
 
-    async fn batch(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        let mut map = self.lock()?;
-        for op in ops {
-            match op {
-                Op::Put(k, v) => {
-                    map.insert(k, v);
-                }
-                Op::Delete(k) => {
-                    map.remove(&k);
-                }
+    fn batch(&self, ops: Vec<Op>) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.lock()?.apply(ops);
+            Ok(())
+        })
+    }
+
+    fn txn(&self, compares: Vec<Compare>, ops: Vec<Op>) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let mut st = self.lock()?;
+            if !compares.iter().all(|c| st.holds(c)) {
+                return Ok(false);
             }
-        }
-        Ok(())
+            st.apply(ops);
+            Ok(true)
+        })
     }
 
-    async fn range(
+    fn range(
         &self,
         prefix: Vec<u8>,
         after: Option<Vec<u8>>,
         limit: usize,
-    ) -> Result<Pairs, StoreError> {
-        let map = self.lock()?;
-        let start = match &after {
-            Some(a) if a.as_slice() >= prefix.as_slice() => std::ops::Bound::Excluded(a.clone()),
-            _ => std::ops::Bound::Included(prefix.clone()),
-        };
-        Ok(map
-            .range((start, std::ops::Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .take(limit)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+    ) -> StoreFuture<'_, Pairs> {
+        Box::pin(async move {
+            let st = self.lock()?;
+            let start = match &after {
+                Some(a) if a.as_slice() >= prefix.as_slice() => {
+                    std::ops::Bound::Excluded(a.clone())
+                }
+                _ => std::ops::Bound::Included(prefix.clone()),
+            };
+            Ok(st
+                .map
+                .range((start, std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .take(limit)
+                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .collect())
+        })
     }
 }
