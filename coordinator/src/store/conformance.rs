@@ -179,6 +179,7 @@ async fn transactions<B: KvBackend>(b: &B) {
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
         .build()
         .unwrap()
 }
@@ -209,5 +210,39 @@ fn embedded_backend_conforms_and_survives_reopening() {
         "state survives closing and reopening the file"
     );
     drop(b);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The etcd arm: a private etcd on loopback (Debian's etcd-server; required under CI).
+#[test]
+fn etcd_backend_conforms() {
+    let dir = std::env::temp_dir().join(format!("kairos-store-etcd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
+        return;
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let cfg = |prefix: &str| super::etcd::EtcdConfig {
+            endpoints: cluster.endpoints.clone(),
+            prefix: prefix.into(),
+            ..Default::default()
+        };
+        let b = super::etcd::EtcdBackend::connect(&cfg("/conformance/"))
+            .await
+            .unwrap();
+        suite(&b).await;
+        // Namespaces do not see each other.
+        let other = super::etcd::EtcdBackend::connect(&cfg("/other/"))
+            .await
+            .unwrap();
+        assert_eq!(other.get(b"feed/a".to_vec()).await.unwrap(), None);
+        assert!(other
+            .range(b"feed/".to_vec(), None, 10)
+            .await
+            .unwrap()
+            .is_empty());
+    });
+    drop(cluster);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -12,6 +12,7 @@
 //! them (readable with any tool, and tolerant of added fields).
 
 pub mod embedded;
+pub mod etcd;
 pub mod keys;
 pub mod memory;
 

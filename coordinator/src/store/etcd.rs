@@ -1,0 +1,664 @@
+//! The etcd backend: every key under one namespace prefix (`--etcd-prefix`, so clusters
+//! can share an etcd), revisions are etcd's own `mod_revision`, comparisons are etcd
+//! transaction compares.
+//!
+//! **Batches larger than one etcd transaction** (etcd refuses more than `--max-txn-ops`,
+//! 128 by default, and requests over `--max-request-bytes`, 1.5 MiB): an OPML import or a
+//! burst of reports can be thousands of writes. Such a batch is written as a redo journal
+//! first — its operations in chunks under `journal/ID/N`, then the `journal/ID/commit`
+//! marker, which is the moment the batch counts as written — then applied chunk by chunk
+//! and the journal deleted. A process that dies in between leaves the journal, and the next
+//! [`EtcdBackend::connect`] applies a committed one again (puts and deletes are idempotent)
+//! or drops an uncommitted one, so a batch lands whole or not at all. Readers may see a
+//! batch half-applied while it is being applied; every caller tolerates that (each record
+//! is complete on its own). A conditional [`KvBackend::txn`] must fit one transaction and
+//! is refused otherwise.
+
+use super::keys::Key;
+use super::{Compare, KvBackend, Op, Pairs, StoreError, StoreFuture};
+use etcd_client::{
+    Client, Compare as EtcdCompare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient,
+    Txn, TxnOp, TxnOpResponse,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the redo journal of large batches lives (under the namespace prefix).
+const JOURNAL: &[u8] = b"journal/";
+
+/// How to reach etcd.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// `host:port` or `http(s)://host:port` of each member.
+    pub endpoints: Vec<String>,
+    /// Prefix of every key Kairos writes (e.g. `/kairos/`).
+    pub prefix: String,
+    /// How long to keep trying to reach etcd at start before giving up.
+    pub connect_timeout: Duration,
+    /// Deadline of each request.
+    pub request_timeout: Duration,
+    /// CA that etcd's server certificate chains to, and the client certificate and key
+    /// to present (PEM paths); TLS is used when the CA is given.
+    pub tls: Option<EtcdTls>,
+    /// Operations per transaction etcd accepts (its `--max-txn-ops`).
+    pub max_txn_ops: usize,
+    /// Bytes of keys and values per transaction we send (below etcd's
+    /// `--max-request-bytes`, leaving room for framing).
+    pub max_txn_bytes: usize,
+}
+
+/// TLS to etcd.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    /// CA certificate (PEM) etcd's certificate must chain to.
+    pub ca: std::path::PathBuf,
+    /// Client certificate and key (PEM), when etcd requires client certificates.
+    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            endpoints: vec!["127.0.0.1:2379".into()],
+            prefix: "/kairos/".into(),
+            connect_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(10),
+            tls: None,
+            max_txn_ops: 128,
+            max_txn_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A store in etcd.
+#[derive(Clone)]
+pub struct EtcdBackend {
+    kv: KvClient,
+    prefix: Vec<u8>,
+    endpoints: String,
+    max_ops: usize,
+    max_bytes: usize,
+    writable: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for EtcdBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdBackend")
+            .field("endpoints", &self.endpoints)
+            .field("prefix", &String::from_utf8_lossy(&self.prefix))
+            .finish()
+    }
+}
+
+fn op_bytes(op: &Op) -> usize {
+    match op {
+        Op::Put(k, v) => k.len() + v.len() + 16,
+        Op::Delete(k) => k.len() + 16,
+    }
+}
+
+/// The first key after every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0] // etcd: "to the end of the keyspace"
+}
+
+/// One journal chunk: `[tag][key len u32][key]([value len u32][value])` per operation.
+fn encode(ops: &[Op]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for op in ops {
+        let (tag, k, v) = match op {
+            Op::Put(k, v) => (b'P', k, Some(v)),
+            Op::Delete(k) => (b'D', k, None),
+        };
+        out.push(tag);
+        out.extend_from_slice(&(k.len() as u32).to_be_bytes());
+        out.extend_from_slice(k);
+        if let Some(v) = v {
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(v);
+        }
+    }
+    out
+}
+
+fn decode(mut b: &[u8]) -> Result<Vec<Op>, StoreError> {
+    let bad = || StoreError("corrupt journal chunk".into());
+    let part = |b: &mut &[u8]| -> Result<Vec<u8>, StoreError> {
+        let n =
+            u32::from_be_bytes(b.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+        let v = b.get(4..4 + n).ok_or_else(bad)?.to_vec();
+        *b = &b[4 + n..];
+        Ok(v)
+    };
+    let mut ops = Vec::new();
+    while let Some((&tag, rest)) = b.split_first() {
+        b = rest;
+        let k = part(&mut b)?;
+        ops.push(match tag {
+            b'P' => Op::Put(k, part(&mut b)?),
+            b'D' => Op::Delete(k),
+            _ => return Err(bad()),
+        });
+    }
+    Ok(ops)
+}
+
+impl EtcdBackend {
+    /// Connects, retrying with back-off until `connect_timeout`; then finishes or drops
+    /// any batch journal a previous process left.
+    pub async fn connect(cfg: &EtcdConfig) -> Result<Self, StoreError> {
+        let endpoints = cfg.endpoints.join(",");
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(cfg.request_timeout.min(cfg.connect_timeout))
+            .with_timeout(cfg.request_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some(tls) = &cfg.tls {
+            let read = |p: &std::path::Path| {
+                std::fs::read(p).map_err(|e| StoreError(format!("reading {}: {e}", p.display())))
+            };
+            let mut t = etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(read(&tls.ca)?));
+            if let Some((cert, key)) = &tls.identity {
+                t = t.identity(etcd_client::Identity::from_pem(read(cert)?, read(key)?));
+            }
+            opts = opts.with_tls(t);
+        }
+        let deadline = tokio::time::Instant::now() + cfg.connect_timeout;
+        let mut wait = Duration::from_millis(100);
+        let kv = loop {
+            let attempt = async {
+                let client = Client::connect(&cfg.endpoints, Some(opts.clone())).await?;
+                let mut kv = client.kv_client().max_decoding_message_size(64 << 20);
+                // Connecting is lazy; a read proves etcd answers.
+                kv.get(cfg.prefix.as_bytes(), None).await?;
+                Ok::<_, etcd_client::Error>(kv)
+            };
+            match attempt.await {
+                Ok(kv) => break kv,
+                Err(e) if tokio::time::Instant::now() + wait < deadline => {
+                    tracing::warn!(%endpoints, error = %e, "etcd not reachable yet; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => {
+                    return Err(StoreError(format!(
+                        "etcd at {endpoints} not reachable within {:?}: {e}",
+                        cfg.connect_timeout
+                    )))
+                }
+            }
+        };
+        let backend = EtcdBackend {
+            kv,
+            prefix: cfg.prefix.as_bytes().to_vec(),
+            endpoints,
+            max_ops: cfg.max_txn_ops.max(2),
+            max_bytes: cfg.max_txn_bytes.max(4096),
+            writable: Arc::new(AtomicBool::new(true)),
+        };
+        backend.settle_journals().await?;
+        Ok(backend)
+    }
+
+    fn key(&self, k: &[u8]) -> Vec<u8> {
+        let mut full = self.prefix.clone();
+        full.extend_from_slice(k);
+        full
+    }
+
+    fn err(&self, e: etcd_client::Error) -> StoreError {
+        StoreError(format!("etcd {}: {e}", self.endpoints))
+    }
+
+    /// Runs `txn`; an error (not a failed comparison) marks the store unwritable.
+    async fn run(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
+        match self.kv.clone().txn(txn).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                if self.writable.swap(false, Ordering::SeqCst) {
+                    tracing::error!(endpoints = %self.endpoints, error = %e, "etcd write failed; health is NOT_SERVING until etcd takes writes again");
+                }
+                metrics::counter!(crate::metrics::STORE_WRITE_FAILURES_TOTAL).increment(1);
+                Err(self.err(e))
+            }
+        }
+    }
+
+    fn txn_ops(&self, ops: &[Op]) -> Vec<TxnOp> {
+        ops.iter()
+            .map(|op| match op {
+                Op::Put(k, v) => TxnOp::put(self.key(k), v.clone(), None),
+                Op::Delete(k) => TxnOp::delete(self.key(k), None),
+            })
+            .collect()
+    }
+
+    /// `ops` cut into runs that each fit one transaction.
+    fn chunks(&self, ops: Vec<Op>) -> Result<Vec<Vec<Op>>, StoreError> {
+        let mut out: Vec<Vec<Op>> = Vec::new();
+        let mut bytes = 0;
+        for op in ops {
+            let b = op_bytes(&op);
+            if b > self.max_bytes {
+                return Err(StoreError(format!(
+                    "a value of {b} bytes exceeds the {}-byte etcd request limit",
+                    self.max_bytes
+                )));
+            }
+            match out.last_mut() {
+                Some(c) if c.len() < self.max_ops && bytes + b <= self.max_bytes => {
+                    bytes += b;
+                    c.push(op);
+                }
+                _ => {
+                    bytes = b;
+                    out.push(vec![op]);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies every committed journal and deletes every journal.
+    async fn settle_journals(&self) -> Result<(), StoreError> {
+        let prefix = self.key(JOURNAL);
+        let mut resp = self
+            .kv
+            .clone()
+            .get(
+                prefix.clone(),
+                Some(GetOptions::new().with_range(prefix_end(&prefix))),
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut journals: std::collections::BTreeMap<Vec<u8>, (bool, Vec<Vec<u8>>)> =
+            Default::default();
+        for kv in resp.take_kvs() {
+            let rest = &kv.key()[prefix.len()..];
+            let Some(slash) = rest.iter().position(|&c| c == b'/') else {
+                continue;
+            };
+            let j = journals.entry(rest[..slash].to_vec()).or_default();
+            if &rest[slash + 1..] == b"commit" {
+                j.0 = true;
+            } else {
+                j.1.push(kv.value().to_vec()); // chunk keys sort in order
+            }
+        }
+        for (id, (committed, chunks)) in journals {
+            if committed {
+                for chunk in &chunks {
+                    let ops = decode(chunk)?;
+                    self.run(Txn::new().and_then(self.txn_ops(&ops))).await?;
+                }
+            }
+            let mut jp = prefix.clone();
+            jp.extend_from_slice(&id);
+            jp.push(b'/');
+            self.run(Txn::new().and_then(vec![TxnOp::delete(
+                jp,
+                Some(DeleteOptions::new().with_prefix()),
+            )]))
+            .await?;
+            tracing::warn!(
+                journal = %String::from_utf8_lossy(&id),
+                committed,
+                chunks = chunks.len(),
+                "a batch interrupted by a crash was {}",
+                if committed { "applied" } else { "dropped" }
+            );
+        }
+        Ok(())
+    }
+
+    /// A batch bigger than one transaction: journal, commit marker, apply, clean up.
+    async fn journaled(&self, chunks: Vec<Vec<Op>>) -> Result<(), StoreError> {
+        let id = format!(
+            "{:016x}{:08x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            rand::random::<u32>()
+        );
+        let mut jp = self.key(JOURNAL);
+        jp.extend_from_slice(id.as_bytes());
+        jp.push(b'/');
+        let at = |suffix: &str| {
+            let mut k = jp.clone();
+            k.extend_from_slice(suffix.as_bytes());
+            k
+        };
+        for (i, c) in chunks.iter().enumerate() {
+            self.run(Txn::new().and_then(vec![TxnOp::put(
+                at(&format!("{i:08x}")),
+                encode(c),
+                None,
+            )]))
+            .await?;
+        }
+        self.run(Txn::new().and_then(vec![TxnOp::put(at("commit"), Vec::new(), None)]))
+            .await?;
+        for c in &chunks {
+            self.run(Txn::new().and_then(self.txn_ops(c))).await?;
+        }
+        self.run(Txn::new().and_then(vec![TxnOp::delete(
+            jp,
+            Some(DeleteOptions::new().with_prefix()),
+        )]))
+        .await?;
+        Ok(())
+    }
+}
+
+impl KvBackend for EtcdBackend {
+    fn get(&self, key: Vec<u8>) -> StoreFuture<'_, Option<Vec<u8>>> {
+        Box::pin(async move {
+            let r = self
+                .kv
+                .clone()
+                .get(self.key(&key), None)
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(r.kvs().first().map(|kv| kv.value().to_vec()))
+        })
+    }
+
+    fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {
+        Box::pin(async move {
+            let r = self
+                .kv
+                .clone()
+                .get(self.key(&key), None)
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(r.kvs()
+                .first()
+                .map(|kv| (kv.value().to_vec(), kv.mod_revision().max(0) as u64)))
+        })
+    }
+
+    fn get_many(&self, keys: Vec<Vec<u8>>) -> StoreFuture<'_, Vec<Option<Vec<u8>>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(keys.len());
+            // Later chunks read at the first one's revision: one snapshot.
+            let mut revision = 0i64;
+            for chunk in keys.chunks(self.max_ops) {
+                let gets = chunk
+                    .iter()
+                    .map(|k| {
+                        TxnOp::get(self.key(k), Some(GetOptions::new().with_revision(revision)))
+                    })
+                    .collect::<Vec<_>>();
+                let r = self
+                    .kv
+                    .clone()
+                    .txn(Txn::new().and_then(gets))
+                    .await
+                    .map_err(|e| self.err(e))?;
+                if revision == 0 {
+                    revision = r.header().map_or(0, |h| h.revision());
+                }
+                for resp in r.op_responses() {
+                    match resp {
+                        TxnOpResponse::Get(g) => {
+                            out.push(g.kvs().first().map(|kv| kv.value().to_vec()))
+                        }
+                        _ => return Err(StoreError("etcd answered a get with another op".into())),
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn batch(&self, ops: Vec<Op>) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let mut chunks = self.chunks(ops)?;
+            match chunks.len() {
+                0 => Ok(()),
+                1 => {
+                    let c = chunks.pop().unwrap_or_default();
+                    self.run(Txn::new().and_then(self.txn_ops(&c)))
+                        .await
+                        .map(|_| ())
+                }
+                _ => self.journaled(chunks).await,
+            }
+        })
+    }
+
+    fn txn(&self, compares: Vec<Compare>, ops: Vec<Op>) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let bytes: usize = ops.iter().map(op_bytes).sum();
+            if ops.len() > self.max_ops || compares.len() > self.max_ops || bytes > self.max_bytes {
+                return Err(StoreError(format!(
+                    "a conditional write of {} operations ({bytes} bytes) exceeds one etcd transaction ({} operations, {} bytes)",
+                    ops.len(),
+                    self.max_ops,
+                    self.max_bytes
+                )));
+            }
+            let when: Vec<EtcdCompare> = compares
+                .iter()
+                .map(|c| match c {
+                    // Version 0: the key does not exist.
+                    Compare::Value(k, None) => {
+                        EtcdCompare::version(self.key(k), CompareOp::Equal, 0)
+                    }
+                    Compare::Value(k, Some(v)) => {
+                        EtcdCompare::value(self.key(k), CompareOp::Equal, v.clone())
+                    }
+                    Compare::Revision(k, r) => {
+                        EtcdCompare::mod_revision(self.key(k), CompareOp::Equal, *r as i64)
+                    }
+                })
+                .collect();
+            let r = self
+                .run(Txn::new().when(when).and_then(self.txn_ops(&ops)))
+                .await?;
+            Ok(r.succeeded())
+        })
+    }
+
+    fn range(
+        &self,
+        prefix: Vec<u8>,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> StoreFuture<'_, Pairs> {
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new()); // etcd reads a limit of 0 as "no limit"
+            }
+            let start = match after {
+                Some(mut a) if a >= prefix => {
+                    a.push(0); // `after` is exclusive
+                    a
+                }
+                _ => prefix.clone(),
+            };
+            let end = prefix_end(&self.key(&prefix));
+            let mut r = self
+                .kv
+                .clone()
+                .get(
+                    self.key(&start),
+                    Some(GetOptions::new().with_range(end).with_limit(limit as i64)),
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            let n = self.prefix.len();
+            Ok(r.take_kvs()
+                .into_iter()
+                .map(|kv| (kv.key()[n..].to_vec(), kv.value().to_vec()))
+                .collect())
+        })
+    }
+
+    fn writable(&self) -> bool {
+        self.writable.load(Ordering::SeqCst)
+    }
+
+    fn recover(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            self.kv
+                .clone()
+                .put(self.key(&probe), stamp.to_be_bytes().to_vec(), None)
+                .await
+                .map_err(|e| self.err(e))?;
+            if !self.writable.swap(true, Ordering::SeqCst) {
+                tracing::info!(endpoints = %self.endpoints, "etcd takes writes again");
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_chunks_round_trip_and_prefix_ends_bound_a_prefix() {
+        let ops = vec![
+            Op::Put(b"feed/a".to_vec(), b"{}".to_vec()),
+            Op::Delete(b"feed/b".to_vec()),
+            Op::Put(vec![0xff, 0], Vec::new()),
+        ];
+        assert_eq!(decode(&encode(&ops)).unwrap(), ops);
+        assert!(
+            decode(b"P\x00\x00\x00\x09ab").is_err(),
+            "a cut chunk is refused"
+        );
+        assert!(decode(b"X\x00\x00\x00\x00").is_err());
+        assert_eq!(prefix_end(b"/kairos/feed/"), b"/kairos/feed0".to_vec());
+        assert_eq!(prefix_end(b"a\xff\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
+    }
+
+    /// Batches past the per-transaction limit, and journals a crash left behind.
+    #[test]
+    fn large_batches_land_whole_and_crashed_journals_settle_at_connect() {
+        let dir = std::env::temp_dir().join(format!("kairos-etcd-journal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cfg = EtcdConfig {
+                endpoints: cluster.endpoints.clone(),
+                prefix: "/j/".into(),
+                max_txn_ops: 4,
+                max_txn_bytes: 4096,
+                ..Default::default()
+            };
+            let b = EtcdBackend::connect(&cfg).await.unwrap();
+            let key = |i: usize| format!("feed/{i:04}").into_bytes();
+            let ops: Vec<Op> = (0..50).map(|i| Op::Put(key(i), vec![b'x'; 300])).collect();
+            b.batch(ops).await.unwrap();
+            let all = b.range(b"feed/".to_vec(), None, 1000).await.unwrap();
+            assert_eq!(all.len(), 50);
+            assert!(
+                b.range(JOURNAL.to_vec(), None, 10)
+                    .await
+                    .unwrap()
+                    .is_empty(),
+                "the journal is removed once applied"
+            );
+            // get_many beyond one transaction, in the order asked.
+            let keys: Vec<Vec<u8>> = (0..10)
+                .rev()
+                .map(key)
+                .chain([b"feed/none".to_vec()])
+                .collect();
+            let got = b.get_many(keys).await.unwrap();
+            assert_eq!(got.len(), 11);
+            assert!(got[..10]
+                .iter()
+                .all(|v| v.as_deref() == Some(&[b'x'; 300][..])));
+            assert_eq!(got[10], None);
+            // A conditional write must fit one transaction.
+            let big: Vec<Op> = (0..5).map(|i| Op::Delete(key(i))).collect();
+            let e = b.txn(vec![], big).await.unwrap_err();
+            assert!(
+                e.to_string().contains("exceeds one etcd transaction"),
+                "{e}"
+            );
+            // A crash after the commit marker: applied at the next connect. A crash before
+            // it: dropped.
+            let raw = |k: &str| format!("/j/{k}").into_bytes();
+            let mut kv = b.kv.clone();
+            let committed = encode(&[
+                Op::Put(b"feed/crashed".to_vec(), b"1".to_vec()),
+                Op::Delete(key(0)),
+            ]);
+            kv.put(raw("journal/a/00000000"), committed, None)
+                .await
+                .unwrap();
+            kv.put(raw("journal/a/commit"), Vec::new(), None)
+                .await
+                .unwrap();
+            let torn = encode(&[Op::Put(b"feed/torn".to_vec(), b"1".to_vec())]);
+            kv.put(raw("journal/b/00000000"), torn, None).await.unwrap();
+            let b = EtcdBackend::connect(&cfg).await.unwrap();
+            assert_eq!(
+                b.get(b"feed/crashed".to_vec()).await.unwrap(),
+                Some(b"1".to_vec())
+            );
+            assert_eq!(b.get(key(0)).await.unwrap(), None);
+            assert_eq!(b.get(b"feed/torn".to_vec()).await.unwrap(), None);
+            assert!(b
+                .range(JOURNAL.to_vec(), None, 10)
+                .await
+                .unwrap()
+                .is_empty());
+        });
+        drop(cluster);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unreachable_etcd_is_a_clear_error_naming_the_endpoints() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cfg = EtcdConfig {
+            endpoints: vec![format!("127.0.0.1:{port}")],
+            connect_timeout: Duration::from_millis(800),
+            request_timeout: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let e = rt
+            .block_on(EtcdBackend::connect(&cfg))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("127.0.0.1:{port}")) && e.contains("not reachable"),
+            "{e}"
+        );
+    }
+}

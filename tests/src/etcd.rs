@@ -1,0 +1,135 @@
+//! Private etcd servers for tests: members on free loopback ports, each with its own data
+//! directory, killed on drop. Debian's `etcd-server` provides the binary (`.ci/run` installs
+//! it); without it a test fails under CI and is skipped with a message elsewhere.
+
+use crate::Child;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running etcd cluster.
+pub struct EtcdCluster {
+    /// Client endpoints (`127.0.0.1:port`), one per member.
+    pub endpoints: Vec<String>,
+    members: Vec<Member>,
+}
+
+struct Member {
+    name: String,
+    client: SocketAddr,
+    peer: SocketAddr,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+}
+
+/// The etcd binary, or `None` (after failing under CI) when it is not installed.
+pub fn etcd_binary() -> Option<PathBuf> {
+    for p in ["/usr/bin/etcd", "/usr/local/bin/etcd"] {
+        if Path::new(p).exists() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "etcd is not installed (Debian package etcd-server); .ci/run installs it"
+    );
+    eprintln!("skipped: etcd is not installed (apt-get install etcd-server)");
+    None
+}
+
+impl EtcdCluster {
+    /// Starts `n` members under `dir` and waits until every client port answers.
+    pub fn start(dir: &Path, n: usize) -> Option<EtcdCluster> {
+        let bin = etcd_binary()?;
+        let mut members: Vec<Member> = (0..n)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client: free_port(),
+                peer: free_port(),
+                dir: dir.join(format!("etcd-m{i}")),
+                child: None,
+            })
+            .collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        for m in &mut members {
+            m.child = Some(spawn(&bin, m, &initial, "new"));
+        }
+        let cluster = EtcdCluster {
+            endpoints: members.iter().map(|m| m.client.to_string()).collect(),
+            members,
+        };
+        for m in &cluster.members {
+            wait_port(m.client, &m.dir);
+        }
+        Some(cluster)
+    }
+
+    /// Kills member `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        self.members[i].child = None;
+    }
+
+    /// Restarts member `i` on its data directory.
+    pub fn restart(&mut self, i: usize) {
+        let bin = etcd_binary().expect("etcd was there at start");
+        let initial = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        let m = &mut self.members[i];
+        m.child = Some(spawn(&bin, m, &initial, "existing"));
+        wait_port(m.client, &m.dir);
+    }
+}
+
+fn spawn(bin: &Path, m: &Member, initial: &str, state: &str) -> Child {
+    std::fs::create_dir_all(&m.dir).expect("etcd data dir");
+    let log = std::fs::File::create(m.dir.with_extension("log")).expect("etcd log");
+    let child = Command::new(bin)
+        .args(["--name", &m.name])
+        .arg("--data-dir")
+        .arg(m.dir.join("data"))
+        .args(["--listen-client-urls", &format!("http://{}", m.client)])
+        .args(["--advertise-client-urls", &format!("http://{}", m.client)])
+        .args(["--listen-peer-urls", &format!("http://{}", m.peer)])
+        .args([
+            "--initial-advertise-peer-urls",
+            &format!("http://{}", m.peer),
+        ])
+        .args(["--initial-cluster", initial])
+        .args(["--initial-cluster-state", state])
+        .args(["--initial-cluster-token", "kairos-test"])
+        // Tests elect fast; the defaults (100 ms heartbeat, 1 s election) are fine on
+        // loopback but a loaded 2-core CI machine needs some slack.
+        .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start etcd");
+    Child(child)
+}
+
+fn wait_port(addr: SocketAddr, dir: &Path) {
+    let start = Instant::now();
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "etcd on {addr} did not start; see {}",
+            dir.with_extension("log").display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
