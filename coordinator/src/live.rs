@@ -219,10 +219,16 @@ pub struct ServeArgs {
     /// listener; a worker registers only under a name its certificate carries.
     #[arg(long, requires = "tls_cert")]
     pub client_ca: Option<PathBuf>,
-    /// Directory of the embedded store (created if missing). Without it, state is kept in
-    /// memory and lost on exit.
+    /// Directory of the embedded store (created if missing). Without it (and without
+    /// `--store etcd`), state is kept in memory and lost on exit.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Where state lives: `embedded` (one file under --data-dir), `memory`, or `etcd`
+    /// (--etcd-endpoints). Default: embedded with --data-dir, memory without.
+    #[arg(long)]
+    pub store: Option<StoreKind>,
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
     /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
     #[arg(long, default_value = "127.0.0.1:9700")]
     pub metrics_addr: SocketAddr,
@@ -230,6 +236,91 @@ pub struct ServeArgs {
     pub plan: LivePlanArgs,
     #[command(flatten)]
     pub clock: ClockArgs,
+}
+
+/// The store backends `serve` can run on.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// One redb file under --data-dir.
+    Embedded,
+    /// In memory; lost on exit.
+    Memory,
+    /// An etcd cluster (--etcd-endpoints).
+    Etcd,
+}
+
+/// How `serve --store etcd` reaches etcd.
+#[derive(Args, Clone, Debug)]
+pub struct EtcdArgs {
+    /// etcd members, comma-separated `host:port` (or `https://host:port`).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_endpoints: Vec<String>,
+    /// Prefix of every key Kairos writes in etcd (clusters sharing an etcd differ here).
+    #[arg(long, default_value = "/kairos/")]
+    pub etcd_prefix: String,
+    /// How long to keep retrying etcd at start before exiting with an error.
+    #[arg(long, default_value = "30s")]
+    pub etcd_connect_timeout: humantime::Duration,
+    /// CA (PEM) etcd's server certificate chains to; turns on TLS to etcd.
+    #[arg(long)]
+    pub etcd_ca: Option<PathBuf>,
+    /// Client certificate (PEM) to present to etcd.
+    #[arg(long, requires_all = ["etcd_key", "etcd_ca"])]
+    pub etcd_cert: Option<PathBuf>,
+    /// Key (PEM) of --etcd-cert.
+    #[arg(long, requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+    /// Operations per transaction the etcd cluster accepts (its --max-txn-ops); larger
+    /// batches are journaled.
+    #[arg(long, default_value_t = 128)]
+    pub etcd_max_txn_ops: usize,
+}
+
+impl ServeArgs {
+    /// The store these options choose, checked for contradictions.
+    pub fn store_choice(&self) -> Result<kairos_coordinator::server::StoreChoice> {
+        use kairos_coordinator::server::StoreChoice;
+        let kind = self.store.unwrap_or(if self.data_dir.is_some() {
+            StoreKind::Embedded
+        } else {
+            StoreKind::Memory
+        });
+        if kind != StoreKind::Etcd && !self.etcd.etcd_endpoints.is_empty() {
+            bail!("--etcd-endpoints needs --store etcd");
+        }
+        Ok(match kind {
+            StoreKind::Memory => {
+                if self.data_dir.is_some() {
+                    bail!("--store memory keeps nothing on disk; drop --data-dir or use --store embedded");
+                }
+                StoreChoice::Memory
+            }
+            StoreKind::Embedded => match &self.data_dir {
+                Some(d) => StoreChoice::Embedded(d.clone()),
+                None => bail!("--store embedded needs --data-dir"),
+            },
+            StoreKind::Etcd => {
+                if self.data_dir.is_some() {
+                    bail!("--store etcd keeps state in etcd; --data-dir is not used with it");
+                }
+                if self.etcd.etcd_endpoints.is_empty() {
+                    bail!("--store etcd needs --etcd-endpoints host:port[,host:port...]");
+                }
+                use kairos_coordinator::store::etcd::{EtcdConfig, EtcdTls};
+                StoreChoice::Etcd(EtcdConfig {
+                    endpoints: self.etcd.etcd_endpoints.clone(),
+                    prefix: self.etcd.etcd_prefix.clone(),
+                    connect_timeout: self.etcd.etcd_connect_timeout.into(),
+                    tls: self.etcd.etcd_ca.as_ref().map(|ca| EtcdTls {
+                        ca: ca.clone(),
+                        identity: self.etcd.etcd_cert.clone().zip(self.etcd.etcd_key.clone()),
+                    }),
+                    max_txn_ops: self.etcd.etcd_max_txn_ops,
+                    ..EtcdConfig::default()
+                })
+            }
+        })
+    }
 }
 
 /// `standalone` options.
@@ -314,6 +405,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     kairos_worker::process::init_tracing();
     let clock = a.clock.clock(1.0)?;
     let guard = guard_for(&a)?;
+    let store = a.store_choice()?;
     if !(a.max_worker_capacity > 0.0 && a.max_worker_capacity.is_finite()) {
         anyhow::bail!(
             "--max-worker-capacity must be a positive number, got {}",
@@ -340,5 +432,5 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             .hub_config(clock.scale(), a.plan.host_gap_or(Duration::from_secs(1)))?,
         clock,
     };
-    kairos_coordinator::server::serve(a.data_dir, o)
+    kairos_coordinator::server::serve(store, o)
 }

@@ -249,6 +249,10 @@ async fn watch_store<B: KvBackend>(
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
+        if store.writable() {
+            // Logged by the store when it flips.
+            let _ = store.check().await;
+        }
         let mut ok = store.writable();
         if !ok {
             // The failure itself was logged where it happened; a retry that fails again is
@@ -280,21 +284,37 @@ async fn watch_store<B: KvBackend>(
     }
 }
 
+/// Where `serve` keeps its state.
+#[derive(Clone, Debug)]
+pub enum StoreChoice {
+    /// In memory, lost on exit.
+    Memory,
+    /// One redb file in this directory.
+    Embedded(PathBuf),
+    /// An etcd cluster.
+    Etcd(crate::store::etcd::EtcdConfig),
+}
+
 /// `serve`: runs the coordinator until SIGINT/SIGTERM.
-pub fn serve(data_dir: Option<PathBuf>, o: ServerOptions) -> Result<()> {
+pub fn serve(store: StoreChoice, o: ServerOptions) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async move {
-        match data_dir {
-            Some(dir) => {
-                let store = EmbeddedBackend::open(&dir)
-                    .with_context(|| format!("opening the store in {}", dir.display()))?;
-                serve_until_signal(Arc::new(store), o).await
+        let store: Arc<dyn KvBackend> = match store {
+            StoreChoice::Memory => Arc::new(MemoryBackend::new()),
+            StoreChoice::Embedded(dir) => Arc::new(
+                EmbeddedBackend::open(&dir)
+                    .with_context(|| format!("opening the store in {}", dir.display()))?,
+            ),
+            StoreChoice::Etcd(cfg) => {
+                let b = crate::store::etcd::EtcdBackend::connect(&cfg).await?;
+                tracing::info!(endpoints = %cfg.endpoints.join(","), prefix = %cfg.prefix, "store: etcd");
+                Arc::new(b)
             }
-            None => serve_until_signal(Arc::new(MemoryBackend::new()), o).await,
-        }
+        };
+        serve_until_signal(Arc::new(store), o).await
     })
 }
 

@@ -110,6 +110,25 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0] // etcd: "to the end of the keyspace"
 }
 
+/// `endpoint` as a URL: a bare `host:port` gets the scheme TLS implies; a scheme that
+/// contradicts the TLS setting is refused (never plaintext where TLS was meant).
+fn endpoint_url(endpoint: &str, tls: bool) -> Result<String, StoreError> {
+    match (endpoint.split_once("://").map(|(s, _)| s), tls) {
+        (None, true) => Ok(format!("https://{endpoint}")),
+        (None, false) => Ok(format!("http://{endpoint}")),
+        (Some("https"), true) | (Some("http"), false) => Ok(endpoint.to_string()),
+        (Some("https"), false) => Err(StoreError(format!(
+            "etcd endpoint {endpoint} is https but no --etcd-ca is given"
+        ))),
+        (Some("http"), true) => Err(StoreError(format!(
+            "TLS to etcd is configured (--etcd-ca) but endpoint {endpoint} says http"
+        ))),
+        (Some(other), _) => Err(StoreError(format!(
+            "etcd endpoint {endpoint}: unknown scheme {other}"
+        ))),
+    }
+}
+
 /// One journal chunk: `[tag][key len u32][key]([value len u32][value])` per operation.
 fn encode(ops: &[Op]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -155,6 +174,11 @@ impl EtcdBackend {
     /// Connects, retrying with back-off until `connect_timeout`; then finishes or drops
     /// any batch journal a previous process left.
     pub async fn connect(cfg: &EtcdConfig) -> Result<Self, StoreError> {
+        let urls = cfg
+            .endpoints
+            .iter()
+            .map(|e| endpoint_url(e, cfg.tls.is_some()))
+            .collect::<Result<Vec<_>, _>>()?;
         let endpoints = cfg.endpoints.join(",");
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(cfg.request_timeout.min(cfg.connect_timeout))
@@ -175,7 +199,7 @@ impl EtcdBackend {
         let mut wait = Duration::from_millis(100);
         let kv = loop {
             let attempt = async {
-                let client = Client::connect(&cfg.endpoints, Some(opts.clone())).await?;
+                let client = Client::connect(&urls, Some(opts.clone())).await?;
                 let mut kv = client.kv_client().max_decoding_message_size(64 << 20);
                 // Connecting is lazy; a read proves etcd answers.
                 kv.get(cfg.prefix.as_bytes(), None).await?;
@@ -507,6 +531,22 @@ impl KvBackend for EtcdBackend {
         self.writable.load(Ordering::SeqCst)
     }
 
+    fn check(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
+            // A linearizable read: answered only with a quorum behind it.
+            match self.kv.clone().get(self.key(&probe), None).await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    if self.writable.swap(false, Ordering::SeqCst) {
+                        tracing::error!(endpoints = %self.endpoints, error = %e, "etcd unreachable; health is NOT_SERVING until it answers");
+                    }
+                    Err(self.err(e))
+                }
+            }
+        })
+    }
+
     fn recover(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
@@ -546,6 +586,10 @@ mod tests {
         assert_eq!(prefix_end(b"/kairos/feed/"), b"/kairos/feed0".to_vec());
         assert_eq!(prefix_end(b"a\xff\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff"), vec![0]);
+        assert_eq!(endpoint_url("a:2379", false).unwrap(), "http://a:2379");
+        assert_eq!(endpoint_url("a:2379", true).unwrap(), "https://a:2379");
+        assert!(endpoint_url("https://a:2379", false).is_err());
+        assert!(endpoint_url("http://a:2379", true).is_err());
     }
 
     /// Batches past the per-transaction limit, and journals a crash left behind.

@@ -94,6 +94,11 @@ pub trait KvBackend: Send + Sync + 'static {
     fn writable(&self) -> bool {
         true
     }
+    /// A cheap liveness check while the store counts as writable (a remote store's
+    /// connection can break while nothing is written); a failure makes it unwritable.
+    fn check(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
     /// Tries to make an unwritable store writable again (reopen, reconnect) and proves it
     /// with a write; an error means "not yet".
     fn recover(&self) -> StoreFuture<'_, ()> {
@@ -131,6 +136,9 @@ impl<T: KvBackend + ?Sized> KvBackend for std::sync::Arc<T> {
     }
     fn writable(&self) -> bool {
         (**self).writable()
+    }
+    fn check(&self) -> StoreFuture<'_, ()> {
+        (**self).check()
     }
     fn recover(&self) -> StoreFuture<'_, ()> {
         (**self).recover()

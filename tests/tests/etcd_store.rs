@@ -1,0 +1,172 @@
+//! `serve --store etcd` as a real process against a private etcd on loopback: state lives
+//! in etcd (a second coordinator process started on the same etcd sees it), etcd lost while
+//! running turns health NOT_SERVING and writes UNAVAILABLE until it returns, and an etcd
+//! that is not there at start is a clear error and a non-zero exit after the timeout.
+
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_tests::etcd::EtcdCluster;
+use kairos_tests::{coordinator, sample, scrape, start_coordinator, TempDir};
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+
+fn add(id: &str) -> pb::AddFeedRequest {
+    pb::AddFeedRequest {
+        feed_id: id.into(),
+        url: format!("https://{id}.example/feed.xml"),
+        weight: 1.0,
+    }
+}
+
+async fn health(url: &str) -> i32 {
+    let channel = tonic::transport::Channel::from_shared(url.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+}
+
+async fn wait_health(url: &str, want: ServingStatus, within: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let got = health(url).await;
+        if got == want as i32 {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < within,
+            "health stayed {got} (wanted {want:?}) for {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
+    let dir = TempDir::new("etcd-store");
+    let Some(mut etcd) = EtcdCluster::start(dir.path(), 1) else {
+        return;
+    };
+    let endpoints = etcd.endpoints.join(",");
+    let args = [
+        "--store",
+        "etcd",
+        "--etcd-endpoints",
+        &endpoints,
+        "--etcd-prefix",
+        "/it/",
+    ];
+    let c = start_coordinator(&args, &dir.path().join("coordinator-1.log"));
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
+    for i in 0..3 {
+        admin.add_feed(add(&format!("f{i}"))).await.unwrap();
+    }
+    // More outlines than one etcd transaction holds: one atomic import all the same.
+    let opml = format!(
+        "<opml version=\"2.0\"><body>{}</body></opml>",
+        (0..300)
+            .map(|i| format!("<outline xmlUrl=\"https://o{i}.example/rss\"/>"))
+            .collect::<String>()
+    );
+    let imported = admin
+        .import_opml(pb::ImportOpmlRequest {
+            opml,
+            user_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(imported.feeds_added, 300);
+    wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(5)).await;
+
+    // etcd goes away: health goes down within a few ticks, writes are refused.
+    etcd.kill(0);
+    let down = wait_health(&c.url, ServingStatus::NotServing, Duration::from_secs(20)).await;
+    let e = admin.add_feed(add("during")).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert_eq!(
+        sample(&scrape(&c.metrics), "kairos_store_writable"),
+        Some(0.0)
+    );
+    // It returns: the coordinator takes writes again without a restart.
+    etcd.restart(0);
+    let up = wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(30)).await;
+    eprintln!("etcd outage seen in {down:?}; recovery seen {up:?} after the restart");
+    admin.add_feed(add("after")).await.unwrap();
+
+    // A second coordinator process on the same etcd sees everything.
+    drop(admin);
+    drop(c);
+    let c = start_coordinator(&args, &dir.path().join("coordinator-2.log"));
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
+    let mut ids = Vec::new();
+    loop {
+        let page = admin
+            .list_feeds(pb::ListFeedsRequest {
+                after_feed_id: ids.last().cloned().unwrap_or_default(),
+                limit: 1000,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .feeds;
+        if page.is_empty() {
+            break;
+        }
+        ids.extend(page.into_iter().map(|f| f.feed_id));
+    }
+    assert_eq!(ids.len(), 3 + 300 + 1, "{ids:?}");
+    assert!(ids.contains(&"after".to_string()) && !ids.contains(&"during".to_string()));
+}
+
+#[test]
+fn an_etcd_that_is_not_there_is_a_clear_error_and_a_non_zero_exit() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("127.0.0.1:{port}");
+    let start = Instant::now();
+    let out = coordinator(&[
+        "serve",
+        "--insecure-loopback",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--store",
+        "etcd",
+        "--etcd-endpoints",
+        &endpoint,
+        "--etcd-connect-timeout",
+        "2s",
+    ]);
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&endpoint) && err.contains("not reachable"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(20), "gave up after {took:?}");
+    // Contradictory flags are refused before anything starts.
+    let out = coordinator(&["serve", "--insecure-loopback", "--store", "etcd"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--etcd-endpoints"));
+    let out = coordinator(&[
+        "serve",
+        "--insecure-loopback",
+        "--etcd-endpoints",
+        &endpoint,
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--store etcd"));
+}
