@@ -24,6 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod checks;
 mod figures;
 mod health;
 use figures::{outcome_label, warn_unspent};
@@ -441,8 +442,10 @@ impl<B: KvBackend> Hub<B> {
             for msg in msgs {
                 ack.acked_seq = ack.acked_seq.max(msg.seq);
                 match msg.body {
-                    Some(pb::report_message::Body::Fetch(r)) => {
-                        match c.check_owner(worker, &r.feed_id) {
+                    Some(pb::report_message::Body::Fetch(mut r)) => {
+                        match checks::check_times(&mut r)
+                            .and_then(|()| c.check_owner(worker, &r.feed_id))
+                        {
                             Ok(()) => {
                                 let postings = r
                                     .new_postings
@@ -590,7 +593,7 @@ impl<B: KvBackend> Hub<B> {
                     t.last_fetch_started
                         .insert(a.report.feed_id.clone(), a.report.started_unix_ms);
                 }
-                t.bytes += a.report.body_bytes;
+                t.bytes = t.bytes.saturating_add(a.report.body_bytes);
                 t.delay_count += delays.len() as u64;
                 t.delay_sum_ms += delays.iter().map(|&d| d as f64).sum::<f64>();
             }

@@ -1,0 +1,145 @@
+//! Checks on what a worker reports, before any of it reaches state or arithmetic.
+
+use kairos_proto::v1 as pb;
+
+/// Latest time a report may carry, Unix ms (about the year 5100): a worker's clock or a
+/// feed's dates beyond it are garbage, and arithmetic on them would overflow.
+pub(super) const MAX_REPORT_MS: i64 = 100_000_000_000_000;
+
+/// Refuses a fetch report whose own times are out of range (they feed delay arithmetic),
+/// and forgets posting dates out of range (a feed claiming year 9999 is undated, not an
+/// error of the worker's).
+pub(super) fn check_times(r: &mut pb::FetchReport) -> Result<(), String> {
+    let ok = |t: i64| (0..=MAX_REPORT_MS).contains(&t);
+    for (name, t) in [
+        ("scheduled_unix_ms", r.scheduled_unix_ms),
+        ("started_unix_ms", r.started_unix_ms),
+        ("finished_unix_ms", r.finished_unix_ms),
+    ] {
+        // A zero schedule means "not scheduled" (a first-sight fetch).
+        if !ok(t) {
+            return Err(format!("{name} {t} is outside 0..={MAX_REPORT_MS}"));
+        }
+    }
+    for p in &mut r.new_postings {
+        if !ok(p.discovered_unix_ms) {
+            return Err(format!(
+                "a posting's discovered_unix_ms {} is outside 0..={MAX_REPORT_MS}",
+                p.discovered_unix_ms
+            ));
+        }
+        if p.published_unix_ms.is_some_and(|t| !ok(t)) {
+            p.published_unix_ms = None;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::cluster::ClusterConfig;
+    use crate::hub::{Hub, HubConfig};
+    use crate::store::memory::MemoryBackend;
+    use kairos_worker::clock::SimClock;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn fetch(feed: &str, bytes: u64) -> pb::FetchReport {
+        pb::FetchReport {
+            feed_id: feed.into(),
+            finished_unix_ms: 1_700_000_000_000,
+            started_unix_ms: 1_700_000_000_000,
+            body_bytes: bytes,
+            new_postings: vec![pb::Posting {
+                item_id_hash: bytes,
+                discovered_unix_ms: 1_700_000_000_000,
+                published_unix_ms: Some(253_402_300_799_000), // 9999-12-31
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn times_out_of_range_are_refused_and_far_posting_dates_forgotten() {
+        let mut r = fetch("f", 1);
+        assert_eq!(check_times(&mut r), Ok(()));
+        assert_eq!(
+            r.new_postings[0].published_unix_ms, None,
+            "year 9999 is no date"
+        );
+        for bad in [i64::MIN, -1, MAX_REPORT_MS + 1, i64::MAX] {
+            let mut r = fetch("f", 1);
+            r.started_unix_ms = bad;
+            assert!(check_times(&mut r).unwrap_err().contains("started_unix_ms"));
+            let mut r = fetch("f", 1);
+            r.new_postings[0].discovered_unix_ms = bad;
+            assert!(check_times(&mut r).is_err());
+        }
+    }
+
+    /// The fuzzer's finding: `body_bytes` near `u64::MAX` overflowed the byte total (a
+    /// panic with overflow checks, a wrapped figure without).
+    #[test]
+    fn hostile_reports_are_rejected_or_counted_without_overflow() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let hub = Hub::open(
+                Arc::new(MemoryBackend::new()),
+                SimClock::manual(1_700_000_000_000),
+                HubConfig {
+                    cluster: ClusterConfig {
+                        lease: Duration::from_secs(3600),
+                        ..ClusterConfig::default()
+                    },
+                    planner: Default::default(),
+                    replan_interval: Duration::from_secs(3600),
+                    health: Default::default(),
+                },
+            )
+            .await
+            .unwrap();
+            hub.registry
+                .add_feed(Some("f"), "http://h.invalid/f", 1.0)
+                .await
+                .unwrap();
+            let (w, _) = hub.register("w", 1.0).unwrap();
+            hub.heartbeat(&w, 0).unwrap();
+            hub.replan().await.unwrap();
+            let msg = |seq: u64, r: pb::FetchReport| pb::ReportMessage {
+                worker_id: w.clone(),
+                seq,
+                body: Some(pb::report_message::Body::Fetch(r)),
+                ..Default::default()
+            };
+            let mut late = fetch("f", 5);
+            late.finished_unix_ms = i64::MAX;
+            let ack = hub
+                .handle_reports(
+                    &w,
+                    vec![
+                        msg(1, fetch("f", u64::MAX)),
+                        msg(2, fetch("f", 7)),
+                        msg(3, late),
+                    ],
+                )
+                .await
+                .unwrap();
+            assert_eq!(ack.acked_seq, 3);
+            assert_eq!(ack.rejected.len(), 1);
+            assert!(
+                ack.rejected[0].reason.contains("finished_unix_ms"),
+                "{:?}",
+                ack.rejected
+            );
+            let t = hub.totals();
+            assert_eq!(t.fetches, 2);
+            assert_eq!(t.bytes, u64::MAX, "saturated, not wrapped");
+        });
+    }
+}
