@@ -353,6 +353,44 @@ impl<B: KvBackend> Admin for AdminService<B> {
         }))
     }
 
+    async fn set_host_limit(
+        &self,
+        r: Request<pb::SetHostLimitRequest>,
+    ) -> Result<Response<pb::HostLimit>, Status> {
+        let r = r.into_inner();
+        let set = self
+            .hub
+            .set_host_limit(&r.host, r.max_fetches_per_day)
+            .await?;
+        Ok(Response::new(match set {
+            Some(l) => pb::HostLimit {
+                host: l.host,
+                max_fetches_per_day: l.max_fetches_per_day,
+            },
+            None => pb::HostLimit {
+                host: r.host.trim().to_ascii_lowercase(),
+                max_fetches_per_day: 0.0,
+            },
+        }))
+    }
+
+    async fn list_host_limits(
+        &self,
+        _r: Request<pb::ListHostLimitsRequest>,
+    ) -> Result<Response<pb::ListHostLimitsResponse>, Status> {
+        Ok(Response::new(pb::ListHostLimitsResponse {
+            limits: self
+                .hub
+                .host_limits()
+                .into_iter()
+                .map(|l| pb::HostLimit {
+                    host: l.host,
+                    max_fetches_per_day: l.max_fetches_per_day,
+                })
+                .collect(),
+        }))
+    }
+
     async fn list_workers(
         &self,
         _r: Request<pb::ListWorkersRequest>,

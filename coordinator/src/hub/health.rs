@@ -208,10 +208,15 @@ impl<B: KvBackend> Hub<B> {
             tracing::info!(%host, "throttled host back at its full rate");
         }
         m::gauge_hosts_throttled(throttles.len());
-        let caps: HashMap<String, f64> = throttles
+        let mut caps: HashMap<String, f64> = throttles
             .iter()
             .map(|(h, t)| (h.clone(), t.cap_per_day()))
             .collect();
+        let limits = self.host_limits.lock().expect("host limits lock").clone();
+        for (h, &limit) in &limits {
+            let cap = caps.entry(h.clone()).or_insert(limit);
+            *cap = cap.min(limit);
+        }
         let bounds = feeds
             .iter()
             .map(|f| {
@@ -231,6 +236,12 @@ impl<B: KvBackend> Hub<B> {
                         f.host,
                         t.throttles,
                         t.cap_per_day()
+                    ));
+                }
+                if let Some(limit) = limits.get(&f.host) {
+                    b.reasons.push(format!(
+                        "host {} limited by an operator to {limit} fetches a day (all its feeds together)",
+                        f.host
                     ));
                 }
                 b

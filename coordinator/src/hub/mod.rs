@@ -100,6 +100,8 @@ pub struct Hub<B> {
     replanner: Arc<Mutex<Replanner>>,
     /// Hosts that throttled us.
     throttles: Mutex<crate::control::hosts::HostThrottles>,
+    /// Operators' per-host limits, fetches per day.
+    host_limits: Mutex<HashMap<String, f64>>,
     /// What bounded the last plan.
     bounds: Mutex<health::FeedBounds>,
     totals: Mutex<Totals>,
@@ -167,6 +169,11 @@ impl<B: KvBackend> Hub<B> {
                 }
             }
         }
+        let host_limits = crate::host_limits::all(store.as_ref())
+            .await?
+            .into_iter()
+            .map(|l| (l.host, l.max_fetches_per_day))
+            .collect();
         Ok(Hub {
             store: store.clone(),
             registry,
@@ -178,12 +185,52 @@ impl<B: KvBackend> Hub<B> {
             recent_access: Mutex::new(HashMap::new()),
             replanner: Arc::new(Mutex::new(Replanner::new(planner))),
             throttles: Mutex::new(Default::default()),
+            host_limits: Mutex::new(host_limits),
             bounds: Mutex::new(Default::default()),
             totals: Mutex::new(Totals::default()),
             started_ms: clock.now_ms(),
             clock,
             cfg,
         })
+    }
+
+    /// Sets (0: clears) an operator's limit on `host`'s fetches per day; the next replan
+    /// applies it.
+    pub async fn set_host_limit(
+        &self,
+        host: &str,
+        max_fetches_per_day: f64,
+    ) -> Result<Option<crate::host_limits::HostLimit>, crate::registry::RegistryError> {
+        let out = crate::host_limits::set(self.store.as_ref(), host, max_fetches_per_day).await?;
+        let mut limits = self.host_limits.lock().expect("host limits lock");
+        match &out {
+            Some(l) => {
+                limits.insert(l.host.clone(), l.max_fetches_per_day);
+                tracing::info!(host = %l.host, max_fetches_per_day = l.max_fetches_per_day, "host limit set");
+            }
+            None => {
+                let host = host.trim().to_ascii_lowercase();
+                limits.remove(&host);
+                tracing::info!(%host, "host limit cleared");
+            }
+        }
+        Ok(out)
+    }
+
+    /// The operators' host limits in force, by host.
+    pub fn host_limits(&self) -> Vec<crate::host_limits::HostLimit> {
+        let mut out: Vec<_> = self
+            .host_limits
+            .lock()
+            .expect("host limits lock")
+            .iter()
+            .map(|(h, &m)| crate::host_limits::HostLimit {
+                host: h.clone(),
+                max_fetches_per_day: m,
+            })
+            .collect();
+        out.sort_by(|a, b| a.host.cmp(&b.host));
+        out
     }
 
     /// The clock everything is timed by.

@@ -29,6 +29,8 @@ pub enum Key<'a> {
     DiscoverySeq,
     /// The key a recovering store writes to prove it takes writes again.
     Probe,
+    /// An operator's fetch limit for one host.
+    HostLimit(&'a str),
 }
 
 /// A key part that would break the layout.
@@ -61,6 +63,7 @@ impl Key<'_> {
             Key::Discovery(n) => format!("disc/{n:016x}"),
             Key::DiscoverySeq => "discseq".to_string(),
             Key::Probe => "probe".to_string(),
+            Key::HostLimit(h) => format!("hostlimit/{}", check(h)?),
         }
         .into_bytes())
     }
@@ -81,6 +84,7 @@ impl Key<'_> {
             Key::Discovery(_) => b"disc/".to_vec(),
             Key::DiscoverySeq => b"discseq".to_vec(),
             Key::Probe => b"probe".to_vec(),
+            Key::HostLimit(_) => b"hostlimit/".to_vec(),
         })
     }
 }
