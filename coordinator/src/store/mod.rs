@@ -18,6 +18,8 @@ pub mod memory;
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod sizes;
 
 use std::future::Future;
 use std::pin::Pin;
