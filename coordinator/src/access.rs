@@ -6,7 +6,7 @@
 //! users, for unknown feeds, or with times far outside the current window are counted and
 //! skipped, never stored and never fatal.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// An incoming access event.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,9 +58,21 @@ struct UserStats {
     feeds: HashMap<u32, Vec<f32>>,
 }
 
+/// One user's histograms as stored (`access/USER`): feeds by id, so the record outlives
+/// the in-memory feed numbering.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredAccess {
+    /// App-level histogram.
+    pub app: Vec<f32>,
+    /// Per-feed histograms.
+    pub feeds: BTreeMap<String, Vec<f32>>,
+}
+
 /// Hourly access histograms per user (and per user and feed).
 #[derive(Debug)]
 pub struct AccessStats {
+    /// Users whose histograms changed since [`Self::take_dirty`].
+    dirty: HashSet<String>,
     bins: usize,
     bin_ms: i64,
     users: HashMap<String, UserStats>,
@@ -74,6 +86,7 @@ impl AccessStats {
     /// Empty statistics with `bins` bins per `period_ms` (24 per day by default).
     pub fn new(bins: usize, period_ms: i64) -> Self {
         AccessStats {
+            dirty: HashSet::new(),
             bins,
             bin_ms: period_ms / bins as i64,
             users: HashMap::new(),
@@ -157,6 +170,9 @@ impl AccessStats {
             let bin = (e.unix_ms.rem_euclid(bin_ms * bins as i64) / bin_ms) as usize;
             let feed = self.feeds.get(&e.feed_id).copied();
             let user = self.users.get_mut(&e.user_id).expect("checked known");
+            if !self.dirty.contains(&e.user_id) {
+                self.dirty.insert(e.user_id.clone());
+            }
             match feed {
                 None => user.app[bin] += user.weight,
                 Some(f) => {
@@ -166,6 +182,53 @@ impl AccessStats {
             accepted(e);
         }
         c
+    }
+
+    /// The histograms of every user recorded since the last call, to be stored.
+    pub fn take_dirty(&mut self) -> Vec<(String, StoredAccess)> {
+        let names: HashMap<u32, &str> = self.feeds.iter().map(|(f, &i)| (i, f.as_str())).collect();
+        let mut out = Vec::with_capacity(self.dirty.len());
+        for user in std::mem::take(&mut self.dirty) {
+            let Some(u) = self.users.get(&user) else {
+                continue; // removed since
+            };
+            let feeds = u
+                .feeds
+                .iter()
+                .filter_map(|(i, h)| Some((names.get(i)?.to_string(), h.clone())))
+                .collect();
+            out.push((
+                user,
+                StoredAccess {
+                    app: u.app.clone(),
+                    feeds,
+                },
+            ));
+        }
+        out
+    }
+
+    /// Marks users as still to be stored (their write failed).
+    pub fn mark_dirty(&mut self, users: impl IntoIterator<Item = String>) {
+        self.dirty.extend(users);
+    }
+
+    /// Loads a stored user's histograms; the user must be registered ([`Self::set_user`]),
+    /// feeds no longer registered are dropped, histograms of another bin count ignored.
+    pub fn restore(&mut self, user: &str, stored: StoredAccess) -> bool {
+        let bins = self.bins;
+        let Some(u) = self.users.get_mut(user) else {
+            return false;
+        };
+        if stored.app.len() == bins {
+            u.app = stored.app;
+        }
+        for (feed, h) in stored.feeds {
+            if let (Some(&i), true) = (self.feeds.get(&feed), h.len() == bins) {
+                u.feeds.insert(i, h);
+            }
+        }
+        true
     }
 
     /// A user's app-level histogram.
@@ -218,5 +281,17 @@ mod tests {
         );
         assert_eq!(s.app_histogram("u").unwrap()[8], 2.0);
         assert_eq!(s.feed_histogram("u", "f").unwrap()[22], 2.0);
+        // Stored and restored into fresh statistics: the same histograms.
+        let dirty = s.take_dirty();
+        assert_eq!(dirty.len(), 1);
+        assert!(s.take_dirty().is_empty(), "nothing new since");
+        let mut t = AccessStats::new(24, day);
+        t.set_user("u", 2.0);
+        t.set_feed("f");
+        let (user, stored) = dirty.into_iter().next().unwrap();
+        assert!(t.restore(&user, stored));
+        assert_eq!(t.app_histogram("u"), s.app_histogram("u"));
+        assert_eq!(t.feed_histogram("u", "f"), s.feed_histogram("u", "f"));
+        assert!(!t.restore("ghost", StoredAccess::default()));
     }
 }

@@ -24,9 +24,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod access_state;
 mod checks;
 mod figures;
 mod health;
+mod limits;
 use figures::{outcome_label, warn_unspent};
 pub use figures::{FeedView, HealthView, PlanFigures, SettingsRecord, Totals};
 
@@ -106,7 +108,8 @@ pub struct Hub<B> {
     bounds: Mutex<health::FeedBounds>,
     totals: Mutex<Totals>,
     clock: SimClock,
-    started_ms: i64,
+    /// Since when the reader access statistics have been collected (survives restarts).
+    access_since_ms: i64,
     cfg: HubConfig,
 }
 
@@ -169,6 +172,8 @@ impl<B: KvBackend> Hub<B> {
                 }
             }
         }
+        let access_since_ms =
+            access_state::load(store.as_ref(), &mut access, clock.now_ms()).await?;
         let host_limits = crate::host_limits::all(store.as_ref())
             .await?
             .into_iter()
@@ -188,49 +193,10 @@ impl<B: KvBackend> Hub<B> {
             host_limits: Mutex::new(host_limits),
             bounds: Mutex::new(Default::default()),
             totals: Mutex::new(Totals::default()),
-            started_ms: clock.now_ms(),
+            access_since_ms,
             clock,
             cfg,
         })
-    }
-
-    /// Sets (0: clears) an operator's limit on `host`'s fetches per day; the next replan
-    /// applies it.
-    pub async fn set_host_limit(
-        &self,
-        host: &str,
-        max_fetches_per_day: f64,
-    ) -> Result<Option<crate::host_limits::HostLimit>, crate::registry::RegistryError> {
-        let out = crate::host_limits::set(self.store.as_ref(), host, max_fetches_per_day).await?;
-        let mut limits = self.host_limits.lock().expect("host limits lock");
-        match &out {
-            Some(l) => {
-                limits.insert(l.host.clone(), l.max_fetches_per_day);
-                tracing::info!(host = %l.host, max_fetches_per_day = l.max_fetches_per_day, "host limit set");
-            }
-            None => {
-                let host = host.trim().to_ascii_lowercase();
-                limits.remove(&host);
-                tracing::info!(%host, "host limit cleared");
-            }
-        }
-        Ok(out)
-    }
-
-    /// The operators' host limits in force, by host.
-    pub fn host_limits(&self) -> Vec<crate::host_limits::HostLimit> {
-        let mut out: Vec<_> = self
-            .host_limits
-            .lock()
-            .expect("host limits lock")
-            .iter()
-            .map(|(h, &m)| crate::host_limits::HostLimit {
-                host: h.clone(),
-                max_fetches_per_day: m,
-            })
-            .collect();
-        out.sort_by(|a, b| a.host.cmp(&b.host));
-        out
     }
 
     /// The clock everything is timed by.
@@ -702,7 +668,7 @@ impl<B: KvBackend> Hub<B> {
         m::gauge_registry(registered, users.len());
         *self.subscribers.lock().expect("subscribers lock") = subs.clone();
         // Hours the access statistics have watched: the prior's weight falls as they grow.
-        let exposure = relearn::hour_exposure(self.started_ms, now);
+        let exposure = relearn::hour_exposure(self.access_since_ms, now);
         let access = self.access.clone();
         let replanner = self.replanner.clone();
         let started = Instant::now();
@@ -808,8 +774,14 @@ impl<B: KvBackend> Hub<B> {
     pub async fn run_loops(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut replan = tokio::time::interval(self.cfg.replan_interval);
         let mut leases = tokio::time::interval(Duration::from_millis(500));
+        let mut persist = tokio::time::interval(Duration::from_secs(60));
         loop {
             tokio::select! {
+                _ = persist.tick() => {
+                    if let Err(e) = self.persist_access().await {
+                        tracing::warn!(error = %e, "access statistics not stored; retrying in a minute");
+                    }
+                }
                 _ = replan.tick() => {
                     if let Err(e) = self.replan().await {
                         // Keep the previous plan; the next round tries again.
@@ -820,6 +792,10 @@ impl<B: KvBackend> Hub<B> {
                 _ = leases.tick() => self.expire_leases(),
                 _ = stop.changed() => break,
             }
+        }
+        // What a graceful stop would otherwise lose.
+        if let Err(e) = self.persist_access().await {
+            tracing::error!(error = %e, "access statistics of the last minute not stored at shutdown");
         }
     }
 }

@@ -31,6 +31,10 @@ pub enum Key<'a> {
     Probe,
     /// An operator's fetch limit for one host.
     HostLimit(&'a str),
+    /// A user's reader access histograms.
+    Access(&'a str),
+    /// Since when the access histograms have been collected (their exposure).
+    AccessSince,
 }
 
 /// A key part that would break the layout.
@@ -64,6 +68,8 @@ impl Key<'_> {
             Key::DiscoverySeq => "discseq".to_string(),
             Key::Probe => "probe".to_string(),
             Key::HostLimit(h) => format!("hostlimit/{}", check(h)?),
+            Key::Access(u) => format!("access/{}", check(u)?),
+            Key::AccessSince => "accesssince".to_string(),
         }
         .into_bytes())
     }
@@ -85,6 +91,8 @@ impl Key<'_> {
             Key::DiscoverySeq => b"discseq".to_vec(),
             Key::Probe => b"probe".to_vec(),
             Key::HostLimit(_) => b"hostlimit/".to_vec(),
+            Key::Access(_) => b"access/".to_vec(),
+            Key::AccessSince => b"accesssince".to_vec(),
         })
     }
 }

@@ -116,6 +116,29 @@ fn record_sizes() {
                 hub.replan().await.unwrap();
             }
         }
+        // The reader read the app and each feed at several hours.
+        let now = clock.now_ms();
+        {
+            // Registered through the registry directly, so the statistics learn them here
+            // (the Admin API does this itself).
+            let mut a = hub.access.lock().unwrap();
+            a.set_user("reader-0001", 1.0);
+            for f in &feeds {
+                a.set_feed(f);
+            }
+        }
+        let mut events = Vec::new();
+        for h in 0..8 {
+            for f in feeds.iter().map(String::as_str).chain([""]) {
+                events.push(crate::access::AccessEvent {
+                    user_id: "reader-0001".into(),
+                    feed_id: f.into(),
+                    unix_ms: now - h * 3 * 3_600_000,
+                });
+            }
+        }
+        assert_eq!(hub.record_access(&events).accepted as usize, events.len());
+        assert_eq!(hub.persist_access().await.unwrap(), 1);
         let mut by_family: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let all = store.range(Vec::new(), None, usize::MAX).await.unwrap();
         for (k, v) in all {
@@ -145,6 +168,11 @@ fn record_sizes() {
     );
     assert!(per("post") < 400, "posting {} B", per("post"));
     assert!(per("item") < 100 && per("disc") < 100);
+    assert!(
+        per("access") < 300 * (FEEDS + 1),
+        "access record {} B",
+        per("access")
+    );
     assert_eq!(
         by_family["post"].0 as u64, postings,
         "every posting stored once"
