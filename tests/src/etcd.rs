@@ -15,8 +15,20 @@ pub struct EtcdCluster {
     members: Vec<Member>,
 }
 
+/// Certificate files (PEM) a TLS etcd serves with and requires of clients.
+#[derive(Clone, Debug)]
+pub struct EtcdTlsFiles {
+    /// CA that signs the server's and the clients' certificates.
+    pub ca: PathBuf,
+    /// The server's certificate (SANs 127.0.0.1 and localhost) and key.
+    pub cert: PathBuf,
+    /// Key of `cert`.
+    pub key: PathBuf,
+}
+
 struct Member {
     name: String,
+    tls: Option<EtcdTlsFiles>,
     client: SocketAddr,
     peer: SocketAddr,
     dir: PathBuf,
@@ -47,10 +59,21 @@ pub fn etcd_binary() -> Option<PathBuf> {
 impl EtcdCluster {
     /// Starts `n` members under `dir` and waits until every client port answers.
     pub fn start(dir: &Path, n: usize) -> Option<EtcdCluster> {
+        Self::start_with(dir, n, None)
+    }
+
+    /// One member serving clients over TLS only, requiring client certificates signed by
+    /// the same CA.
+    pub fn start_tls(dir: &Path, tls: EtcdTlsFiles) -> Option<EtcdCluster> {
+        Self::start_with(dir, 1, Some(tls))
+    }
+
+    fn start_with(dir: &Path, n: usize, tls: Option<EtcdTlsFiles>) -> Option<EtcdCluster> {
         let bin = etcd_binary()?;
         let mut members: Vec<Member> = (0..n)
             .map(|i| Member {
                 name: format!("m{i}"),
+                tls: tls.clone(),
                 client: free_port(),
                 peer: free_port(),
                 dir: dir.join(format!("etcd-m{i}")),
@@ -98,12 +121,26 @@ impl EtcdCluster {
 fn spawn(bin: &Path, m: &Member, initial: &str, state: &str) -> Child {
     std::fs::create_dir_all(&m.dir).expect("etcd data dir");
     let log = std::fs::File::create(m.dir.with_extension("log")).expect("etcd log");
-    let child = Command::new(bin)
+    let scheme = if m.tls.is_some() { "https" } else { "http" };
+    let mut cmd = Command::new(bin);
+    if let Some(t) = &m.tls {
+        cmd.arg("--cert-file")
+            .arg(&t.cert)
+            .arg("--key-file")
+            .arg(&t.key)
+            .arg("--trusted-ca-file")
+            .arg(&t.ca)
+            .arg("--client-cert-auth");
+    }
+    let child = cmd
         .args(["--name", &m.name])
         .arg("--data-dir")
         .arg(m.dir.join("data"))
-        .args(["--listen-client-urls", &format!("http://{}", m.client)])
-        .args(["--advertise-client-urls", &format!("http://{}", m.client)])
+        .args(["--listen-client-urls", &format!("{scheme}://{}", m.client)])
+        .args([
+            "--advertise-client-urls",
+            &format!("{scheme}://{}", m.client),
+        ])
         .args(["--listen-peer-urls", &format!("http://{}", m.peer)])
         .args([
             "--initial-advertise-peer-urls",

@@ -170,3 +170,92 @@ fn an_etcd_that_is_not_there_is_a_clear_error_and_a_non_zero_exit() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store etcd"));
 }
+
+/// TLS to etcd with client certificates: the coordinator connects with `--etcd-ca`,
+/// `--etcd-cert` and `--etcd-key`; without them, or with a plain `http://` endpoint, it
+/// refuses rather than talk plaintext.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_etcd_with_client_certificates() {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let dir = TempDir::new("etcd-tls");
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "etcd test CA");
+    dir.write("ca.pem", &ca.self_signed(&ca_key).unwrap().pem());
+    let issuer = Issuer::new(ca, ca_key);
+    for (name, sans) in [
+        ("server", vec!["127.0.0.1", "localhost"]),
+        ("client", vec!["kairos"]),
+    ] {
+        let key = KeyPair::generate().unwrap();
+        let mut p =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, name);
+        dir.write(
+            &format!("{name}.pem"),
+            &p.signed_by(&key, &issuer).unwrap().pem(),
+        );
+        dir.write(&format!("{name}.key"), &key.serialize_pem());
+    }
+    let path = |f: &str| dir.path().join(f).display().to_string();
+    let Some(etcd) = EtcdCluster::start_tls(
+        dir.path(),
+        kairos_tests::etcd::EtcdTlsFiles {
+            ca: dir.path().join("ca.pem"),
+            cert: dir.path().join("server.pem"),
+            key: dir.path().join("server.key"),
+        },
+    ) else {
+        return;
+    };
+    let endpoint = etcd.endpoints[0].clone();
+    let (ca, cert, key) = (path("ca.pem"), path("client.pem"), path("client.key"));
+    let c = start_coordinator(
+        &[
+            "--store",
+            "etcd",
+            "--etcd-endpoints",
+            &endpoint,
+            "--etcd-ca",
+            &ca,
+            "--etcd-cert",
+            &cert,
+            "--etcd-key",
+            &key,
+        ],
+        &dir.path().join("coordinator.log"),
+    );
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
+    admin.add_feed(add("over-tls")).await.unwrap();
+    drop(admin);
+    drop(c);
+    // No CA: a bare endpoint means plaintext, which a TLS-only etcd does not answer.
+    let base = [
+        "serve",
+        "--insecure-loopback",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--store",
+        "etcd",
+        "--etcd-connect-timeout",
+        "2s",
+    ];
+    let run = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        let out = coordinator(&args);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&["--etcd-endpoints", &endpoint]);
+    assert!(err.contains("not reachable"), "{err}");
+    // An https endpoint without a CA, and an http one with it, are refused outright.
+    let https = format!("https://{endpoint}");
+    assert!(run(&["--etcd-endpoints", &https]).contains("no --etcd-ca"));
+    let http = format!("http://{endpoint}");
+    assert!(run(&["--etcd-endpoints", &http, "--etcd-ca", &ca]).contains("says http"));
+}
