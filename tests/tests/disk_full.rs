@@ -4,14 +4,19 @@
 //! restart — with everything acknowledged before, during and after still there, also after
 //! a restart.
 
-use kairos_proto::v1 as pb;
+mod common;
+
+use common::{add, feed_ids, health, wait_health};
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::{sample, scrape, start_coordinator, TempDir};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
+
+const ADMIN: &str = "kairos.v1.Admin";
+const POLL: Duration = Duration::from_millis(200);
 
 /// A tmpfs mounted for the test, unmounted on drop.
 struct Tmpfs(PathBuf);
@@ -55,64 +60,6 @@ fn fill(path: &Path) {
     }
 }
 
-async fn health(url: &str) -> i32 {
-    let channel = tonic::transport::Channel::from_shared(url.to_string())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "kairos.v1.Admin".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status
-}
-
-async fn wait_health(url: &str, want: ServingStatus, within: Duration) {
-    let start = Instant::now();
-    loop {
-        let got = health(url).await;
-        if got == want as i32 {
-            return;
-        }
-        assert!(
-            start.elapsed() < within,
-            "health stayed {got} (wanted {want:?}) for {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn add(id: &str) -> pb::AddFeedRequest {
-    pb::AddFeedRequest {
-        feed_id: id.into(),
-        url: format!("https://{id}.example/feed.xml"),
-        weight: 1.0,
-    }
-}
-
-async fn feed_ids(admin: &mut AdminClient<tonic::transport::Channel>) -> Vec<String> {
-    let mut ids = Vec::new();
-    loop {
-        let page = admin
-            .list_feeds(pb::ListFeedsRequest {
-                after_feed_id: ids.last().cloned().unwrap_or_default(),
-                limit: 500,
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .feeds;
-        if page.is_empty() {
-            return ids;
-        }
-        ids.extend(page.into_iter().map(|f| f.feed_id));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_returns() {
     let dir = TempDir::new("disk-full");
@@ -136,7 +83,14 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
         admin.add_feed(add(&id)).await.unwrap();
         acknowledged.push(id);
     }
-    wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(5)).await;
+    wait_health(
+        &c.url,
+        ADMIN,
+        ServingStatus::Serving,
+        Duration::from_secs(5),
+        POLL,
+    )
+    .await;
 
     // Fill the disk; writes go on succeeding only while redb has free pages in its file.
     let ballast = mnt.0.join("ballast");
@@ -154,7 +108,14 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
     }
     let (refused_id, status) = refused.expect("a write failed on the full disk");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    wait_health(&c.url, ServingStatus::NotServing, Duration::from_secs(10)).await;
+    wait_health(
+        &c.url,
+        ADMIN,
+        ServingStatus::NotServing,
+        Duration::from_secs(10),
+        POLL,
+    )
+    .await;
     let m = scrape(&c.metrics);
     assert_eq!(sample(&m, "kairos_store_writable"), Some(0.0), "{m}");
     assert!(sample(&m, "kairos_store_write_failures_total").unwrap_or(0.0) >= 1.0);
@@ -163,14 +124,21 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
     assert_eq!(again.code(), Code::Unavailable, "{again:?}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        health(&c.url).await,
+        health(&c.url, ADMIN).await,
         ServingStatus::NotServing as i32,
         "health came back while the disk was still full"
     );
 
     // Space returns: the store reopens by itself.
     std::fs::remove_file(&ballast).unwrap();
-    wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(15)).await;
+    wait_health(
+        &c.url,
+        ADMIN,
+        ServingStatus::Serving,
+        Duration::from_secs(15),
+        POLL,
+    )
+    .await;
     assert_eq!(
         sample(&scrape(&c.metrics), "kairos_store_writable"),
         Some(1.0)
@@ -180,7 +148,7 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
     admin.add_feed(add("after")).await.unwrap();
     acknowledged.push("after".into());
     acknowledged.sort();
-    assert_eq!(feed_ids(&mut admin).await, acknowledged);
+    assert_eq!(feed_ids(&mut admin, 500).await, acknowledged);
 
     // And it all is on disk.
     drop(admin);
@@ -190,5 +158,5 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
         &dir.path().join("coordinator-2.log"),
     );
     let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
-    assert_eq!(feed_ids(&mut admin).await, acknowledged);
+    assert_eq!(feed_ids(&mut admin, 500).await, acknowledged);
 }

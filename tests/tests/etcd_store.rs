@@ -3,6 +3,9 @@
 //! running turns health NOT_SERVING and writes UNAVAILABLE until it returns, and an etcd
 //! that is not there at start is a clear error and a non-zero exit after the timeout.
 
+mod common;
+
+use common::{add, feed_ids, wait_health};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
@@ -11,44 +14,7 @@ use std::time::{Duration, Instant};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-fn add(id: &str) -> pb::AddFeedRequest {
-    pb::AddFeedRequest {
-        feed_id: id.into(),
-        url: format!("https://{id}.example/feed.xml"),
-        weight: 1.0,
-    }
-}
-
-async fn health(url: &str) -> i32 {
-    let channel = tonic::transport::Channel::from_shared(url.to_string())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status
-}
-
-async fn wait_health(url: &str, want: ServingStatus, within: Duration) -> Duration {
-    let start = Instant::now();
-    loop {
-        let got = health(url).await;
-        if got == want as i32 {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < within,
-            "health stayed {got} (wanted {want:?}) for {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+const POLL: Duration = Duration::from_millis(100);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
@@ -86,11 +52,25 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
         .unwrap()
         .into_inner();
     assert_eq!(imported.feeds_added, 300);
-    wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(5)).await;
+    wait_health(
+        &c.url,
+        "",
+        ServingStatus::Serving,
+        Duration::from_secs(5),
+        POLL,
+    )
+    .await;
 
     // etcd goes away: health goes down within a few ticks, writes are refused.
     etcd.kill(0);
-    let down = wait_health(&c.url, ServingStatus::NotServing, Duration::from_secs(20)).await;
+    let down = wait_health(
+        &c.url,
+        "",
+        ServingStatus::NotServing,
+        Duration::from_secs(20),
+        POLL,
+    )
+    .await;
     let e = admin.add_feed(add("during")).await.unwrap_err();
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
     assert_eq!(
@@ -99,7 +79,14 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
     );
     // It returns: the coordinator takes writes again without a restart.
     etcd.restart(0);
-    let up = wait_health(&c.url, ServingStatus::Serving, Duration::from_secs(30)).await;
+    let up = wait_health(
+        &c.url,
+        "",
+        ServingStatus::Serving,
+        Duration::from_secs(30),
+        POLL,
+    )
+    .await;
     eprintln!("etcd outage seen in {down:?}; recovery seen {up:?} after the restart");
     admin.add_feed(add("after")).await.unwrap();
 
@@ -108,22 +95,7 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
     drop(c);
     let c = start_coordinator(&args, &dir.path().join("coordinator-2.log"));
     let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
-    let mut ids = Vec::new();
-    loop {
-        let page = admin
-            .list_feeds(pb::ListFeedsRequest {
-                after_feed_id: ids.last().cloned().unwrap_or_default(),
-                limit: 1000,
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .feeds;
-        if page.is_empty() {
-            break;
-        }
-        ids.extend(page.into_iter().map(|f| f.feed_id));
-    }
+    let ids = feed_ids(&mut admin, 1000).await;
     assert_eq!(ids.len(), 3 + 300 + 1, "{ids:?}");
     assert!(ids.contains(&"after".to_string()) && !ids.contains(&"during".to_string()));
 }
@@ -137,20 +109,14 @@ fn an_etcd_that_is_not_there_is_a_clear_error_and_a_non_zero_exit() {
         .port();
     let endpoint = format!("127.0.0.1:{port}");
     let start = Instant::now();
-    let out = coordinator(&[
-        "serve",
-        "--insecure-loopback",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--store",
-        "etcd",
+    let mut args = SERVE_ON_ETCD.to_vec();
+    args.extend([
         "--etcd-endpoints",
         &endpoint,
         "--etcd-connect-timeout",
         "2s",
     ]);
+    let out = coordinator(&args);
     let took = start.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -170,6 +136,18 @@ fn an_etcd_that_is_not_there_is_a_clear_error_and_a_non_zero_exit() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store etcd"));
 }
+
+/// `serve` on an etcd store with free ports, before the endpoint flags.
+const SERVE_ON_ETCD: [&str; 8] = [
+    "serve",
+    "--insecure-loopback",
+    "--listen",
+    "127.0.0.1:0",
+    "--metrics-addr",
+    "127.0.0.1:0",
+    "--store",
+    "etcd",
+];
 
 /// TLS to etcd with client certificates: the coordinator connects with `--etcd-ca`,
 /// `--etcd-cert` and `--etcd-key`; without them, or with a plain `http://` endpoint, it
@@ -232,20 +210,9 @@ async fn tls_to_etcd_with_client_certificates() {
     drop(admin);
     drop(c);
     // No CA: a bare endpoint means plaintext, which a TLS-only etcd does not answer.
-    let base = [
-        "serve",
-        "--insecure-loopback",
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics-addr",
-        "127.0.0.1:0",
-        "--store",
-        "etcd",
-        "--etcd-connect-timeout",
-        "2s",
-    ];
     let run = |extra: &[&str]| {
-        let mut args: Vec<&str> = base.to_vec();
+        let mut args: Vec<&str> = SERVE_ON_ETCD.to_vec();
+        args.extend(["--etcd-connect-timeout", "2s"]);
         args.extend_from_slice(extra);
         let out = coordinator(&args);
         assert!(!out.status.success());

@@ -78,26 +78,13 @@ impl<B: KvBackend> Hub<B> {
 #[cfg(test)]
 mod tests {
     use crate::access::AccessEvent;
-    use crate::control::cluster::ClusterConfig;
-    use crate::hub::{Hub, HubConfig};
+    use crate::hub::Hub;
     use crate::store::memory::MemoryBackend;
     use kairos_worker::clock::SimClock;
     use std::sync::Arc;
-    use std::time::Duration;
 
     async fn open(store: &Arc<MemoryBackend>, clock: SimClock) -> Hub<Arc<MemoryBackend>> {
-        Hub::open(
-            Arc::new(store.clone()),
-            clock,
-            HubConfig {
-                cluster: ClusterConfig::default(),
-                planner: Default::default(),
-                replan_interval: Duration::from_secs(3600),
-                health: Default::default(),
-            },
-        )
-        .await
-        .unwrap()
+        crate::hub::open_for_tests(Arc::new(store.clone()), clock).await
     }
 
     #[test]

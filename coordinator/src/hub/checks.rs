@@ -38,12 +38,9 @@ pub(super) fn check_times(r: &mut pb::FetchReport) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::cluster::ClusterConfig;
-    use crate::hub::{Hub, HubConfig};
     use crate::store::memory::MemoryBackend;
     use kairos_worker::clock::SimClock;
     use std::sync::Arc;
-    use std::time::Duration;
 
     fn fetch(feed: &str, bytes: u64) -> pb::FetchReport {
         pb::FetchReport {
@@ -89,21 +86,11 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let hub = Hub::open(
+            let hub = crate::hub::open_for_tests(
                 Arc::new(MemoryBackend::new()),
                 SimClock::manual(1_700_000_000_000),
-                HubConfig {
-                    cluster: ClusterConfig {
-                        lease: Duration::from_secs(3600),
-                        ..ClusterConfig::default()
-                    },
-                    planner: Default::default(),
-                    replan_interval: Duration::from_secs(3600),
-                    health: Default::default(),
-                },
             )
-            .await
-            .unwrap();
+            .await;
             hub.registry
                 .add_feed(Some("f"), "http://h.invalid/f", 1.0)
                 .await

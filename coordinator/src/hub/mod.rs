@@ -800,6 +800,26 @@ impl<B: KvBackend> Hub<B> {
     }
 }
 
+/// A hub for unit tests: sessions that never expire in wall time, hourly replans.
+#[cfg(test)]
+pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock) -> Hub<B> {
+    Hub::open(
+        store,
+        clock,
+        HubConfig {
+            cluster: ClusterConfig {
+                lease: Duration::from_secs(1 << 30),
+                ..ClusterConfig::default()
+            },
+            planner: Default::default(),
+            replan_interval: Duration::from_secs(3600),
+            health: Default::default(),
+        },
+    )
+    .await
+    .expect("a hub opens on a test store")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -327,11 +327,7 @@ impl EtcdBackend {
             let mut jp = prefix.clone();
             jp.extend_from_slice(&id);
             jp.push(b'/');
-            self.run(Txn::new().and_then(vec![TxnOp::delete(
-                jp,
-                Some(DeleteOptions::new().with_prefix()),
-            )]))
-            .await?;
+            self.delete_journal(jp).await?;
             tracing::warn!(
                 journal = %String::from_utf8_lossy(&id),
                 committed,
@@ -341,6 +337,14 @@ impl EtcdBackend {
             );
         }
         Ok(())
+    }
+
+    /// Deletes every key of one journal (`jp` ends with `ID/`).
+    async fn delete_journal(&self, jp: Vec<u8>) -> Result<(), StoreError> {
+        let delete = TxnOp::delete(jp, Some(DeleteOptions::new().with_prefix()));
+        self.run(Txn::new().and_then(vec![delete]))
+            .await
+            .map(|_| ())
     }
 
     /// A batch bigger than one transaction: journal, commit marker, apply, clean up.
@@ -373,26 +377,13 @@ impl EtcdBackend {
         for c in &chunks {
             self.run(Txn::new().and_then(self.txn_ops(c))).await?;
         }
-        self.run(Txn::new().and_then(vec![TxnOp::delete(
-            jp,
-            Some(DeleteOptions::new().with_prefix()),
-        )]))
-        .await?;
-        Ok(())
+        self.delete_journal(jp).await
     }
 }
 
 impl KvBackend for EtcdBackend {
     fn get(&self, key: Vec<u8>) -> StoreFuture<'_, Option<Vec<u8>>> {
-        Box::pin(async move {
-            let r = self
-                .kv
-                .clone()
-                .get(self.key(&key), None)
-                .await
-                .map_err(|e| self.err(e))?;
-            Ok(r.kvs().first().map(|kv| kv.value().to_vec()))
-        })
+        Box::pin(async move { Ok(self.get_revision(key).await?.map(|(v, _)| v)) })
     }
 
     fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {

@@ -5,13 +5,10 @@
 
 use super::memory::MemoryBackend;
 use super::KvBackend;
-use crate::control::cluster::ClusterConfig;
-use crate::hub::{Hub, HubConfig};
 use kairos_proto::v1 as pb;
 use kairos_worker::clock::SimClock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 const DAY_MS: i64 = 86_400_000;
 const FEEDS: usize = 20;
@@ -28,21 +25,7 @@ fn record_sizes() {
         let store = Arc::new(MemoryBackend::new());
         let start = 1_772_409_600_000; // 2026-03-02T00:00:00Z
         let clock = SimClock::manual(start);
-        let hub = Hub::open(
-            store.clone(),
-            clock,
-            HubConfig {
-                cluster: ClusterConfig {
-                    lease: Duration::from_secs(1 << 30),
-                    ..ClusterConfig::default()
-                },
-                planner: Default::default(),
-                replan_interval: Duration::from_secs(3600),
-                health: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
+        let hub = crate::hub::open_for_tests(store.clone(), clock).await;
         for f in 0..FEEDS {
             hub.registry
                 .add_feed(
