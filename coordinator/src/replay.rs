@@ -42,6 +42,8 @@ pub struct ReplayConfig {
     pub document_items: usize,
     /// Simulated seconds to replay from the trace start.
     pub duration: f64,
+    /// No replan after this many simulated seconds: the last plan stands.
+    pub freeze_after: Option<f64>,
 }
 
 /// What the replay did: each feed's fetch times (seconds from the trace start).
@@ -131,6 +133,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     let mut version = 0u64;
     let mut reported = vec![0usize; trace.feeds.len()];
     let end_ms = (cfg.duration * 1000.0) as i64;
+    let freeze_ms = cfg.freeze_after.map_or(i64::MAX, |f| (f * 1000.0) as i64);
     let step_ms = (cfg.replan_every * 1000.0) as i64;
     let mut next_replan = 0i64;
     let mut expected: Vec<(f64, usize)> = Vec::new();
@@ -154,7 +157,11 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
         let now = TRACE_ORIGIN_MS + t;
         clock.set_ms(now);
         if t == next_replan {
-            next_replan += step_ms;
+            next_replan = if next_replan + step_ms > freeze_ms {
+                i64::MAX
+            } else {
+                next_replan + step_ms
+            };
             hub.heartbeat(&worker, 0)?;
             hub.replan().await?;
             log.replans += 1;

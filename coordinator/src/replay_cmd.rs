@@ -55,6 +55,10 @@ pub struct ReplayArgs {
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
+    /// Stop replanning after this many simulated days and keep the last plan: separates
+    /// what the live system learned by then from what replanning while it runs costs.
+    #[arg(long)]
+    freeze_after_days: Option<f64>,
     /// Cap on the fetches per day of one host (the trace's `host` column), live and in the
     /// references: the host-limited case, where uniform polling runs at the rate the hosts
     /// allow.
@@ -126,6 +130,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .max(60.0),
         document_items: a.document_items.max(1),
         duration: days as f64 * DAY,
+        freeze_after: a.freeze_after_days.map(|d| d.max(0.0) * DAY),
     };
     // The hub's warnings (budget it cannot place, throttling) on stderr, as in `serve`.
     kairos_worker::process::init_tracing();

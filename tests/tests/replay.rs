@@ -131,6 +131,47 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
 }
 
 #[test]
+fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
+    let dir = TempDir::new("replay-freeze");
+    let trace = dir.path().join("trace");
+    let o = coordinator(&[
+        "synth",
+        "--out",
+        trace.to_str().unwrap(),
+        "--feeds",
+        "60",
+        "--users",
+        "20",
+        "--days",
+        "3",
+        "--seed",
+        "7",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = dir.path().join("days.json");
+    let o = coordinator(&[
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--train-days",
+        "1",
+        "--freeze-after-days",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Replans every 2 simulated hours up to and including the end of day 1: 0 h ... 24 h.
+    assert!(stdout.contains(" 13 replans"), "{stdout}");
+    let days: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The last plan keeps being fetched at the budget (4 a day for 60 feeds).
+    let fetches = days[2]["live"]["fetches"].as_f64().unwrap();
+    assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
+}
+
+#[test]
 fn replay_refuses_bad_input_clearly() {
     let o = coordinator(&["replay", "--trace", "/nonexistent/trace"]);
     assert!(!o.status.success());
