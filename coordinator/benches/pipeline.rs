@@ -113,6 +113,7 @@ fn main() {
                     ..FetchConfig::default()
                 },
                 report_buffer: 100_000,
+                drain_timeout: Duration::ZERO,
                 clock,
                 ingest_address: String::new(),
                 credentials: Default::default(),

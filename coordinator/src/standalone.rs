@@ -229,6 +229,8 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
                 ..FetchConfig::default()
             },
             report_buffer: 10_000,
+            // The in-process workers stop before the server: their last reports land.
+            drain_timeout: std::time::Duration::from_secs(5),
             clock,
             ingest_address: String::new(),
             credentials: Default::default(),

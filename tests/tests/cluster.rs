@@ -192,11 +192,18 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
             .await
             .unwrap();
     }
+    // w2 is given a dead address first (as a list of replicas): it must move on to the
+    // live one.
+    let w2_coordinators = format!("http://127.0.0.1:9,{}", coordinator.url);
     let worker_args = |name: &str| {
         let mut a: Vec<String> = [
             "run",
             "--coordinator",
-            &coordinator.url,
+            if name == "w2" {
+                &w2_coordinators
+            } else {
+                &coordinator.url
+            },
             "--name",
             name,
             "--allow-private",
@@ -221,7 +228,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     // w1 also takes reader access events at the edge and relays them.
     let mut w1_args = worker_args("w1");
     w1_args.extend(["--ingest-listen".to_string(), "127.0.0.1:0".to_string()]);
-    let (_w1, found) = spawn_until(
+    let (mut w1, found) = spawn_until(
         "kairos-worker",
         &refs(&w1_args),
         &dir.path().join("w1.log"),
@@ -485,6 +492,34 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
         .unwrap()
         .into_inner();
     assert!(learned_before.observed_postings > 0);
+
+    // SIGTERM the surviving worker: it stops starting fetches, lets those in flight finish,
+    // has every report acknowledged and exits cleanly within its drain timeout.
+    let pid = w1.0.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = w1.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(30),
+            "the worker did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(dir.path().join("w1.log")).unwrap();
+    assert!(status.success(), "{status:?}\n{log}");
+    assert!(log.contains("drained"), "{log}");
+    let log = std::fs::read_to_string(dir.path().join("w2.log")).unwrap();
+    assert!(
+        log.contains("127.0.0.1:9") && log.contains("registered"),
+        "w2 moved on from the dead address: {log}"
+    );
 
     // Kill the coordinator outright and restart it on the same data dir.
     drop(admin);

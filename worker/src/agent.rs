@@ -41,7 +41,8 @@ const SEEN_PER_FEED: usize = 1024;
 /// Settings of a worker.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
-    /// Coordinator URL (`http://host:port`).
+    /// Coordinator URL (`http://host:port`), or several separated by commas: replicas or
+    /// Service addresses tried in turn when a session cannot be opened or ends.
     pub coordinator: String,
     /// Stable worker name (pod name).
     pub name: String,
@@ -55,6 +56,9 @@ pub struct AgentConfig {
     pub fetch: FetchConfig,
     /// Unacknowledged reports kept at most.
     pub report_buffer: usize,
+    /// On stop: how long to wait for the fetches in flight to finish and for every report
+    /// to be acknowledged before giving up (zero: stop at once).
+    pub drain_timeout: Duration,
     /// The (possibly compressed) clock.
     pub clock: SimClock,
     /// Where this worker accepts reader access events (empty: it does not).
@@ -166,12 +170,7 @@ pub async fn run(
     relay: Option<tokio::sync::mpsc::Receiver<Vec<pb::AccessEvent>>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), AgentError> {
-    let endpoint = cfg
-        .credentials
-        .endpoint(&cfg.coordinator)
-        .map_err(|e| AgentError::BadCoordinator(cfg.coordinator.clone(), e))?
-        .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true);
+    let endpoints = coordinator_endpoints(&cfg.credentials, &cfg.coordinator)?;
     let fetcher = Fetcher::new(cfg.fetch.clone())?;
     let gap_ms = (cfg.host_gap.as_secs_f64() * 1000.0 * cfg.clock.scale()) as i64;
     let shared = Arc::new(Shared {
@@ -192,30 +191,112 @@ pub async fn run(
         cfg.max_in_flight.max(1),
         stop.clone(),
     ));
+    let fetch_abort = fetching.abort_handle();
     let relaying = relay.map(|rx| tokio::spawn(relay_loop(shared.clone(), rx)));
+    // Drained: the fetch loop has stopped starting fetches and the ones in flight have
+    // finished (it returns then), and every report is acknowledged. Polled only once
+    // stopping, so it cannot finish early.
+    let drained = {
+        let shared = shared.clone();
+        async move {
+            let _ = fetching.await;
+            while shared.state.lock().expect("worker state").reports.backlog() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    tokio::pin!(drained);
+    let mut deadline: Option<tokio::time::Instant> =
+        (*stop.borrow()).then(|| tokio::time::Instant::now() + cfg.drain_timeout);
     let mut backoff = Duration::from_millis(100);
-    while !*stop.borrow() {
-        let ended = tokio::select! {
-            r = session(&endpoint, &cfg, &shared) => r,
-            _ = stop.changed() => break,
+    let mut at = 0usize;
+    // Stopping does not end the session: it keeps sending reports until drained or the
+    // deadline, so a SIGTERM loses nothing that was fetched.
+    let finished_draining = 'sessions: loop {
+        let (address, endpoint) = &endpoints[at];
+        let ended = {
+            let sess = session(endpoint, &cfg, &shared);
+            tokio::pin!(sess);
+            loop {
+                tokio::select! {
+                    r = &mut sess => break r,
+                    _ = stop.changed(), if deadline.is_none() => {
+                        deadline = Some(tokio::time::Instant::now() + cfg.drain_timeout);
+                    }
+                    _ = &mut drained, if deadline.is_some() => break 'sessions true,
+                    _ = sleep_until(deadline), if deadline.is_some() => break 'sessions false,
+                }
+            }
         };
+        // Jittered, so the workers of a failed coordinator do not all come back at once.
+        let wait = backoff.mul_f64(rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5));
         match ended {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
-                tracing::warn!(worker = %cfg.name, error = %e, retry_in = ?backoff, "coordinator session ended");
+                // The next address: a standby, another replica, or the same one again.
+                at = (at + 1) % endpoints.len();
+                tracing::warn!(worker = %cfg.name, coordinator = %address, error = %e, retry_in = ?wait, next = %endpoints[at].0, "coordinator session ended");
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stop.changed() => break,
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed(), if deadline.is_none() => {
+                deadline = Some(tokio::time::Instant::now() + cfg.drain_timeout);
+            }
+            _ = &mut drained, if deadline.is_some() => break true,
+            _ = sleep_until(deadline), if deadline.is_some() => break false,
         }
         backoff = (backoff * 2).min(Duration::from_secs(5));
+    };
+    let backlog = shared.state.lock().expect("worker state").reports.backlog();
+    if finished_draining {
+        tracing::info!(worker = %cfg.name, "drained: fetches finished, reports acknowledged");
+    } else {
+        tracing::warn!(worker = %cfg.name, unacknowledged = backlog, timeout = ?cfg.drain_timeout, "stopped before draining: reports left unacknowledged (the next owner fetches those feeds again)");
     }
-    fetching.abort();
+    fetch_abort.abort();
     if let Some(r) = relaying {
         r.abort();
     }
     Ok(())
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The endpoints of a comma-separated coordinator list, in order; an empty list or any
+/// unusable address is refused.
+pub fn coordinator_endpoints(
+    credentials: &Credentials,
+    list: &str,
+) -> Result<Vec<(String, Endpoint)>, AgentError> {
+    let addresses: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if addresses.is_empty() {
+        return Err(AgentError::BadCoordinator(
+            list.to_string(),
+            "no address given".into(),
+        ));
+    }
+    addresses
+        .into_iter()
+        .map(|a| {
+            let endpoint = credentials
+                .endpoint(a)
+                .map_err(|e| AgentError::BadCoordinator(a.to_string(), e))?
+                .connect_timeout(Duration::from_secs(5))
+                .tcp_nodelay(true);
+            Ok((a.to_string(), endpoint))
+        })
+        .collect()
 }
 
 /// One session: register, then assignments, reports and heartbeats until one fails.
@@ -509,9 +590,11 @@ async fn fetch_loop(
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = shared.schedule_changed.notified() => {}
-            _ = stop.changed() => return,
+            _ = stop.changed() => break,
         }
     }
+    // Stopping: no new fetch starts; the ones in flight finish (their reports are queued).
+    let _ = permits.acquire_many(max_in_flight as u32).await;
 }
 
 /// Whether `at_ms` (Unix ms) falls in an hour or on a day the publisher asked to skip.

@@ -64,7 +64,8 @@ impl ClockArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Coordinator gRPC URL.
+    /// Coordinator gRPC URL, or several separated by commas (replicas, tried in turn when a
+    /// session cannot be opened or ends).
     #[arg(long, default_value = "http://127.0.0.1:7700")]
     coordinator: String,
     /// Stable worker name (e.g. the pod name); defaults to the host name.
@@ -76,6 +77,10 @@ struct RunArgs {
     /// Fetches in flight at most.
     #[arg(long, default_value_t = 64)]
     max_in_flight: usize,
+    /// On SIGTERM: how long to let the fetches in flight finish and the reports be
+    /// acknowledged before exiting (keep the pod's termination grace period longer).
+    #[arg(long, default_value = "20s")]
+    drain_timeout: humantime::Duration,
     /// Wall time between two fetches of one host (politeness).
     #[arg(long, default_value = "1s")]
     host_gap: humantime::Duration,
@@ -206,6 +211,7 @@ async fn run(a: RunArgs) -> Result<()> {
             ..FetchConfig::default()
         },
         report_buffer: a.report_buffer.max(1),
+        drain_timeout: a.drain_timeout.into(),
         clock: a.clock.clock()?,
         ingest_address: String::new(),
         credentials: Credentials {
@@ -216,9 +222,8 @@ async fn run(a: RunArgs) -> Result<()> {
         },
     };
     // Settings that cannot work are refused at start, not retried forever.
-    cfg.credentials
-        .endpoint(&cfg.coordinator)
-        .map_err(|e| anyhow::anyhow!("--coordinator {}: {e}", cfg.coordinator))?;
+    agent::coordinator_endpoints(&cfg.credentials, &cfg.coordinator)
+        .map_err(|e| anyhow::anyhow!("--coordinator: {e}"))?;
     cfg.credentials.bearer().map_err(anyhow::Error::msg)?;
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut cfg = cfg;
