@@ -112,6 +112,7 @@ fn main() {
                 planner: PlannerSettings::default(),
                 replan_interval: std::time::Duration::from_secs(60),
                 health: Default::default(),
+                retention: Default::default(),
             },
         )
         .await

@@ -84,6 +84,7 @@ fn main() {
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),
                     health: Default::default(),
+                    retention: Default::default(),
                     planner: PlannerSettings {
                         // Evenly spaced fetches: a steady planned rate, not the optimal
                         // plan's bursts at shared peaks.

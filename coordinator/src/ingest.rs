@@ -66,7 +66,7 @@ pub struct Page {
 
 /// Posting ingest over a store.
 pub struct Ingestor<B> {
-    store: Arc<B>,
+    pub(crate) store: Arc<B>,
     /// Next sequence number per feed, loaded from the store on first use. The lock also
     /// serializes the check-then-write of concurrent reports for the same items.
     next_seq: tokio::sync::Mutex<HashMap<String, u64>>,
@@ -251,10 +251,13 @@ impl<B: KvBackend> Ingestor<B> {
             scanned += rows.len();
             for (k, v) in &rows {
                 let text = String::from_utf8_lossy(v);
-                let Some((feed, seq)) = text.rsplit_once('/') else {
+                let mut parts = text.split('/');
+                let (Some(feed), Some(seq)) = (parts.next(), parts.next()) else {
                     return Err(StoreError(format!("corrupt discovery entry {text}")).into());
                 };
-                if feeds.contains(feed) {
+                // Four parts: the posting is gone (retention), its entry waits to expire.
+                let pruned = parts.next().is_some();
+                if !pruned && feeds.contains(feed) {
                     let seq = seq
                         .parse()
                         .map_err(|_| StoreError(format!("corrupt discovery entry {text}")))?;

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod plan;
 pub mod registry;
 pub mod replay;
+pub mod retention;
 pub mod server;
 pub mod shard;
 pub mod simulate;

@@ -46,6 +46,17 @@ pub struct LivePlanArgs {
     /// steadier, slower to specialise).
     #[arg(long, default_value_t = PlannerSettings::default().shrinkage)]
     pub shrinkage_days: f64,
+    /// How long postings are kept after their discovery (on the run's clock), or `forever`.
+    /// Older ones are removed in bounded batches once a minute.
+    #[arg(long, default_value = "7d", value_parser = parse_retention)]
+    pub postings_retention: RetentionArg,
+    /// How long an item's idempotency marker is kept (at least `--postings-retention`): an
+    /// item still in a feed's document after its marker went would be stored again.
+    #[arg(long, default_value = "30d", value_parser = parse_retention)]
+    pub item_marker_retention: RetentionArg,
+    /// Wall time between two retention passes.
+    #[arg(long, default_value = "1m")]
+    pub retention_interval: humantime::Duration,
     /// Wall-clock time between relearn + replan rounds (e.g. 5s, 1m).
     #[arg(long, default_value = "5s")]
     pub replan_interval: humantime::Duration,
@@ -146,7 +157,19 @@ impl LivePlanArgs {
         if health.backoff_max_ms < health.backoff_base_ms {
             bail!("--backoff-max must be at least --backoff-base");
         }
+        let retention = kairos_coordinator::retention::Retention {
+            postings: self.postings_retention.0,
+            markers: self.item_marker_retention.0,
+            every: self.retention_interval.into(),
+        };
+        if retention.every < Duration::from_millis(100) {
+            bail!("--retention-interval must be at least 100ms");
+        }
+        if let Err(e) = retention.validate() {
+            bail!("--item-marker-retention: {e}");
+        }
         Ok(HubConfig {
+            retention,
             health,
             cluster: ClusterConfig {
                 lease,
@@ -157,6 +180,25 @@ impl LivePlanArgs {
             replan_interval: replan,
         })
     }
+}
+
+/// A retention given on the command line (`None`: for ever).
+#[derive(Clone, Copy, Debug)]
+pub struct RetentionArg(pub Option<Duration>);
+
+/// A retention: a duration (`7d`, `12h`) or `forever`.
+fn parse_retention(s: &str) -> Result<RetentionArg, String> {
+    if s == "forever" {
+        return Ok(RetentionArg(None));
+    }
+    let d: Duration = s
+        .parse::<humantime::Duration>()
+        .map_err(|e| format!("`{s}`: {e} (a duration such as 7d, or `forever`)"))?
+        .into();
+    if d < Duration::from_secs(60) {
+        return Err(format!("`{s}` is shorter than a minute"));
+    }
+    Ok(RetentionArg(Some(d)))
 }
 
 /// The clock options shared by the live commands.

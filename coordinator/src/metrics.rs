@@ -55,6 +55,8 @@ pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 pub use crate::auth::{AUTH_REFUSALS_TOTAL, AUTH_RELOAD_FAILURES_TOTAL};
 /// Counter: replans that failed (the previous plan stayed in force).
 pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
+/// Postings and item markers removed by retention, by `kind`.
+pub const PRUNED_TOTAL: &str = "kairos_retention_removed_total";
 /// Counter: panics inside the planner, contained to their round.
 pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
 /// Counter: TLS handshakes that failed or timed out.
@@ -199,6 +201,10 @@ pub fn describe() {
         "Replans that failed; the previous plan stays in force until one succeeds."
     );
     describe_counter!(
+        PRUNED_TOTAL,
+        "Postings (kind=posting) and item markers (kind=marker) removed past --postings-retention / --item-marker-retention."
+    );
+    describe_counter!(
         PLANNER_PANICS_TOTAL,
         "Panics inside the planner, contained to their round (a bug: please report it with the log line)."
     );
@@ -335,6 +341,12 @@ pub fn record_auth_refusal(reason: &'static str) {
 /// A replan that failed.
 pub fn record_replan_failure() {
     counter!(REPLAN_FAILURES_TOTAL).increment(1);
+}
+
+/// What a retention pass removed.
+pub fn record_pruned(postings: u64, markers: u64) {
+    counter!(PRUNED_TOTAL, "kind" => "posting").increment(postings);
+    counter!(PRUNED_TOTAL, "kind" => "marker").increment(markers);
 }
 
 /// A panic contained inside the planner.

@@ -89,6 +89,12 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             planner: cfg.planner.clone(),
             replan_interval: Duration::from_secs(3600),
             health: Default::default(),
+            // The replay keeps every posting: it measures from the fetch log.
+            retention: crate::retention::Retention {
+                postings: None,
+                markers: None,
+                ..Default::default()
+            },
         },
     )
     .await?;

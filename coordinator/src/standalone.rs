@@ -197,6 +197,13 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         // The demo's farm is ours, on loopback.
         allow.push("127.0.0.0/8".parse().expect("valid network"));
     }
+    let mut hub = a.plan.hub_config(clock.scale(), host_gap)?;
+    if demo.is_some() {
+        // The demo's summary measures every posting published since the start from the
+        // store, so the demo keeps them all, however long it runs.
+        hub.retention.postings = None;
+        hub.retention.markers = None;
+    }
     let running = serve::start(
         store,
         ServerOptions {
@@ -209,7 +216,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             max_worker_capacity: f64::MAX,
             tls: None,
             metrics_addr: Some(a.metrics_addr),
-            hub: a.plan.hub_config(clock.scale(), host_gap)?,
+            hub,
             clock,
         },
     )

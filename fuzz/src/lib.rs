@@ -157,6 +157,7 @@ fn hub() -> &'static (Hub<MemoryBackend>, String) {
                     planner: Default::default(),
                     replan_interval: Duration::from_secs(3600),
                     health: Default::default(),
+                    retention: Default::default(),
                 },
             )
             .await

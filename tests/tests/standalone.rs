@@ -135,6 +135,14 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
         "127.0.0.1:0",
         "--replan-interval",
         "1s",
+        // Postings go 3 simulated hours after discovery (about 2 s here); markers stay, so
+        // items still in the documents are not stored again.
+        "--postings-retention",
+        "3h",
+        "--item-marker-retention",
+        "forever",
+        "--retention-interval",
+        "1s",
         "--summary-json",
         out.to_str().unwrap(),
     ];
@@ -165,6 +173,8 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
     assert!(s["postings_ingested"].as_f64().unwrap() > 12.0, "{s}");
     assert_eq!(s["duplicates_ingested"].as_f64(), Some(0.0));
     assert!(s["avg_delay_seconds"].as_f64().unwrap() > 0.0, "{s}");
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(log.contains("retention: old postings removed"), "{log}");
     // Without the allow-list the same loopback targets are refused, counted, not fetched.
     let denied = dir.path().join("denied.json");
     let mut args = vec![

@@ -47,6 +47,8 @@ pub struct HubConfig {
     pub replan_interval: Duration,
     /// Back-off, hints and the malformed flag.
     pub health: HealthPolicy,
+    /// How long postings and item markers are kept.
+    pub retention: crate::retention::Retention,
 }
 
 /// Runs `f` on the replanner, containing a panic inside it: the panic becomes an error of
@@ -775,6 +777,8 @@ impl<B: KvBackend> Hub<B> {
         let mut replan = tokio::time::interval(self.cfg.replan_interval);
         let mut leases = tokio::time::interval(Duration::from_millis(500));
         let mut persist = tokio::time::interval(Duration::from_secs(60));
+        let mut prune_cursor = crate::retention::Cursor::default();
+        let mut prune = tokio::time::interval(self.cfg.retention.every);
         loop {
             tokio::select! {
                 _ = persist.tick() => {
@@ -782,6 +786,7 @@ impl<B: KvBackend> Hub<B> {
                         tracing::warn!(error = %e, "access statistics not stored; retrying in a minute");
                     }
                 }
+                _ = prune.tick() => self.prune_postings(&mut prune_cursor).await,
                 _ = replan.tick() => {
                     if let Err(e) = self.replan().await {
                         // Keep the previous plan; the next round tries again.
@@ -800,6 +805,37 @@ impl<B: KvBackend> Hub<B> {
     }
 }
 
+impl<B: KvBackend> Hub<B> {
+    /// One retention pass: postings and item markers past their horizon go, at most
+    /// [`PRUNE_BUDGET`] index entries per horizon (the rest next minute).
+    async fn prune_postings(&self, cursor: &mut crate::retention::Cursor) {
+        let now = self.clock.now_ms();
+        match self
+            .ingestor
+            .prune(now, self.cfg.retention, cursor, PRUNE_BUDGET)
+            .await
+        {
+            Ok(p) => {
+                m::record_pruned(p.postings, p.markers);
+                if p.postings + p.markers > 0 {
+                    tracing::info!(
+                        postings = p.postings,
+                        markers = p.markers,
+                        "retention: old postings removed"
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "retention pass failed; retrying in a minute")
+            }
+        }
+    }
+}
+
+/// Discovery index entries a retention pass reads per horizon: 10k feeds posting 10 times
+/// a day add about 70 a minute.
+const PRUNE_BUDGET: usize = 5_000;
+
 /// A hub for unit tests: sessions that never expire in wall time, hourly replans.
 #[cfg(test)]
 pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock) -> Hub<B> {
@@ -814,6 +850,7 @@ pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock)
             planner: Default::default(),
             replan_interval: Duration::from_secs(3600),
             health: Default::default(),
+            retention: Default::default(),
         },
     )
     .await
