@@ -57,6 +57,10 @@ pub struct LivePlanArgs {
     /// Wall time between two retention passes.
     #[arg(long, default_value = "1m")]
     pub retention_interval: humantime::Duration,
+    /// Wall time between two compactions of etcd's history (`--store etcd`): each compacts
+    /// up to the revision seen at the previous one, so one interval of history stays.
+    #[arg(long, default_value = "1h")]
+    pub store_compaction_interval: humantime::Duration,
     /// Wall-clock time between relearn + replan rounds (e.g. 5s, 1m).
     #[arg(long, default_value = "5s")]
     pub replan_interval: humantime::Duration,
@@ -161,9 +165,12 @@ impl LivePlanArgs {
             postings: self.postings_retention.0,
             markers: self.item_marker_retention.0,
             every: self.retention_interval.into(),
+            compact_every: self.store_compaction_interval.into(),
         };
-        if retention.every < Duration::from_millis(100) {
-            bail!("--retention-interval must be at least 100ms");
+        if retention.every < Duration::from_millis(100)
+            || retention.compact_every < Duration::from_millis(100)
+        {
+            bail!("--retention-interval and --store-compaction-interval must be at least 100ms");
         }
         if let Err(e) = retention.validate() {
             bail!("--item-marker-retention: {e}");

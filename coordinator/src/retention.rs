@@ -29,6 +29,8 @@ pub struct Retention {
     pub markers: Option<Duration>,
     /// Wall time between two passes.
     pub every: Duration,
+    /// Wall time between two compactions of the store's history (etcd; others keep none).
+    pub compact_every: Duration,
 }
 
 impl Default for Retention {
@@ -37,6 +39,7 @@ impl Default for Retention {
             postings: Some(Duration::from_secs(7 * 86_400)),
             markers: Some(Duration::from_secs(30 * 86_400)),
             every: Duration::from_secs(60),
+            compact_every: Duration::from_secs(3600),
         }
     }
 }

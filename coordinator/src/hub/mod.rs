@@ -779,6 +779,7 @@ impl<B: KvBackend> Hub<B> {
         let mut persist = tokio::time::interval(Duration::from_secs(60));
         let mut prune_cursor = crate::retention::Cursor::default();
         let mut prune = tokio::time::interval(self.cfg.retention.every);
+        let mut compact = tokio::time::interval(self.cfg.retention.compact_every);
         loop {
             tokio::select! {
                 _ = persist.tick() => {
@@ -787,6 +788,11 @@ impl<B: KvBackend> Hub<B> {
                     }
                 }
                 _ = prune.tick() => self.prune_postings(&mut prune_cursor).await,
+                _ = compact.tick() => match self.store.compact().await {
+                    Ok(Some(rev)) => tracing::info!(revision = rev, "store history compacted"),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "store compaction failed; retrying next interval"),
+                },
                 _ = replan.tick() => {
                     if let Err(e) = self.replan().await {
                         // Keep the previous plan; the next round tries again.

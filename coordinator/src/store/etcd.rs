@@ -80,6 +80,9 @@ pub struct EtcdBackend {
     max_ops: usize,
     max_bytes: usize,
     writable: Arc<AtomicBool>,
+    /// The revision seen at the last [`KvBackend::compact`]: the next one compacts up to it,
+    /// so one interval of history always stays.
+    seen: Arc<std::sync::Mutex<Option<i64>>>,
 }
 
 impl std::fmt::Debug for EtcdBackend {
@@ -227,6 +230,7 @@ impl EtcdBackend {
             max_ops: cfg.max_txn_ops.max(2),
             max_bytes: cfg.max_txn_bytes.max(4096),
             writable: Arc::new(AtomicBool::new(true)),
+            seen: Arc::default(),
         };
         backend.settle_journals().await?;
         Ok(backend)
@@ -538,6 +542,31 @@ impl KvBackend for EtcdBackend {
         })
     }
 
+    fn compact(&self) -> StoreFuture<'_, Option<u64>> {
+        Box::pin(async move {
+            let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
+            let now = self
+                .kv
+                .clone()
+                .get(self.key(&probe), None)
+                .await
+                .map_err(|e| self.err(e))?
+                .header()
+                .map(|h| h.revision())
+                .unwrap_or(0);
+            let previous = self.seen.lock().expect("seen lock").replace(now);
+            match previous {
+                Some(rev) if rev > 0 => match self.kv.clone().compact(rev, None).await {
+                    Ok(_) => Ok(Some(rev as u64)),
+                    // Someone (etcd's own auto-compaction) went further already.
+                    Err(e) if e.to_string().contains("compacted") => Ok(None),
+                    Err(e) => Err(self.err(e)),
+                },
+                _ => Ok(None),
+            }
+        })
+    }
+
     fn recover(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
@@ -659,6 +688,22 @@ mod tests {
             );
             assert_eq!(b.get(key(0)).await.unwrap(), None);
             assert_eq!(b.get(b"feed/torn".to_vec()).await.unwrap(), None);
+            // Compaction: the first call only notes the revision; the second drops the
+            // history before it, so a read at an older revision is refused.
+            let (_, old) = b.get_revision(key(1)).await.unwrap().unwrap();
+            assert_eq!(b.compact().await.unwrap(), None);
+            b.batch(vec![Op::Delete(key(1))]).await.unwrap();
+            let rev = b.compact().await.unwrap().expect("compacted");
+            assert!(rev > old);
+            let e =
+                b.kv.clone()
+                    .get(
+                        raw("feed/0001"),
+                        Some(GetOptions::new().with_revision(old as i64)),
+                    )
+                    .await
+                    .unwrap_err();
+            assert!(e.to_string().contains("compacted"), "{e}");
             assert!(b
                 .range(JOURNAL.to_vec(), None, 10)
                 .await

@@ -106,6 +106,12 @@ pub trait KvBackend: Send + Sync + 'static {
     fn recover(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
+    /// Drops the history of overwritten and deleted keys older than the previous call (a
+    /// store that keeps history: etcd, where deleted postings keep their space until then);
+    /// the revision compacted to, if any.
+    fn compact(&self) -> StoreFuture<'_, Option<u64>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// A backend chosen at run time is a backend.
@@ -144,5 +150,8 @@ impl<T: KvBackend + ?Sized> KvBackend for std::sync::Arc<T> {
     }
     fn recover(&self) -> StoreFuture<'_, ()> {
         (**self).recover()
+    }
+    fn compact(&self) -> StoreFuture<'_, Option<u64>> {
+        (**self).compact()
     }
 }
