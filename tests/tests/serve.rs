@@ -252,18 +252,31 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
 
     // Restart on the same data directory: the registry survives.
     // Prometheus metrics of what happened so far.
-    let text = scrape(&first.metrics);
-    for line in [
+    // The registry gauges follow at the next replan (every 5 s by default): a single
+    // scrape raced it, so the scrape is retried for a while.
+    let lines = [
         "kairos_ingest_access_events_total{result=\"accepted\"} 5",
         "kairos_ingest_access_events_total{result=\"unknown_user\"} 2",
         "kairos_ingest_access_events_total{result=\"unknown_feed\"} 2",
         "kairos_registry_feeds 3",
         "kairos_registry_users 1",
-    ] {
+    ];
+    let started = std::time::Instant::now();
+    loop {
+        let text = scrape(&first.metrics);
+        let missing: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|line| !text.lines().any(|l| l == *line))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
         assert!(
-            text.lines().any(|l| l == line),
-            "missing `{line}` in:\n{text}"
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "missing {missing:?} in:\n{text}"
         );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     drop(first);
     let second = start_coordinator(
@@ -300,6 +313,14 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
     assert_eq!(
         settings.budget_fetches_per_day, 123.0,
         "settings set through the API survive a restart"
+    );
+    // Started with the default budget on the command line: the stored one wins, and the
+    // difference is said once.
+    let log = std::fs::read_to_string(dir.path().join("coordinator-2.log")).unwrap();
+    assert_eq!(
+        log.matches("differ from the command line's").count(),
+        1,
+        "{log}"
     );
     // The restarted server knows the registered users and feeds for access events too.
     let mut ingest = kairos_proto::v1::ingest_client::IngestClient::connect(url_after_restart)

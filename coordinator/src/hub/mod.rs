@@ -166,7 +166,12 @@ impl<B: KvBackend> Hub<B> {
                 .and_then(|r| r.apply(&planner))
             {
                 Ok(p) => {
-                    tracing::info!("planner settings from the store (set through the Admin API) override the command line");
+                    // Replicas (or a restart) with other flags than the settings an operator
+                    // stored: the stored ones win, and the difference is said once, here.
+                    let (stored, flags) = (SettingsRecord::of(&p), SettingsRecord::of(&planner));
+                    if stored != flags {
+                        tracing::warn!(?stored, command_line = ?flags, "the planner settings in the store (set through the Admin API) differ from the command line's; the stored ones are in force");
+                    }
                     planner = p;
                 }
                 Err(e) => {
