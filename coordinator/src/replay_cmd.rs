@@ -4,14 +4,17 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
 use kairos_coordinator::plan::alloc::{ceil_level, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
-use kairos_coordinator::plan::planner::{solve, PlanConfig, Policy, Scheduler};
+use kairos_coordinator::plan::planner::{document_level, solve, PlanConfig, Policy, Scheduler};
 use kairos_coordinator::replay::{run, ReplayConfig};
-use kairos_coordinator::simulate::{replay, replay_log, FeedSchedule, Realized};
+use kairos_coordinator::simulate::{
+    replay, replay_log, scrolled_off_log, scrolled_off_schedules, FeedSchedule, Realized,
+};
 use kairos_coordinator::trace::Trace;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -64,6 +67,11 @@ pub struct ReplayArgs {
     /// allow.
     #[arg(long)]
     max_fetches_per_host_per_day: Option<f64>,
+    /// Plan the offline references without the live planner's document floors (the
+    /// papers' setting, where a document holds every posting): they then lose the postings
+    /// that scroll off between their fetches, counted in the `scrolled_off` figures.
+    #[arg(long)]
+    references_ignore_documents: bool,
     /// Write the per-day figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -78,6 +86,9 @@ struct DayRow {
     postings: usize,
     live: Realized,
     live_undiscovered: usize,
+    /// Postings of the day no fetch saw (scrolled off the document first), per plan:
+    /// live, uniform, offline (same history), offline-N.
+    scrolled_off: ScrolledOff,
     uniform: Realized,
     /// The offline optimal plan learned on the days before this one (up to `train_days`):
     /// what a planner with the same history would fetch. `None` on day 0.
@@ -89,6 +100,15 @@ struct DayRow {
     shrinkage_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
+}
+
+/// Postings lost to the document's size, per plan (see [`scrolled_off`]).
+#[derive(serde::Serialize, Default, Clone, Copy)]
+struct ScrolledOff {
+    live: usize,
+    uniform: usize,
+    offline_causal: usize,
+    offline: usize,
 }
 
 /// Runs the replay and prints the day-by-day table.
@@ -143,7 +163,32 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
 
     // The references, at the same budget.
     let budget = a.fetches_per_feed_per_day * n as f64;
-    let learn_days = |from: usize, to: usize| {
+    // The offline references are optimal under the live planner's constraints: the floors
+    // that keep each feed's document from overflowing between fetches (the live planner
+    // learns the document's size from the fetches; here it is the replay's), unless told
+    // to plan as the papers do.
+    let items = cfg.document_items;
+    let pc = |policy| PlanConfig {
+        metric: a.metric,
+        policy,
+        scheduler: Scheduler::Exact,
+        slots: a.slots,
+        period_seconds: DAY,
+        budget,
+        host_caps: HostCaps::uniform(a.max_fetches_per_host_per_day),
+        smoothing: Smoothing::Linear,
+    };
+    let floor_cfg = pc(Policy::Optimal);
+    let with_floors = |mut l: kairos_coordinator::learn::Learned| {
+        if !a.references_ignore_documents {
+            for m in &mut l.models {
+                let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64);
+                m.min_level = m.min_level.max(floor).min(m.max_level);
+            }
+        }
+        l
+    };
+    let learn_plain = |from: usize, to: usize| {
         learn(
             &trace,
             &LearnConfig {
@@ -158,37 +203,33 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             },
         )
     };
+    let learn_days = |from: usize, to: usize| with_floors(learn_plain(from, to));
     let learned = learn_days(0, a.train_days);
-    let pc = |policy| PlanConfig {
-        metric: a.metric,
-        policy,
-        scheduler: Scheduler::Exact,
-        slots: a.slots,
-        period_seconds: DAY,
-        budget,
-        host_caps: HostCaps::uniform(a.max_fetches_per_host_per_day),
-        smoothing: Smoothing::Linear,
-    };
     let schedules = |models: &[_], policy| -> Result<Vec<FeedSchedule>> {
         let c = pc(policy);
         Ok(FeedSchedule::from_plan(&solve(models, &c)?, &c))
     };
-    let uniform = schedules(&learned.models, Policy::Uniform)?;
+    // Uniform polling is the naive baseline: the same interval for every feed, whatever its
+    // document holds.
+    let uniform = schedules(&learn_plain(0, a.train_days).models, Policy::Uniform)?;
     let offline = schedules(&learned.models, Policy::Optimal)?;
     let rows: Vec<DayRow> = (0..days)
         .map(|d| -> Result<DayRow> {
             let (s, e) = (d as f64 * DAY, (d + 1) as f64 * DAY);
             let (live, undiscovered) = replay_log(&trace, &log.fetches, s, e);
+            let mut lost = ScrolledOff {
+                live: scrolled_off_log(&trace, &log.fetches, items, s, e),
+                uniform: scrolled_off_schedules(&trace, &uniform, items, s, e),
+                offline: scrolled_off_schedules(&trace, &offline, items, s, e),
+                offline_causal: 0,
+            };
             let offline_causal = if d == 0 {
                 None
             } else {
                 let history = learn_days(d.saturating_sub(a.train_days), d);
-                Some(replay(
-                    &trace,
-                    &schedules(&history.models, Policy::Optimal)?,
-                    s,
-                    e,
-                ))
+                let plan = schedules(&history.models, Policy::Optimal)?;
+                lost.offline_causal = scrolled_off_schedules(&trace, &plan, items, s, e);
+                Some(replay(&trace, &plan, s, e))
             };
             Ok(DayRow {
                 day: d,
@@ -199,6 +240,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .sum(),
                 live,
                 live_undiscovered: undiscovered,
+                scrolled_off: lost,
                 uniform: replay(&trace, &uniform, s, e),
                 offline_causal,
                 offline: replay(&trace, &offline, s, e),
@@ -280,6 +322,26 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         );
     }
     let undiscovered: usize = rows.iter().map(|r| r.live_undiscovered).sum();
+    let lost = rows
+        .iter()
+        .fold(ScrolledOff::default(), |t, r| ScrolledOff {
+            live: t.live + r.scrolled_off.live,
+            uniform: t.uniform + r.scrolled_off.uniform,
+            offline_causal: t.offline_causal + r.scrolled_off.offline_causal,
+            offline: t.offline + r.scrolled_off.offline,
+        });
+    println!(
+        "postings that scrolled off a {items}-item document before any fetch saw them: live {}, uniform {}, offline {}, {fixed} {}{}",
+        lost.live,
+        lost.uniform,
+        lost.offline_causal,
+        lost.offline,
+        if a.references_ignore_documents {
+            " (references planned without document floors)"
+        } else {
+            " (references planned with the live document floors)"
+        }
+    );
     println!(
         "\npostings ingested by the hub {}; undiscovered by the end {undiscovered}; the hub's own average delay over trusted postings {:.1} min",
         log.postings_ingested, log.hub_avg_delay_min

@@ -161,6 +161,62 @@ pub fn replay_log(trace: &Trace, logs: &[Vec<f64>], start: f64, end: f64) -> (Re
     )
 }
 
+/// Postings in `[start, end)` that no fetch saw: by the first fetch after one, `items`
+/// newer postings had pushed it off the feed's document (which holds the newest `items`).
+/// A later fetch cannot see it either, so it is lost to the aggregator; the delay figures
+/// above still count it at that fetch.
+pub fn scrolled_off(
+    trace: &Trace,
+    next_fetch: &dyn Fn(usize, f64) -> f64,
+    items: usize,
+    start: f64,
+    end: f64,
+) -> usize {
+    trace
+        .postings
+        .iter()
+        .enumerate()
+        .map(|(f, posts)| {
+            let lo = posts.partition_point(|&x| x < start);
+            let hi = posts.partition_point(|&x| x < end);
+            (lo..hi)
+                .filter(|&i| {
+                    let t = next_fetch(f, posts[i]);
+                    t.is_finite() && posts.partition_point(|&x| x <= t) - i > items
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// [`scrolled_off`] for schedules.
+pub fn scrolled_off_schedules(
+    trace: &Trace,
+    schedules: &[FeedSchedule],
+    items: usize,
+    start: f64,
+    end: f64,
+) -> usize {
+    scrolled_off(trace, &|f, t| schedules[f].next_fetch(t), items, start, end)
+}
+
+/// [`scrolled_off`] for fetch logs (as [`replay_log`] takes them).
+pub fn scrolled_off_log(
+    trace: &Trace,
+    logs: &[Vec<f64>],
+    items: usize,
+    start: f64,
+    end: f64,
+) -> usize {
+    let next = |f: usize, t: f64| {
+        let l = &logs[f];
+        l.get(l.partition_point(|&x| x < t))
+            .copied()
+            .unwrap_or(f64::INFINITY)
+    };
+    scrolled_off(trace, &next, items, start, end)
+}
+
 fn replay_with(
     trace: &Trace,
     next_fetch: &dyn Fn(usize, f64) -> f64,
@@ -324,6 +380,35 @@ mod tests {
         assert_eq!(s.fetches_between(0.0, 2.0 * 86_400.0), 4);
         assert_eq!(s.fetches_between(3600.0, 3601.0), 1);
         assert_eq!(s.fetches_between(3601.0, 43_200.0), 0);
+    }
+
+    #[test]
+    fn scrolled_off_counts_postings_pushed_off_before_the_next_fetch() {
+        // Five postings at 10..50 s, fetched at 3,600 s, a document of 3 items: the two
+        // oldest were off it by then. Then three postings before the 43,200 fetch: none lost.
+        let trace = Trace {
+            feeds: vec![FeedRow {
+                id: "f0".into(),
+                weight: 1.0,
+                host: None,
+            }],
+            postings: vec![vec![
+                10.0, 20.0, 30.0, 40.0, 50.0, 40_000.0, 41_000.0, 42_000.0,
+            ]],
+            users: vec![],
+            subscriptions: vec![],
+            accesses: vec![],
+            end_ts: 86_400.0,
+        };
+        let s = [sched()];
+        assert_eq!(scrolled_off_schedules(&trace, &s, 3, 0.0, 86_400.0), 2);
+        assert_eq!(scrolled_off_schedules(&trace, &s, 5, 0.0, 86_400.0), 0);
+        assert_eq!(scrolled_off_schedules(&trace, &s, 2, 0.0, 86_400.0), 4);
+        // Only postings inside the window count.
+        assert_eq!(scrolled_off_schedules(&trace, &s, 3, 15.0, 86_400.0), 1);
+        // The same from a fetch log; a posting no fetch followed is not counted here.
+        let log = vec![vec![3600.0]];
+        assert_eq!(scrolled_off_log(&trace, &log, 3, 0.0, 86_400.0), 2);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::feedstate::FeedState;
 use super::relearn::PlannerSettings;
 use super::shrink;
 use crate::plan::alloc::ceil_level;
-use crate::plan::planner::FeedModel;
+use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
 use crate::weekly;
 use std::collections::HashMap;
@@ -26,6 +26,7 @@ pub fn models(
     s: &PlannerSettings,
 ) -> (Vec<FeedModel>, ModelCounts) {
     let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
+    let plan_cfg = s.plan_config(feeds.len());
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = vec![[0.0f64; BINS]; feeds.len()];
     let mut exposure = vec![[0.0f64; BINS]; feeds.len()];
@@ -126,7 +127,7 @@ pub fn models(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let models = feeds
+    let mut models = feeds
         .iter()
         .enumerate()
         .map(|(f, feed)| {
@@ -169,18 +170,6 @@ pub fn models(
                 lo = explore;
                 decided.exploring += 1;
             }
-            let busiest_day = if s.weekly {
-                factors.iter().fold(0.0f64, |m, &x| m.max(x))
-            } else {
-                1.0
-            };
-            if let Some(per_day) = state.and_then(|st| capacity_floor(&post_bins, st)) {
-                let floor = ceil_level(per_day * busiest_day * days_per_period);
-                if floor > lo {
-                    lo = floor.min(max_level.max(lo));
-                    decided.capacity_floors += 1;
-                }
-            }
             let access = access_bins(&feed.id);
             let (post_bins, access) = if s.weekly {
                 let access = if access.len() == BINS {
@@ -193,17 +182,40 @@ pub fn models(
                 (post_bins, access)
             };
             let next = hosts.len() as u32;
-            FeedModel {
+            let model = FeedModel {
                 weight: feed.weight,
                 post_bins,
                 access_bins: access,
                 min_level: lo,
                 max_level: max_level.max(lo),
                 host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
+            };
+            let items = state
+                .filter(|st| st.doc_capacity >= 2)
+                .map(|st| DOCUMENT_FILL * st.doc_capacity as f64);
+            (model, items)
+        })
+        .collect::<Vec<_>>();
+    // Once a document's size is known: enough fetches, placed as the plan will place them,
+    // that it does not overflow between two of them. Busy feeds solve a few schedules for
+    // this, so it runs on every core.
+    use rayon::prelude::*;
+    let raised: Vec<bool> = models
+        .par_iter_mut()
+        .map(|(model, items)| match *items {
+            Some(items) => {
+                let floor = document_level(model, &plan_cfg, items);
+                let raise = floor > model.min_level;
+                if raise {
+                    model.min_level = floor.min(model.max_level);
+                }
+                raise
             }
+            None => false,
         })
         .collect();
-    (models, decided)
+    decided.capacity_floors = raised.iter().filter(|&&r| r).count();
+    (models.into_iter().map(|(m, _)| m).collect(), decided)
 }
 
 /// What building the models decided beyond the rates.
@@ -222,23 +234,9 @@ pub struct ModelCounts {
     pub held_out_days: usize,
 }
 
-/// Share of a feed's document the postings between two fetches may fill at the feed's
-/// busiest hour: the rest is margin for bursts.
-const DOCUMENT_FILL: f64 = 0.5;
-
-/// The lowest level at which a feed's document holds what it posts between two fetches at
-/// its busiest hour's rate (to [`DOCUMENT_FILL`]), once the document's size is known (so
-/// it acts before postings scroll off, not after). Evenly spaced fetches are assumed: the optimal schedule may space them unevenly, which
-/// the margin absorbs.
-fn capacity_floor(post_bins: &[f32], st: &FeedState) -> Option<f64> {
-    if st.doc_capacity < 2 {
-        return None;
-    }
-    let per_day: f64 = post_bins.iter().map(|&b| b as f64).sum();
-    let peak = post_bins.iter().fold(0.0f64, |m, &b| m.max(b as f64)) * BINS as f64;
-    let rate = peak.max(per_day);
-    Some(rate / (DOCUMENT_FILL * st.doc_capacity as f64))
-}
+/// Share of a feed's document the postings expected between two fetches may fill: the
+/// rest is margin for bursts (postings are Poisson around the model, not its mean).
+pub const DOCUMENT_FILL: f64 = 0.5;
 
 /// The whole days (UTC, counted from the Unix epoch) a feed was watched within the
 /// learning window, with its postings on each: dated ones on their day, spread ones in

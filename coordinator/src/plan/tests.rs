@@ -338,3 +338,104 @@ fn solving_several_counts_at_once_matches_single_solves() {
         }
     }
 }
+
+/// Expected postings in the widest gap between consecutive fetch boundaries of `slots`
+/// (cyclic), summed slot by slot: the mass of slots `b_i .. b_{i+1}` waits for `b_{i+1}`.
+fn widest_gap_by_hand(post: &[f64], slots: &[u32]) -> f64 {
+    let n = post.len();
+    let mut b: Vec<usize> = slots.iter().map(|&s| s as usize).collect();
+    b.sort_unstable();
+    (0..b.len())
+        .map(|i| {
+            let (from, to) = (b[i], if i + 1 < b.len() { b[i + 1] } else { b[0] + n });
+            (from..to).map(|j| post[j % n]).sum::<f64>()
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_document() {
+    use super::alloc::level_period_multiple;
+    use super::pattern::{expand, Smoothing};
+    use super::planner::{document_level, FeedModel, PlanConfig, Policy, Scheduler};
+    // 48 postings between 08:00 and 10:00, half a posting an hour otherwise; readers at
+    // 20:00. A gap may hold 6 expected postings.
+    let mut post = vec![0.5f32; 24];
+    post[8] = 24.0;
+    post[9] = 24.0;
+    let mut access = vec![0.1f32; 24];
+    access[20] = 30.0;
+    let items = 6.0;
+    let even = (24.0f64 * 24.0 / items).ceil() as i32;
+    for metric in [Metric::Delay, Metric::AccessDelay] {
+        let feed = FeedModel {
+            weight: 1.0,
+            post_bins: post.clone(),
+            access_bins: access.clone(),
+            min_level: 1,
+            max_level: 288,
+            host: None,
+        };
+        let cfg = PlanConfig {
+            metric,
+            policy: Policy::Optimal,
+            scheduler: Scheduler::Exact,
+            slots: 288,
+            period_seconds: 86_400.0,
+            budget: 100.0,
+            host_caps: Default::default(),
+            smoothing: Smoothing::Step,
+        };
+        let level = document_level(&feed, &cfg, items);
+        let (mut p, mut q) = (Vec::new(), Vec::new());
+        expand(&feed.post_bins, 288, Smoothing::Step, &mut p);
+        expand(&feed.access_bins, 288, Smoothing::Step, &mut q);
+        let table = CostTable::new(metric, &p, &q, 300.0);
+        let widest =
+            |m: i32| widest_gap_by_hand(&p, &ExactSolver::new().solve(&table, m as usize).slots);
+        assert!(
+            widest(level) <= items + 1e-9,
+            "{metric:?}: level {level} leaves {}",
+            widest(level)
+        );
+        assert!(
+            widest(level - 1) > items,
+            "{metric:?}: {} fetches would do",
+            level - 1
+        );
+        // At least the mean; placed where the postings are, far fewer than even spacing at
+        // the busiest hour's rate needs.
+        assert!(level as f64 >= 59.5 / items, "{metric:?}: {level}");
+        if metric == Metric::Delay {
+            assert!(
+                level < even / 2,
+                "delay places fetches at the burst: {level} vs {even}"
+            );
+        }
+    }
+    // 1.9 postings a day and room for ten between fetches: once every five days holds it
+    // (9.5), every six does not (11.4).
+    let quiet = FeedModel {
+        weight: 1.0,
+        post_bins: vec![1.9 / 24.0; 24],
+        access_bins: vec![0.0; 24],
+        min_level: -10,
+        max_level: 288,
+        host: None,
+    };
+    let cfg = PlanConfig {
+        metric: Metric::Delay,
+        policy: Policy::Optimal,
+        scheduler: Scheduler::Exact,
+        slots: 288,
+        period_seconds: 86_400.0,
+        budget: 100.0,
+        host_caps: Default::default(),
+        smoothing: Smoothing::Step,
+    };
+    assert_eq!(level_period_multiple(document_level(&quiet, &cfg, 10.0)), 5);
+    assert!(
+        document_level(&quiet, &cfg, 0.0) < -100,
+        "no size known: no floor"
+    );
+}
