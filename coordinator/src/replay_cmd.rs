@@ -182,7 +182,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let with_floors = |mut l: kairos_coordinator::learn::Learned| {
         if !a.references_ignore_documents {
             for m in &mut l.models {
-                let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64);
+                let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
                 m.min_level = m.min_level.max(floor).min(m.max_level);
             }
         }

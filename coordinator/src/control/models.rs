@@ -190,9 +190,14 @@ pub fn models(
                 max_level: max_level.max(lo),
                 host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
             };
-            let items = state
-                .filter(|st| st.doc_capacity >= 2)
-                .map(|st| DOCUMENT_FILL * st.doc_capacity as f64);
+            // A model watched for less than a day does not know its busy hours yet: its
+            // floor only covers its mean rate until then.
+            let items = state.filter(|st| st.doc_capacity >= 2).map(|st| {
+                (
+                    DOCUMENT_FILL * st.doc_capacity as f64,
+                    st.observed_span_ms(now_ms) >= DAY_MS,
+                )
+            });
             (model, items)
         })
         .collect::<Vec<_>>();
@@ -203,8 +208,8 @@ pub fn models(
     let raised: Vec<bool> = models
         .par_iter_mut()
         .map(|(model, items)| match *items {
-            Some(items) => {
-                let floor = document_level(model, &plan_cfg, items);
+            Some((items, placed)) => {
+                let floor = document_level(model, &plan_cfg, items, placed);
                 let raise = floor > model.min_level;
                 if raise {
                     model.min_level = floor.min(model.max_level);

@@ -224,8 +224,12 @@ pub fn level_costs(feed: &FeedModel, cfg: &PlanConfig, levels: &[Level]) -> Vec<
 /// the planner would use, not on even spacing: under `delay` the optimum often holds the
 /// document already, and no fetch is added. Levels of one fetch per `k` periods leave gaps
 /// of `k` periods. At most [`DOCUMENT_SEARCH_STEPS`] schedules are solved per feed, and
-/// only for feeds posting more than `items` a period.
-pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64) -> Level {
+/// only for feeds posting more than `items` a period. With `placed` false (a model too
+/// young for its hours to be trusted) the mean rate's level is used: the peak of a model
+/// learned from one document is noise, and floors at it took the budget from read feeds
+/// (`replay` of sample-500 under `access-delay`: day 0 at 2.8× uniform polling, against
+/// 0.35× this way).
+pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64, placed: bool) -> Level {
     let per_period: f64 = feed.post_bins.iter().map(|&b| b as f64).sum();
     if items.is_nan() || items <= 0.0 || per_period.is_nan() || per_period <= 0.0 {
         return Level::MIN / 2;
@@ -240,6 +244,9 @@ pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64) -> Level {
     let lo = ((per_period / items).ceil() as Level).clamp(1, cap);
     let peak = feed.post_bins.iter().fold(0.0f64, |m, &b| m.max(b as f64));
     let even = ((peak * feed.post_bins.len() as f64 / items).ceil() as Level).clamp(lo, cap);
+    if !placed {
+        return lo;
+    }
     let mut s = Scratch::default();
     let table = table_for(feed, cfg, &mut s);
     let mut prefix = Vec::with_capacity(n + 1);

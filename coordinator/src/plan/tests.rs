@@ -386,7 +386,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
             host_caps: Default::default(),
             smoothing: Smoothing::Step,
         };
-        let level = document_level(&feed, &cfg, items);
+        let level = document_level(&feed, &cfg, items, true);
         let (mut p, mut q) = (Vec::new(), Vec::new());
         expand(&feed.post_bins, 288, Smoothing::Step, &mut p);
         expand(&feed.access_bins, 288, Smoothing::Step, &mut q);
@@ -433,9 +433,9 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
     };
-    assert_eq!(level_period_multiple(document_level(&quiet, &cfg, 10.0)), 5);
+    assert_eq!(level_period_multiple(document_level(&quiet, &cfg, 10.0, true)), 5);
     assert!(
-        document_level(&quiet, &cfg, 0.0) < -100,
+        document_level(&quiet, &cfg, 0.0, true) < -100,
         "no size known: no floor"
     );
 }
