@@ -38,9 +38,9 @@ enum Command {
     /// Train on the first days of a trace, replay the rest, and compare policies.
     Simulate(SimulateArgs),
     /// Run the coordinator: gRPC API, worker control, relearn and replan loops, metrics.
-    Serve(crate::live::ServeArgs),
+    Serve(Box<crate::live::ServeArgs>),
     /// Run the coordinator with in-process workers; `--demo` adds a feed farm and readers.
-    Standalone(crate::live::StandaloneArgs),
+    Standalone(Box<crate::live::StandaloneArgs>),
     /// Write a synthetic trace (for benchmarks and what-if runs).
     Synth(SynthArgs),
     /// Drive the live hub with a recorded trace on a virtual clock; report each day next to
@@ -241,8 +241,8 @@ pub fn run() -> Result<()> {
     match cli.command {
         Command::Plan(a) => plan(a),
         Command::Simulate(a) => simulate(a),
-        Command::Serve(a) => crate::live::serve(a),
-        Command::Standalone(a) => crate::standalone::run(a),
+        Command::Serve(a) => crate::live::serve(*a),
+        Command::Standalone(a) => crate::standalone::run(*a),
         Command::Synth(a) => synth(a),
         Command::Replay(a) => crate::replay_cmd::replay_cmd(a),
     }

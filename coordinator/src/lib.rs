@@ -12,6 +12,7 @@ pub mod api;
 pub use kairos_worker::auth;
 pub mod control;
 pub mod demo;
+pub mod election;
 pub mod host_limits;
 pub mod hub;
 pub mod ingest;

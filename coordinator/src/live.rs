@@ -323,6 +323,16 @@ pub struct EtcdArgs {
     /// batches are journaled.
     #[arg(long, default_value_t = 128)]
     pub etcd_max_txn_ops: usize,
+    /// Cluster mode: TTL of the leader's lease. A leader whose renewals go unanswered for
+    /// two thirds of it stops acting; a standby takes over once it expires (at once when
+    /// the leader shuts down cleanly). At least 2 s.
+    #[arg(long, default_value = "10s")]
+    pub leader_lease_ttl: humantime::Duration,
+    /// Cluster mode: the address clients and workers should use to reach this replica,
+    /// shown by standbys while it leads (default: the --listen address; in Kubernetes, the
+    /// pod's address and port).
+    #[arg(long)]
+    pub advertise: Option<String>,
 }
 
 impl ServeArgs {
@@ -355,18 +365,31 @@ impl ServeArgs {
                 if self.etcd.etcd_endpoints.is_empty() {
                     bail!("--store etcd needs --etcd-endpoints host:port[,host:port...]");
                 }
+                use kairos_coordinator::election::ElectionConfig;
                 use kairos_coordinator::store::etcd::{EtcdConfig, EtcdTls};
-                StoreChoice::Etcd(EtcdConfig {
-                    endpoints: self.etcd.etcd_endpoints.clone(),
-                    prefix: self.etcd.etcd_prefix.clone(),
-                    connect_timeout: self.etcd.etcd_connect_timeout.into(),
-                    tls: self.etcd.etcd_ca.as_ref().map(|ca| EtcdTls {
-                        ca: ca.clone(),
-                        identity: self.etcd.etcd_cert.clone().zip(self.etcd.etcd_key.clone()),
-                    }),
-                    max_txn_ops: self.etcd.etcd_max_txn_ops,
-                    ..EtcdConfig::default()
-                })
+                StoreChoice::Etcd(
+                    EtcdConfig {
+                        endpoints: self.etcd.etcd_endpoints.clone(),
+                        prefix: self.etcd.etcd_prefix.clone(),
+                        connect_timeout: self.etcd.etcd_connect_timeout.into(),
+                        tls: self.etcd.etcd_ca.as_ref().map(|ca| EtcdTls {
+                            ca: ca.clone(),
+                            identity: self.etcd.etcd_cert.clone().zip(self.etcd.etcd_key.clone()),
+                        }),
+                        max_txn_ops: self.etcd.etcd_max_txn_ops,
+                        ..EtcdConfig::default()
+                    },
+                    ElectionConfig {
+                        ttl: {
+                            let ttl: std::time::Duration = self.etcd.leader_lease_ttl.into();
+                            if ttl < std::time::Duration::from_secs(2) {
+                                bail!("--leader-lease-ttl must be at least 2s");
+                            }
+                            ttl
+                        },
+                        advertise: self.etcd.advertise.clone(),
+                    },
+                )
             }
         })
     }

@@ -67,6 +67,15 @@ pub const TLS_RELOAD_FAILURES_TOTAL: &str = "kairos_tls_reload_failures_total";
 pub const STORE_WRITE_FAILURES_TOTAL: &str = "kairos_store_write_failures_total";
 /// Gauge: 1 while the store takes writes, 0 while it is failed and being reopened.
 pub const STORE_WRITABLE: &str = "kairos_store_writable";
+/// Gauge: 1 on the elected leader, 0 on a standby (cluster mode).
+pub const LEADER: &str = "kairos_leader";
+/// Gauge: the leader's epoch (its election revision in etcd); 0 on a standby.
+pub const LEADER_EPOCH: &str = "kairos_leader_epoch";
+/// Counter: times this process stopped acting as leader (lease not renewed in time, or a
+/// write fenced off because another leader was elected).
+pub const LEADER_STEPDOWNS_TOTAL: &str = "kairos_leader_stepdowns_total";
+/// Counter: writes etcd refused because this coordinator's leadership was gone.
+pub const FENCED_WRITES_TOTAL: &str = "kairos_fenced_writes_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -223,6 +232,22 @@ pub fn describe() {
     describe_gauge!(
         STORE_WRITABLE,
         "1 while the store takes writes; 0 while a failed store is being reopened (health NOT_SERVING)."
+    );
+    describe_gauge!(
+        LEADER,
+        "1 on the elected leader, 0 on a standby coordinator (cluster mode on etcd)."
+    );
+    describe_gauge!(
+        LEADER_EPOCH,
+        "The leader's epoch: its election revision in etcd (0 on a standby)."
+    );
+    describe_counter!(
+        LEADER_STEPDOWNS_TOTAL,
+        "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected."
+    );
+    describe_counter!(
+        FENCED_WRITES_TOTAL,
+        "Writes etcd refused because this coordinator's leadership was gone (another leader was elected)."
     );
     describe_gauge!(
         PLAN_SHRINKAGE_DAYS,

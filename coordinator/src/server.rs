@@ -291,8 +291,11 @@ pub enum StoreChoice {
     Memory,
     /// One redb file in this directory.
     Embedded(PathBuf),
-    /// An etcd cluster.
-    Etcd(crate::store::etcd::EtcdConfig),
+    /// An etcd cluster, with replicas electing a leader.
+    Etcd(
+        crate::store::etcd::EtcdConfig,
+        crate::election::ElectionConfig,
+    ),
 }
 
 /// `serve`: runs the coordinator until SIGINT/SIGTERM.
@@ -308,14 +311,104 @@ pub fn serve(store: StoreChoice, o: ServerOptions) -> Result<()> {
                 EmbeddedBackend::open(&dir)
                     .with_context(|| format!("opening the store in {}", dir.display()))?,
             ),
-            StoreChoice::Etcd(cfg) => {
+            StoreChoice::Etcd(cfg, election) => {
                 let b = crate::store::etcd::EtcdBackend::connect(&cfg).await?;
                 tracing::info!(endpoints = %cfg.endpoints.join(","), prefix = %cfg.prefix, "store: etcd");
-                Arc::new(b)
+                return serve_elected(b, o, election).await;
             }
         };
         serve_until_signal(Arc::new(store), o).await
     })
+}
+
+/// Cluster mode: stand by and campaign; once elected, serve as the leader with every write
+/// fenced on the leadership, until a signal (resign and exit) or until the leadership is
+/// lost (step down, stand by, campaign again).
+async fn serve_elected(
+    store: crate::store::etcd::EtcdBackend,
+    mut o: ServerOptions,
+    election: crate::election::ElectionConfig,
+) -> Result<()> {
+    use crate::election::{campaign, LeaderAddr, Standby};
+    use crate::metrics as m;
+    let _metrics = match o.metrics_addr.take() {
+        Some(a) => Some(serve_metrics(a).await?),
+        None => None,
+    };
+    let signal = kairos_worker::process::shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        metrics::gauge!(m::LEADER).set(0.0);
+        metrics::gauge!(m::LEADER_EPOCH).set(0.0);
+        let leader = LeaderAddr::default();
+        let standby = Standby::start(&o, leader.clone()).await?;
+        // The leader binds the same ports (port 0 resolved once).
+        (o.listen, o.admin_listen, o.public_listen) = standby.bound;
+        println!("kairos-coordinator standby on {}", o.listen);
+        let advertise = election
+            .advertise
+            .clone()
+            .unwrap_or_else(|| o.listen.to_string());
+        let leadership = tokio::select! {
+            r = campaign(&store, &election, advertise, leader) => r,
+            _ = &mut signal => {
+                standby.stop().await;
+                eprintln!("kairos-coordinator: shut down (standby)");
+                return Ok(());
+            }
+        };
+        standby.stop().await;
+        let leadership = match leadership {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(error = %e, "campaign failed; standing by and campaigning again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let epoch = leadership.epoch;
+        store.fence(leadership.key(), epoch);
+        metrics::gauge!(m::LEADER).set(1.0);
+        metrics::gauge!(m::LEADER_EPOCH).set(epoch as f64);
+        tracing::info!(epoch, "elected leader");
+        println!("kairos-coordinator elected leader (epoch {epoch})");
+        let dynstore: Arc<dyn KvBackend> = Arc::new(store.clone());
+        let running = match start(Arc::new(dynstore), o.clone()).await {
+            Ok(r) => r,
+            Err(e) => {
+                leadership.resign().await;
+                return Err(e);
+            }
+        };
+        let mut lost = leadership.lost.clone();
+        let mut deposed = store.deposed();
+        let why = tokio::select! {
+            _ = &mut signal => {
+                running.shutdown().await?;
+                leadership.resign().await;
+                eprintln!("kairos-coordinator: shut down");
+                return Ok(());
+            }
+            _ = lost.wait_for(|l| *l) => "its lease was not renewed in time",
+            _ = deposed.wait_for(|d| *d) => "another coordinator was elected (a write was fenced off)",
+        };
+        metrics::counter!(m::LEADER_STEPDOWNS_TOTAL).increment(1);
+        tracing::error!(
+            epoch,
+            reason = why,
+            "stepping down: no longer the leader; standing by"
+        );
+        leadership.abandon();
+        // Writes are fenced already; stop answering as leader promptly, or exit and let
+        // the supervisor restart us as a standby.
+        if tokio::time::timeout(std::time::Duration::from_secs(5), running.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::error!("the deposed leader did not stop within 5 s; exiting");
+            std::process::exit(75);
+        }
+    }
 }
 
 async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<()> {

@@ -30,6 +30,8 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
         &endpoints,
         "--etcd-prefix",
         "/it/",
+        "--leader-lease-ttl",
+        "3s",
     ];
     let c = start_coordinator(&args, &dir.path().join("coordinator-1.log"));
     let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();

@@ -433,7 +433,10 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
     };
-    assert_eq!(level_period_multiple(document_level(&quiet, &cfg, 10.0, true)), 5);
+    assert_eq!(
+        level_period_multiple(document_level(&quiet, &cfg, 10.0, true)),
+        5
+    );
     assert!(
         document_level(&quiet, &cfg, 0.0, true) < -100,
         "no size known: no floor"

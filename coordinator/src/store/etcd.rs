@@ -71,6 +71,9 @@ impl Default for EtcdConfig {
     }
 }
 
+/// A leader key and the creation revision it must still have.
+type Fence = (Vec<u8>, i64);
+
 /// A store in etcd.
 #[derive(Clone)]
 pub struct EtcdBackend {
@@ -83,6 +86,14 @@ pub struct EtcdBackend {
     /// The revision seen at the last [`KvBackend::compact`]: the next one compacts up to it,
     /// so one interval of history always stays.
     seen: Arc<std::sync::Mutex<Option<i64>>>,
+    /// The whole client, for elections and leases ([`crate::election`]).
+    client: Client,
+    /// Once set, every write is conditioned on this leader key still having this creation
+    /// revision: a coordinator that lost its leadership cannot write after its successor
+    /// was elected, whatever it believes.
+    fence: Arc<std::sync::RwLock<Option<Fence>>>,
+    /// Turns true when a fenced write found the leader key gone or re-created.
+    deposed: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for EtcdBackend {
@@ -200,16 +211,16 @@ impl EtcdBackend {
         }
         let deadline = tokio::time::Instant::now() + cfg.connect_timeout;
         let mut wait = Duration::from_millis(100);
-        let kv = loop {
+        let (client, kv) = loop {
             let attempt = async {
                 let client = Client::connect(&urls, Some(opts.clone())).await?;
                 let mut kv = client.kv_client().max_decoding_message_size(64 << 20);
                 // Connecting is lazy; a read proves etcd answers.
                 kv.get(cfg.prefix.as_bytes(), None).await?;
-                Ok::<_, etcd_client::Error>(kv)
+                Ok::<_, etcd_client::Error>((client, kv))
             };
             match attempt.await {
-                Ok(kv) => break kv,
+                Ok(pair) => break pair,
                 Err(e) if tokio::time::Instant::now() + wait < deadline => {
                     tracing::warn!(%endpoints, error = %e, "etcd not reachable yet; retrying");
                     tokio::time::sleep(wait).await;
@@ -231,9 +242,73 @@ impl EtcdBackend {
             max_bytes: cfg.max_txn_bytes.max(4096),
             writable: Arc::new(AtomicBool::new(true)),
             seen: Arc::default(),
+            client,
+            fence: Arc::default(),
+            deposed: Arc::new(tokio::sync::watch::channel(false).0),
         };
         backend.settle_journals().await?;
         Ok(backend)
+    }
+
+    /// The etcd client this store uses (elections, leases).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// The key namespace (`--etcd-prefix`).
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// From now on every write requires `leader_key` (an election's key, outside the
+    /// namespace) to exist with creation revision `rev`.
+    pub fn fence(&self, leader_key: Vec<u8>, rev: i64) {
+        *self.fence.write().expect("fence lock") = Some((leader_key, rev));
+    }
+
+    /// Turns true once a fenced write was refused because another leader was elected.
+    pub fn deposed(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.deposed.subscribe()
+    }
+
+    /// Runs `ops` if `when` holds (and the fence, if set). `Ok(false)`: a comparison of
+    /// `when` failed. A failed fence is an error, and marks the store deposed.
+    async fn write(&self, mut when: Vec<EtcdCompare>, ops: Vec<TxnOp>) -> Result<bool, StoreError> {
+        let fence = self.fence.read().expect("fence lock").clone();
+        if let Some((key, rev)) = &fence {
+            when.push(EtcdCompare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                *rev,
+            ));
+        }
+        let mut txn = Txn::new();
+        if !when.is_empty() {
+            txn = txn.when(when);
+        }
+        txn = txn.and_then(ops);
+        if let Some((key, _)) = &fence {
+            txn = txn.or_else(vec![TxnOp::get(key.clone(), None)]);
+        }
+        let r = self.run(txn).await?;
+        if r.succeeded() {
+            return Ok(true);
+        }
+        if let Some((key, rev)) = &fence {
+            let holds = r.op_responses().iter().any(|o| {
+                matches!(o, TxnOpResponse::Get(g)
+                    if g.kvs().first().is_some_and(|kv| kv.create_revision() == *rev))
+            });
+            if !holds {
+                self.deposed.send_replace(true);
+                metrics::counter!(crate::metrics::FENCED_WRITES_TOTAL).increment(1);
+                return Err(StoreError(format!(
+                    "write refused: leadership of epoch {rev} is gone ({} no longer holds it)",
+                    String::from_utf8_lossy(key)
+                )));
+            }
+        }
+        Ok(false)
     }
 
     fn key(&self, k: &[u8]) -> Vec<u8> {
@@ -325,7 +400,7 @@ impl EtcdBackend {
             if committed {
                 for chunk in &chunks {
                     let ops = decode(chunk)?;
-                    self.run(Txn::new().and_then(self.txn_ops(&ops))).await?;
+                    self.write(Vec::new(), self.txn_ops(&ops)).await?;
                 }
             }
             let mut jp = prefix.clone();
@@ -346,9 +421,7 @@ impl EtcdBackend {
     /// Deletes every key of one journal (`jp` ends with `ID/`).
     async fn delete_journal(&self, jp: Vec<u8>) -> Result<(), StoreError> {
         let delete = TxnOp::delete(jp, Some(DeleteOptions::new().with_prefix()));
-        self.run(Txn::new().and_then(vec![delete]))
-            .await
-            .map(|_| ())
+        self.write(Vec::new(), vec![delete]).await.map(|_| ())
     }
 
     /// A batch bigger than one transaction: journal, commit marker, apply, clean up.
@@ -369,17 +442,16 @@ impl EtcdBackend {
             k
         };
         for (i, c) in chunks.iter().enumerate() {
-            self.run(Txn::new().and_then(vec![TxnOp::put(
-                at(&format!("{i:08x}")),
-                encode(c),
-                None,
-            )]))
+            self.write(
+                Vec::new(),
+                vec![TxnOp::put(at(&format!("{i:08x}")), encode(c), None)],
+            )
             .await?;
         }
-        self.run(Txn::new().and_then(vec![TxnOp::put(at("commit"), Vec::new(), None)]))
+        self.write(Vec::new(), vec![TxnOp::put(at("commit"), Vec::new(), None)])
             .await?;
         for c in &chunks {
-            self.run(Txn::new().and_then(self.txn_ops(c))).await?;
+            self.write(Vec::new(), self.txn_ops(c)).await?;
         }
         self.delete_journal(jp).await
     }
@@ -445,9 +517,7 @@ impl KvBackend for EtcdBackend {
                 0 => Ok(()),
                 1 => {
                     let c = chunks.pop().unwrap_or_default();
-                    self.run(Txn::new().and_then(self.txn_ops(&c)))
-                        .await
-                        .map(|_| ())
+                    self.write(Vec::new(), self.txn_ops(&c)).await.map(|_| ())
                 }
                 _ => self.journaled(chunks).await,
             }
@@ -480,10 +550,7 @@ impl KvBackend for EtcdBackend {
                     }
                 })
                 .collect();
-            let r = self
-                .run(Txn::new().when(when).and_then(self.txn_ops(&ops)))
-                .await?;
-            Ok(r.succeeded())
+            self.write(when, self.txn_ops(&ops)).await
         })
     }
 
@@ -573,11 +640,15 @@ impl KvBackend for EtcdBackend {
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
-            self.kv
-                .clone()
-                .put(self.key(&probe), stamp.to_be_bytes().to_vec(), None)
-                .await
-                .map_err(|e| self.err(e))?;
+            self.write(
+                Vec::new(),
+                vec![TxnOp::put(
+                    self.key(&probe),
+                    stamp.to_be_bytes().to_vec(),
+                    None,
+                )],
+            )
+            .await?;
             if !self.writable.swap(true, Ordering::SeqCst) {
                 tracing::info!(endpoints = %self.endpoints, "etcd takes writes again");
             }

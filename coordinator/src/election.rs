@@ -1,0 +1,409 @@
+//! Leader election for cluster mode (`serve --store etcd`).
+//!
+//! Every coordinator replica on one etcd namespace campaigns on the election
+//! `PREFIX + "leader"` with a lease of `ttl`, offering the address it serves on. One wins;
+//! its **epoch** is the creation revision of its election key, and from then on every write
+//! it makes is a transaction conditioned on that key still existing with that revision
+//! ([`EtcdBackend::fence`]): once its lease is gone and a successor was elected, etcd
+//! refuses what the old leader writes, however long it was paused or cut off.
+//!
+//! The leader renews its lease every `ttl / 3`. If no renewal was answered for `2/3 ttl`
+//! it stops acting as leader before etcd can expire the lease (the server counts the TTL
+//! from a renewal no earlier than the one we sent): it stops serving, counts a step-down,
+//! and campaigns again as a standby. A standby binds the same ports, answers every call
+//! `UNAVAILABLE` naming the leader's address, and reports NOT_SERVING on gRPC health, so
+//! clients and a Kubernetes Service find the leader. On SIGTERM a leader resigns, so a
+//! standby takes over at once instead of after the lease's TTL.
+
+use crate::store::etcd::EtcdBackend;
+use anyhow::{Context, Result};
+use etcd_client::{Client, LeaderKey, ResignOptions};
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How a replica campaigns.
+#[derive(Clone, Debug)]
+pub struct ElectionConfig {
+    /// Lease time-to-live: how long after its last renewal a silent leader keeps the lead
+    /// on the server (it stops acting itself after two thirds of it).
+    pub ttl: Duration,
+    /// The address clients should use to reach this replica (shown by standbys while it
+    /// leads); the gRPC listen address when not given.
+    pub advertise: Option<String>,
+}
+
+/// The leader's address as the standby last saw it (`None`: no leader elected).
+#[derive(Clone, Debug, Default)]
+pub struct LeaderAddr(Arc<RwLock<Option<String>>>);
+
+impl LeaderAddr {
+    fn set(&self, v: Option<String>) {
+        *self.0.write().expect("leader address lock") = v;
+    }
+
+    /// What a standby tells callers.
+    pub fn message(&self) -> String {
+        match &*self.0.read().expect("leader address lock") {
+            Some(a) => format!("this coordinator is a standby; the leader is at {a}"),
+            None => "this coordinator is a standby; no leader is elected yet".into(),
+        }
+    }
+}
+
+/// An elected leadership.
+pub struct Leadership {
+    /// Creation revision of the election key: the fencing token.
+    pub epoch: i64,
+    key: LeaderKey,
+    lease: i64,
+    client: Client,
+    /// Turns true when the lease could not be renewed in time.
+    pub lost: watch::Receiver<bool>,
+    keeper: tokio::task::JoinHandle<()>,
+}
+
+impl Leadership {
+    /// The election key (the fence's subject).
+    pub fn key(&self) -> Vec<u8> {
+        self.key.key().to_vec()
+    }
+
+    /// Gives the lead up at once (graceful shutdown): resigns and revokes the lease.
+    pub async fn resign(mut self) {
+        self.keeper.abort();
+        let opts = ResignOptions::new().with_leader(self.key.clone());
+        if let Err(e) = self.client.resign(Some(opts)).await {
+            tracing::warn!(error = %e, "resigning the leadership failed; a standby takes over when the lease expires");
+        }
+        let _ = self.client.lease_revoke(self.lease).await;
+    }
+
+    /// Stops renewing (the lease runs out on the server by itself).
+    pub fn abandon(self) {
+        self.keeper.abort();
+    }
+}
+
+/// The election's name under the store's namespace.
+pub fn election_name(store: &EtcdBackend) -> Vec<u8> {
+    let mut n = store.prefix().to_vec();
+    n.extend_from_slice(b"leader");
+    n
+}
+
+/// Grants a lease, keeps it alive, and campaigns until elected. While waiting, `leader`
+/// follows the current leader's address (polled each second).
+pub async fn campaign(
+    store: &EtcdBackend,
+    cfg: &ElectionConfig,
+    advertise: String,
+    leader: LeaderAddr,
+) -> Result<Leadership> {
+    let mut client = store.client();
+    let ttl_s = cfg.ttl.as_secs().max(2) as i64;
+    let lease = client
+        .lease_grant(ttl_s, None)
+        .await
+        .context("granting the leader lease")?
+        .id();
+    let (lost_tx, lost) = watch::channel(false);
+    let keeper = tokio::spawn(keep_alive(client.clone(), lease, cfg.ttl, lost_tx));
+    let name = election_name(store);
+    let poll = {
+        let (mut c, name, leader) = (client.clone(), name.clone(), leader.clone());
+        tokio::spawn(async move {
+            loop {
+                if let Ok(r) = c.leader(name.clone()).await {
+                    leader.set(
+                        r.kv()
+                            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+                    );
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+    let mut lost_rx = lost.clone();
+    // A campaign call ends at the client's request deadline while another replica leads;
+    // it is repeated on the same lease (etcd keeps the candidate's key).
+    let elected = loop {
+        let attempt = tokio::select! {
+            r = client.campaign(name.clone(), advertise.clone(), lease) => r,
+            _ = lost_rx.wait_for(|l| *l) => {
+                poll.abort();
+                keeper.abort();
+                anyhow::bail!("the lease ran out while campaigning (etcd unreachable?)");
+            }
+        };
+        match attempt {
+            Ok(r) => match r.leader() {
+                Some(k) => break k.clone(),
+                None => anyhow::bail!("etcd answered a campaign without a leader key"),
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "campaign call ended; campaigning again");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    poll.abort();
+    leader.set(Some(advertise));
+    Ok(Leadership {
+        epoch: elected.rev(),
+        key: elected,
+        lease,
+        client,
+        lost,
+        keeper,
+    })
+}
+
+/// Renews `lease` every `ttl / 3`; sets `lost` once no renewal was answered for `2/3 ttl`,
+/// or etcd says the lease is gone.
+async fn keep_alive(mut client: Client, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
+    let every = ttl / 3;
+    let deadline = ttl * 2 / 3;
+    let mut renewed = Instant::now();
+    let mut stream = None;
+    loop {
+        let sent = Instant::now();
+        let answer = tokio::time::timeout(every, async {
+            if stream.is_none() {
+                stream = Some(client.lease_keep_alive(lease).await?);
+            }
+            let (keeper, responses) = stream.as_mut().expect("opened above");
+            keeper.keep_alive().await?;
+            responses.message().await
+        })
+        .await;
+        match answer {
+            Ok(Ok(Some(r))) if r.ttl() > 0 => renewed = sent,
+            Ok(Ok(Some(_))) => {
+                tracing::error!(lease, "etcd says the leader lease expired");
+                lost.send_replace(true);
+                return;
+            }
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => stream = None,
+        }
+        if renewed.elapsed() >= deadline {
+            tracing::error!(
+                lease,
+                silent_for = ?renewed.elapsed(),
+                "the leader lease was not renewed in time"
+            );
+            lost.send_replace(true);
+            return;
+        }
+        tokio::time::sleep_until(sent + every).await;
+    }
+}
+
+/// The tower layer in front of a standby's listeners: gRPC health passes (NOT_SERVING),
+/// every other call is answered `UNAVAILABLE` with the leader's address.
+#[derive(Clone, Debug)]
+pub struct StandbyGate(pub LeaderAddr);
+
+impl<S> tower_layer::Layer<S> for StandbyGate {
+    type Service = StandbyService<S>;
+    fn layer(&self, inner: S) -> StandbyService<S> {
+        StandbyService {
+            inner,
+            leader: self.0.clone(),
+        }
+    }
+}
+
+/// See [`StandbyGate`].
+#[derive(Clone, Debug)]
+pub struct StandbyService<S> {
+    inner: S,
+    leader: LeaderAddr,
+}
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl<S, ReqBody, ResBody> tower_service::Service<http::Request<ReqBody>> for StandbyService<S>
+where
+    S: tower_service::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
+    ResBody: Default + Send + 'static,
+{
+    type Response = http::Response<ResBody>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<ReqBody>) -> Self::Future {
+        if req.uri().path().starts_with("/grpc.health.v1.Health/") {
+            return Box::pin(self.inner.call(req));
+        }
+        let status = tonic::Status::unavailable(self.leader.message());
+        Box::pin(async move { Ok(status.into_http()) })
+    }
+}
+
+/// A standby's servers: health (NOT_SERVING for every service) behind [`StandbyGate`] on
+/// each listener, TLS as configured.
+pub struct Standby {
+    stop: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// The addresses bound (main, admin, public), to be bound again by the leader.
+    pub bound: (SocketAddr, Option<SocketAddr>, Option<SocketAddr>),
+}
+
+impl Standby {
+    /// Binds `o`'s listeners and serves as a standby.
+    pub async fn start(o: &crate::server::ServerOptions, leader: LeaderAddr) -> Result<Standby> {
+        use kairos_proto::v1::{
+            admin_server, ingest_server, postings_server, worker_control_server,
+        };
+        use tonic_health::ServingStatus;
+        let (health, health_service) = tonic_health::server::health_reporter();
+        for service in [
+            "",
+            admin_server::SERVICE_NAME,
+            postings_server::SERVICE_NAME,
+            ingest_server::SERVICE_NAME,
+            worker_control_server::SERVICE_NAME,
+        ] {
+            health
+                .set_service_status(service, ServingStatus::NotServing)
+                .await;
+        }
+        let certs = match &o.tls {
+            Some(files) => Some(crate::tls::CertStore::open(files.clone())?),
+            None => None,
+        };
+        let client_certs = o.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+        let (stop, stop_rx) = watch::channel(false);
+        let mut servers = Vec::new();
+        let mut serve = |a: SocketAddr, client_auth: bool| -> Result<SocketAddr> {
+            // Address reuse: the leader binds these ports again right after the standby
+            // releases them.
+            let socket = if a.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            socket.set_reuseaddr(true)?;
+            socket.bind(a).with_context(|| format!("binding {a}"))?;
+            let listener = socket.listen(1024)?;
+            let bound = listener.local_addr()?;
+            let server = tonic::transport::Server::builder()
+                .layer(StandbyGate(leader.clone()))
+                .add_service(health_service.clone());
+            let mut server_stop = stop_rx.clone();
+            let stopped = async move {
+                let _ = server_stop.wait_for(|s| *s).await;
+            };
+            servers.push(match &certs {
+                Some(c) => {
+                    let incoming = crate::tls::incoming(listener, c.server_config(client_auth)?);
+                    tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
+                }
+                None => tokio::spawn(server.serve_with_incoming_shutdown(
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    stopped,
+                )),
+            });
+            Ok(bound)
+        };
+        let main = serve(o.listen, client_certs)?;
+        let admin = o.admin_listen.map(|a| serve(a, false)).transpose()?;
+        let public = o.public_listen.map(|a| serve(a, false)).transpose()?;
+        Ok(Standby {
+            stop,
+            servers,
+            bound: (main, admin, public),
+        })
+    }
+
+    /// Stops serving and releases the ports.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for s in self.servers {
+            let _ = s.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::etcd::EtcdConfig;
+    use crate::store::{Compare, KvBackend, Op};
+
+    /// A leader whose election key is gone (its lease expired, a successor was elected)
+    /// cannot write: plain batches and conditional writes are refused, the store says it
+    /// was deposed, and etcd holds nothing of what it tried.
+    #[test]
+    fn writes_after_the_leadership_is_gone_are_fenced_off() {
+        let dir = std::env::temp_dir().join(format!("kairos-fence-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cfg = EtcdConfig {
+                endpoints: cluster.endpoints.clone(),
+                prefix: "/fence/".into(),
+                ..Default::default()
+            };
+            let store = EtcdBackend::connect(&cfg).await.unwrap();
+            let election = ElectionConfig {
+                ttl: Duration::from_secs(5),
+                advertise: None,
+            };
+            let leader = LeaderAddr::default();
+            let l = campaign(&store, &election, "127.0.0.1:1".into(), leader.clone())
+                .await
+                .unwrap();
+            assert!(l.epoch > 0);
+            assert!(leader.message().contains("127.0.0.1:1"));
+            store.fence(l.key(), l.epoch);
+            let put = |k: &str| Op::Put(k.as_bytes().to_vec(), b"v".to_vec());
+            store.batch(vec![put("while-leader")]).await.unwrap();
+            assert!(store
+                .txn(
+                    vec![Compare::Value(b"cas".to_vec(), None)],
+                    vec![put("cas")]
+                )
+                .await
+                .unwrap());
+            // A business comparison that fails is still a plain `false`.
+            assert!(!store
+                .txn(
+                    vec![Compare::Value(b"cas".to_vec(), None)],
+                    vec![put("cas")]
+                )
+                .await
+                .unwrap());
+            assert!(!*store.deposed().borrow());
+            // The key goes (as when the lease expires).
+            store.client().delete(l.key(), None).await.unwrap();
+            let e = store.batch(vec![put("after")]).await.unwrap_err();
+            assert!(e.to_string().contains("leadership"), "{e}");
+            assert!(*store.deposed().borrow());
+            assert!(store
+                .txn(vec![Compare::Value(b"x".to_vec(), None)], vec![put("x")])
+                .await
+                .is_err());
+            assert_eq!(store.get(b"after".to_vec()).await.unwrap(), None);
+            assert_eq!(store.get(b"x".to_vec()).await.unwrap(), None);
+            assert!(store.get(b"while-leader".to_vec()).await.unwrap().is_some());
+            l.abandon();
+        });
+    }
+}

@@ -1,0 +1,191 @@
+//! Cluster mode with real processes on a private etcd: two coordinators elect one leader;
+//! the standby answers UNAVAILABLE naming the leader and reports NOT_SERVING; a paused
+//! leader loses the lead once its lease runs out, its successor serves the same state, and
+//! the old leader, resumed, finds itself deposed, steps down (counted) and stands by; a
+//! leader stopped cleanly resigns, and the standby takes over without waiting for the lease.
+
+mod common;
+
+use common::{add, feed_ids, health, wait_health};
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_tests::etcd::EtcdCluster;
+use kairos_tests::{sample, scrape, spawn_until, start_coordinator, TempDir};
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+
+/// Health of the whole server at `url`, or `None` while nothing answers (between roles).
+async fn try_health(url: &str) -> Option<i32> {
+    let channel = tonic::transport::Channel::from_shared(url.to_string())
+        .ok()?
+        .connect_timeout(Duration::from_secs(1))
+        .connect()
+        .await
+        .ok()?;
+    tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .ok()
+        .map(|r| r.into_inner().status)
+}
+
+/// Waits until `url` reports `want`; returns how long it took.
+async fn await_health(url: &str, want: ServingStatus, within: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        if try_health(url).await == Some(want as i32) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < within,
+            "{url} did not report {want:?} within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A call to a standby: UNAVAILABLE, naming where the leader is.
+async fn standby_answer(url: &str) -> tonic::Status {
+    let mut admin = AdminClient::connect(url.to_string()).await.unwrap();
+    admin
+        .list_feeds(kairos_proto::v1::ListFeedsRequest::default())
+        .await
+        .expect_err("a standby does not serve Admin")
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_fenced_failover_and_a_clean_handover() {
+    let dir = TempDir::new("election");
+    let Some(etcd) = EtcdCluster::start(dir.path(), 1) else {
+        return;
+    };
+    let endpoints = etcd.endpoints.join(",");
+    let args = [
+        "--store",
+        "etcd",
+        "--etcd-endpoints",
+        &endpoints,
+        "--etcd-prefix",
+        "/election/",
+        "--leader-lease-ttl",
+        "3s",
+    ];
+    // A is alone: it is elected and serves.
+    let a = start_coordinator(&args, &dir.path().join("coordinator-a.log"));
+    let a_addr = a.url.trim_start_matches("http://").to_string();
+    let mut admin = AdminClient::connect(a.url.clone()).await.unwrap();
+    admin.add_feed(add("before")).await.unwrap();
+    let a_scrape = scrape(&a.metrics);
+    assert_eq!(sample(&a_scrape, "kairos_leader"), Some(1.0));
+    let epoch_a = sample(&a_scrape, "kairos_leader_epoch").unwrap();
+    assert!(epoch_a > 0.0, "{a_scrape}");
+
+    // B stands by: every call UNAVAILABLE with A's address, health NOT_SERVING.
+    let mut b_args = vec![
+        "serve",
+        "--insecure-loopback",
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ];
+    b_args.extend_from_slice(&args);
+    let (b, found) = spawn_until(
+        "kairos-coordinator",
+        &b_args,
+        &dir.path().join("coordinator-b.log"),
+        &[
+            "kairos-coordinator standby on ",
+            "kairos-coordinator metrics on ",
+        ],
+    );
+    let (b_url, b_metrics) = (format!("http://{}", found[0]), found[1].clone());
+    wait_health(
+        &b_url,
+        "",
+        ServingStatus::NotServing,
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+    )
+    .await;
+    assert_eq!(
+        health(&b_url, "kairos.v1.Admin").await,
+        ServingStatus::NotServing as i32
+    );
+    // The standby learns the leader's address within its poll (a second).
+    let start = Instant::now();
+    let e = loop {
+        let e = standby_answer(&b_url).await;
+        if e.message().contains(&a_addr) || start.elapsed() > Duration::from_secs(5) {
+            break e;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(e.message().contains(&a_addr), "{e:?}");
+    assert_eq!(sample(&scrape(&b_metrics), "kairos_leader"), Some(0.0));
+
+    // A is paused past its lease: B is elected, on the same address, with A's state.
+    signal(a.child.0.id(), "-STOP");
+    let took = await_health(&b_url, ServingStatus::Serving, Duration::from_secs(30)).await;
+    eprintln!("B took over {took:?} after A was paused (lease TTL 3 s)");
+    let mut admin_b = AdminClient::connect(b_url.clone()).await.unwrap();
+    assert_eq!(
+        feed_ids(&mut admin_b, 100).await,
+        vec!["before".to_string()]
+    );
+    admin_b.add_feed(add("after")).await.unwrap();
+    let b_scrape = scrape(&b_metrics);
+    assert_eq!(sample(&b_scrape, "kairos_leader"), Some(1.0));
+    assert!(sample(&b_scrape, "kairos_leader_epoch").unwrap() > epoch_a);
+
+    // A resumes believing it leads: it finds out, steps down and stands by, pointing at B.
+    signal(a.child.0.id(), "-CONT");
+    let b_addr = b_url.trim_start_matches("http://").to_string();
+    let start = Instant::now();
+    loop {
+        if try_health(&a.url).await == Some(ServingStatus::NotServing as i32) {
+            let e = standby_answer(&a.url).await;
+            if e.code() == Code::Unavailable && e.message().contains(&b_addr) {
+                break;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "A did not stand by after it was resumed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        sample(&scrape(&a.metrics), "kairos_leader_stepdowns_total"),
+        Some(1.0)
+    );
+    let log_a = std::fs::read_to_string(dir.path().join("coordinator-a.log")).unwrap();
+    assert!(log_a.contains("stepping down"), "{log_a}");
+    // Nothing A did while deposed reached etcd: B's view is whole.
+    assert_eq!(
+        feed_ids(&mut admin_b, 100).await,
+        vec!["after".to_string(), "before".to_string()]
+    );
+
+    // B stops cleanly: it resigns, and A leads again well before a lease could expire.
+    drop(admin_b);
+    signal(b.0.id(), "-TERM");
+    let took = await_health(&a.url, ServingStatus::Serving, Duration::from_secs(20)).await;
+    eprintln!("A took over {took:?} after B resigned");
+    let mut admin = AdminClient::connect(a.url.clone()).await.unwrap();
+    assert_eq!(feed_ids(&mut admin, 100).await.len(), 2);
+    let log_b = std::fs::read_to_string(dir.path().join("coordinator-b.log")).unwrap();
+    assert!(log_b.contains("elected leader"), "{log_b}");
+}
