@@ -74,6 +74,8 @@ pub const LEADER_EPOCH: &str = "kairos_leader_epoch";
 /// Counter: times this process stopped acting as leader (lease not renewed in time, or a
 /// write fenced off because another leader was elected).
 pub const LEADER_STEPDOWNS_TOTAL: &str = "kairos_leader_stepdowns_total";
+/// Counter: report streams refused because they carried another leader's epoch.
+pub const STALE_EPOCH_REPORTS_TOTAL: &str = "kairos_reports_stale_epoch_total";
 /// Counter: writes etcd refused because this coordinator's leadership was gone.
 pub const FENCED_WRITES_TOTAL: &str = "kairos_fenced_writes_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
@@ -244,6 +246,10 @@ pub fn describe() {
     describe_counter!(
         LEADER_STEPDOWNS_TOTAL,
         "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected."
+    );
+    describe_counter!(
+        STALE_EPOCH_REPORTS_TOTAL,
+        "Report streams refused because they carried another leader's epoch (the worker registers again and resends)."
     );
     describe_counter!(
         FENCED_WRITES_TOTAL,

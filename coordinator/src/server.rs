@@ -373,7 +373,10 @@ async fn serve_elected(
         tracing::info!(epoch, "elected leader");
         println!("kairos-coordinator elected leader (epoch {epoch})");
         let dynstore: Arc<dyn KvBackend> = Arc::new(store.clone());
-        let running = match start(Arc::new(dynstore), o.clone()).await {
+        // Workers carry the epoch: reports and assignments of another leader's are refused.
+        let mut lead = o.clone();
+        lead.hub.cluster.epoch = Some(epoch as u64);
+        let running = match start(Arc::new(dynstore), lead).await {
             Ok(r) => r,
             Err(e) => {
                 leadership.resign().await;

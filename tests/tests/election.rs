@@ -7,7 +7,9 @@
 mod common;
 
 use common::{add, feed_ids, health, wait_health};
+use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, TempDir};
 use std::time::{Duration, Instant};
@@ -148,7 +150,50 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
     admin_b.add_feed(add("after")).await.unwrap();
     let b_scrape = scrape(&b_metrics);
     assert_eq!(sample(&b_scrape, "kairos_leader"), Some(1.0));
-    assert!(sample(&b_scrape, "kairos_leader_epoch").unwrap() > epoch_a);
+    let epoch_b = sample(&b_scrape, "kairos_leader_epoch").unwrap();
+    assert!(epoch_b > epoch_a, "{b_scrape}");
+    // Workers carry the epoch: a session on B gets B's; a report stamped with A's epoch is
+    // refused whole (the worker registers again and resends), one with B's is taken.
+    let mut control = WorkerControlClient::connect(b_url.clone()).await.unwrap();
+    let reg = control
+        .register(pb::RegisterRequest {
+            worker_name: "w1".into(),
+            capacity_fetches_per_second: 1.0,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reg.epoch as f64, epoch_b);
+    let report = |epoch: f64| pb::ReportMessage {
+        worker_id: reg.worker_id.clone(),
+        seq: 1,
+        epoch: epoch as u64,
+        body: Some(pb::report_message::Body::Accesses(pb::AccessBatch::default())),
+    };
+    let stale = control
+        .report(tokio_stream::iter(vec![report(epoch_a)]))
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code(), Code::FailedPrecondition, "{stale:?}");
+    let ack = control
+        .report(tokio_stream::iter(vec![report(epoch_b)]))
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ack.acked_seq, 1);
+    assert_eq!(
+        sample(&scrape(&b_metrics), "kairos_reports_stale_epoch_total"),
+        Some(1.0)
+    );
 
     // A resumes believing it leads: it finds out, steps down and stands by, pointing at B.
     signal(a.child.0.id(), "-CONT");

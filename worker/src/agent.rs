@@ -333,7 +333,7 @@ async fn session(
     let hb = Duration::from_millis(reg.heartbeat_interval_ms.clamp(100, 60_000) as u64);
     let id = reg.worker_id;
     tokio::select! {
-        r = assignments(client.clone(), &id, shared) => r,
+        r = assignments(client.clone(), &id, reg.epoch, shared) => r,
         r = reports(client.clone(), &id, reg.epoch, shared) => r,
         r = heartbeats(client, &id, hb, shared) => r,
     }
@@ -421,6 +421,7 @@ fn assemble(
 async fn assignments(
     mut client: Client,
     id: &str,
+    epoch: u64,
     shared: &Arc<Shared>,
 ) -> Result<(), tonic::Status> {
     let mut stream = client
@@ -433,6 +434,14 @@ async fn assignments(
     // Parts of a large update, held until its last part arrives (same version).
     let mut pending: Option<(u64, pb::assignment_update::Update)> = None;
     while let Some(u) = stream.message().await? {
+        // An assignment of another epoch than the session's belongs to another leader's
+        // view: not applied; the session ends and registers again for a fresh snapshot.
+        if u.epoch != 0 && epoch != 0 && u.epoch != epoch {
+            return Err(tonic::Status::failed_precondition(format!(
+                "assignment of epoch {} on a session of epoch {epoch}; registering again",
+                u.epoch
+            )));
+        }
         let Some(u) = assemble(&mut pending, u) else {
             continue;
         };

@@ -284,6 +284,20 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                         let _ = tx.send(Err(e)).await;
                         return;
                     }
+                    // A report made under another leader's assignment (its session is
+                    // gone with that leader): refused whole, so the worker registers here
+                    // and sends it again on a session of this epoch. Nothing is lost.
+                    let epoch = hub.epoch();
+                    if let Some(m) = msgs.iter().find(|m| m.epoch != 0 && m.epoch != epoch) {
+                        metrics::counter!(crate::metrics::STALE_EPOCH_REPORTS_TOTAL).increment(1);
+                        let _ = tx
+                            .send(Err(Status::failed_precondition(format!(
+                                "report of epoch {} on a coordinator of epoch {epoch}; register again",
+                                m.epoch
+                            ))))
+                            .await;
+                        return;
+                    }
                     if msgs.iter().any(|m| &m.worker_id != w) {
                         let _ = tx
                             .send(Err(Status::invalid_argument(

@@ -48,6 +48,10 @@ pub struct ClusterConfig {
     pub heartbeat: Duration,
     /// Load bound of the sharding (`ε ≥ 1`).
     pub epsilon: f64,
+    /// The epoch sessions, assignments and reports carry: the leader's election revision in
+    /// cluster mode; `None` takes the wall clock's seconds at start (a restarted
+    /// coordinator's epoch is larger than its predecessor's either way).
+    pub epoch: Option<u64>,
 }
 
 impl Default for ClusterConfig {
@@ -56,6 +60,7 @@ impl Default for ClusterConfig {
             lease: Duration::from_secs(10),
             heartbeat: Duration::from_secs(2),
             epsilon: 1.25,
+            epoch: None,
         }
     }
 }

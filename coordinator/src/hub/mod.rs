@@ -155,10 +155,12 @@ impl<B: KvBackend> Hub<B> {
             learned = learned.len(),
             "state loaded"
         );
-        let epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(1);
+        let epoch = cfg.cluster.epoch.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(1)
+        });
         let mut planner = cfg.planner.clone();
         if let Some(v) = store.get(Key::Settings.encode()?).await? {
             match serde_json::from_slice::<SettingsRecord>(&v)
@@ -366,6 +368,11 @@ impl<B: KvBackend> Hub<B> {
         m::record_membership(c.workers().len(), c.moves_total() - before);
         tracing::info!(worker = %id, capacity, "worker registered");
         Ok((id, c.epoch()))
+    }
+
+    /// The epoch this coordinator's sessions, assignments and reports carry.
+    pub fn epoch(&self) -> u64 {
+        self.cluster.lock().expect("cluster lock").epoch()
     }
 
     /// Renews a lease; returns (epoch, version).
