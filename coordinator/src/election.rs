@@ -82,9 +82,13 @@ impl Leadership {
         let _ = self.client.lease_revoke(self.lease).await;
     }
 
-    /// Stops renewing (the lease runs out on the server by itself).
-    pub fn abandon(self) {
+    /// Stops renewing and revokes the lease if etcd still answers (within a second), so
+    /// the next leader — this replica, campaigning again, among others — is not kept
+    /// waiting behind its old key until the lease runs out.
+    pub async fn abandon(mut self) {
         self.keeper.abort();
+        let revoke = self.client.lease_revoke(self.lease);
+        let _ = tokio::time::timeout(Duration::from_secs(1), revoke).await;
     }
 }
 
@@ -103,21 +107,29 @@ pub async fn campaign(
     advertise: String,
     leader: LeaderAddr,
 ) -> Result<Leadership> {
-    let mut client = store.client();
     let ttl_s = cfg.ttl.as_secs().max(2) as i64;
-    let lease = client
-        .lease_grant(ttl_s, None)
-        .await
-        .context("granting the leader lease")?
-        .id();
+    let mut tries = 0;
+    let lease = loop {
+        let (mut client, member) = store.client();
+        match client.lease_grant(ttl_s, None).await {
+            Ok(r) => break r.id(),
+            Err(e) if tries < 6 => {
+                tries += 1;
+                tracing::debug!(error = %e, "granting the leader lease failed; another member");
+                store.next_member(member).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e).context("granting the leader lease"),
+        }
+    };
     let (lost_tx, lost) = watch::channel(false);
-    let keeper = tokio::spawn(keep_alive(client.clone(), lease, cfg.ttl, lost_tx));
+    let keeper = tokio::spawn(keep_alive(store.clone(), lease, cfg.ttl, lost_tx));
     let name = election_name(store);
     let poll = {
-        let (mut c, name, leader) = (client.clone(), name.clone(), leader.clone());
+        let (store, name, leader) = (store.clone(), name.clone(), leader.clone());
         tokio::spawn(async move {
             loop {
-                if let Ok(r) = c.leader(name.clone()).await {
+                if let Ok(r) = store.client().0.leader(name.clone()).await {
                     leader.set(
                         r.kv()
                             .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
@@ -131,6 +143,7 @@ pub async fn campaign(
     // A campaign call ends at the client's request deadline while another replica leads;
     // it is repeated on the same lease (etcd keeps the candidate's key).
     let elected = loop {
+        let (mut client, member) = store.client();
         let attempt = tokio::select! {
             r = client.campaign(name.clone(), advertise.clone(), lease) => r,
             _ = lost_rx.wait_for(|l| *l) => {
@@ -146,6 +159,9 @@ pub async fn campaign(
             },
             Err(e) => {
                 tracing::debug!(error = %e, "campaign call ended; campaigning again");
+                if e.to_string().contains("connect") {
+                    store.next_member(member).await;
+                }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
@@ -156,7 +172,7 @@ pub async fn campaign(
         epoch: elected.rev(),
         key: elected,
         lease,
-        client,
+        client: store.client().0,
         lost,
         keeper,
     })
@@ -164,13 +180,14 @@ pub async fn campaign(
 
 /// Renews `lease` every `ttl / 3`; sets `lost` once no renewal was answered for `2/3 ttl`,
 /// or etcd says the lease is gone.
-async fn keep_alive(mut client: Client, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
+async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
     let every = ttl / 3;
     let deadline = ttl * 2 / 3;
     let mut renewed = Instant::now();
     let mut stream = None;
     loop {
         let sent = Instant::now();
+        let (mut client, member) = store.client();
         let answer = tokio::time::timeout(every, async {
             if stream.is_none() {
                 stream = Some(client.lease_keep_alive(lease).await?);
@@ -180,15 +197,24 @@ async fn keep_alive(mut client: Client, lease: i64, ttl: Duration, lost: watch::
             responses.message().await
         })
         .await;
-        match answer {
-            Ok(Ok(Some(r))) if r.ttl() > 0 => renewed = sent,
+        let ok = match answer {
+            Ok(Ok(Some(r))) if r.ttl() > 0 => {
+                renewed = sent;
+                true
+            }
             Ok(Ok(Some(_))) => {
                 tracing::error!(lease, "etcd says the leader lease expired");
                 lost.send_replace(true);
                 return;
             }
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => stream = None,
-        }
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                // The member we were talking to may be gone: the next try opens a new
+                // stream through another one.
+                stream = None;
+                store.next_member(member).await;
+                false
+            }
+        };
         if renewed.elapsed() >= deadline {
             tracing::error!(
                 lease,
@@ -198,7 +224,13 @@ async fn keep_alive(mut client: Client, lease: i64, ttl: Duration, lost: watch::
             lost.send_replace(true);
             return;
         }
-        tokio::time::sleep_until(sent + every).await;
+        // After a failed renewal, try again soon: the lease has TTL/3 of margin left.
+        let pause = if ok {
+            every
+        } else {
+            every.min(Duration::from_millis(250))
+        };
+        tokio::time::sleep_until(sent + pause).await;
     }
 }
 
@@ -392,7 +424,7 @@ mod tests {
                 .unwrap());
             assert!(!*store.deposed().borrow());
             // The key goes (as when the lease expires).
-            store.client().delete(l.key(), None).await.unwrap();
+            store.client().0.delete(l.key(), None).await.unwrap();
             let e = store.batch(vec![put("after")]).await.unwrap_err();
             assert!(e.to_string().contains("leadership"), "{e}");
             assert!(*store.deposed().borrow());
@@ -403,7 +435,7 @@ mod tests {
             assert_eq!(store.get(b"after".to_vec()).await.unwrap(), None);
             assert_eq!(store.get(b"x".to_vec()).await.unwrap(), None);
             assert!(store.get(b"while-leader".to_vec()).await.unwrap().is_some());
-            l.abandon();
+            l.abandon().await;
         });
     }
 }

@@ -379,8 +379,12 @@ async fn serve_elected(
         let running = match start(Arc::new(dynstore), lead).await {
             Ok(r) => r,
             Err(e) => {
+                // etcd hiccuping while the state loads, most often: hand the lead on and
+                // stand by again rather than exit.
+                tracing::error!(error = %format!("{e:#}"), "could not start as leader; resigning and standing by");
                 leadership.resign().await;
-                return Err(e);
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                continue;
             }
         };
         let mut lost = leadership.lost.clone();
@@ -401,7 +405,7 @@ async fn serve_elected(
             reason = why,
             "stepping down: no longer the leader; standing by"
         );
-        leadership.abandon();
+        leadership.abandon().await;
         // Writes are fenced already; stop answering as leader promptly, or exit and let
         // the supervisor restart us as a standby.
         if tokio::time::timeout(std::time::Duration::from_secs(5), running.shutdown())

@@ -8,6 +8,9 @@
 //! * a coordinator killed and restarted on the same data dir still has the registry, the
 //!   postings and the learned state.
 
+mod common;
+
+use common::{postings_of, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::ingest_client::IngestClient;
@@ -16,7 +19,6 @@ use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, TempDir};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 
 const SCALE: f64 = 5760.0;
 const CLOCK_START: &str = "2026-03-02T00:00:00Z";
@@ -47,52 +49,6 @@ fn sim_now(anchor: &str) -> i64 {
 
 fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
-}
-
-/// Polls `check` every 200 ms until it returns `Some`, or panics after `limit`.
-async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-async fn workers(admin: &mut AdminClient<Channel>) -> Vec<pb::WorkerView> {
-    admin
-        .list_workers(pb::ListWorkersRequest {})
-        .await
-        .map(|r| r.into_inner().workers)
-        .unwrap_or_default()
-}
-
-/// Every posting of `feed` through the Postings API, paging by cursor.
-async fn postings_of(client: &mut PostingsClient<Channel>, feed: &str) -> Vec<pb::Posting> {
-    let mut out = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let page = client
-            .list_postings(pb::ListPostingsRequest {
-                scope: Some(pb::list_postings_request::Scope::FeedId(feed.into())),
-                cursor: cursor.clone(),
-                limit: 500,
-            })
-            .await
-            .expect("list postings")
-            .into_inner();
-        if page.postings.is_empty() {
-            return out;
-        }
-        out.extend(page.postings.into_iter().filter_map(|p| p.posting));
-        cursor = page.next_cursor;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

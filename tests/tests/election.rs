@@ -16,28 +16,11 @@ use std::time::{Duration, Instant};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-/// Health of the whole server at `url`, or `None` while nothing answers (between roles).
-async fn try_health(url: &str) -> Option<i32> {
-    let channel = tonic::transport::Channel::from_shared(url.to_string())
-        .ok()?
-        .connect_timeout(Duration::from_secs(1))
-        .connect()
-        .await
-        .ok()?;
-    tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .ok()
-        .map(|r| r.into_inner().status)
-}
-
 /// Waits until `url` reports `want`; returns how long it took.
 async fn await_health(url: &str, want: ServingStatus, within: Duration) -> Duration {
     let start = Instant::now();
     loop {
-        if try_health(url).await == Some(want as i32) {
+        if health(url, "").await == want as i32 {
             return start.elapsed();
         }
         assert!(
@@ -169,7 +152,9 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         worker_id: reg.worker_id.clone(),
         seq: 1,
         epoch: epoch as u64,
-        body: Some(pb::report_message::Body::Accesses(pb::AccessBatch::default())),
+        body: Some(pb::report_message::Body::Accesses(
+            pb::AccessBatch::default(),
+        )),
     };
     let stale = control
         .report(tokio_stream::iter(vec![report(epoch_a)]))
@@ -200,7 +185,7 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
     let b_addr = b_url.trim_start_matches("http://").to_string();
     let start = Instant::now();
     loop {
-        if try_health(&a.url).await == Some(ServingStatus::NotServing as i32) {
+        if health(&a.url, "").await == ServingStatus::NotServing as i32 {
             let e = standby_answer(&a.url).await;
             if e.code() == Code::Unavailable && e.message().contains(&b_addr) {
                 break;
@@ -231,6 +216,14 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
     eprintln!("A took over {took:?} after B resigned");
     let mut admin = AdminClient::connect(a.url.clone()).await.unwrap();
     assert_eq!(feed_ids(&mut admin, 100).await.len(), 2);
+    // Elected again after it was deposed, A writes (its new fence holds) and stays leader.
+    admin.add_feed(add("third")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(feed_ids(&mut admin, 100).await.len(), 3);
+    assert_eq!(
+        sample(&scrape(&a.metrics), "kairos_leader_stepdowns_total"),
+        Some(1.0)
+    );
     let log_b = std::fs::read_to_string(dir.path().join("coordinator-b.log")).unwrap();
     assert!(log_b.contains("elected leader"), "{log_b}");
 }

@@ -90,6 +90,9 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
     )
     .await;
     eprintln!("etcd outage seen in {down:?}; recovery seen {up:?} after the restart");
+    // Without etcd the leader could not renew its lease: it stood by and was elected again
+    // once etcd returned, on the same address (a new connection, as any client makes).
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
     admin.add_feed(add("after")).await.unwrap();
 
     // A second coordinator process on the same etcd sees everything.

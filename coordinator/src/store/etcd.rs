@@ -24,6 +24,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Whether a failed request never reached etcd (a refused or failed connection).
+fn never_sent(e: &etcd_client::Error) -> bool {
+    let text = e.to_string();
+    text.contains("connect error") || text.contains("Connection refused")
+}
+
 /// Where the redo journal of large batches lives (under the namespace prefix).
 const JOURNAL: &[u8] = b"journal/";
 
@@ -71,13 +77,38 @@ impl Default for EtcdConfig {
     }
 }
 
+/// A connection to one member. The client's own balancing over several endpoints kept
+/// sending requests to a killed member (it fails fast, so it looks least loaded), so the
+/// backend talks to one member at a time and moves to the next when it cannot reach it.
+#[derive(Clone)]
+struct Conn {
+    client: Client,
+    kv: KvClient,
+    member: usize,
+}
+
+/// Connects to the member at `url` (lazily, or at once, as the client chooses).
+async fn open_member(url: &str, opts: &ConnectOptions) -> Result<Conn, etcd_client::Error> {
+    let client = Client::connect([url], Some(opts.clone())).await?;
+    let kv = client.kv_client().max_decoding_message_size(64 << 20);
+    Ok(Conn {
+        client,
+        kv,
+        member: 0,
+    })
+}
+
 /// A leader key and the creation revision it must still have.
 type Fence = (Vec<u8>, i64);
 
 /// A store in etcd.
 #[derive(Clone)]
 pub struct EtcdBackend {
-    kv: KvClient,
+    /// The member requests go to; another is taken when it cannot be reached.
+    conn: Arc<std::sync::RwLock<Conn>>,
+    /// Every member's URL, and how to connect.
+    urls: Arc<Vec<String>>,
+    opts: ConnectOptions,
     prefix: Vec<u8>,
     endpoints: String,
     max_ops: usize,
@@ -86,8 +117,6 @@ pub struct EtcdBackend {
     /// The revision seen at the last [`KvBackend::compact`]: the next one compacts up to it,
     /// so one interval of history always stays.
     seen: Arc<std::sync::Mutex<Option<i64>>>,
-    /// The whole client, for elections and leases ([`crate::election`]).
-    client: Client,
     /// Once set, every write is conditioned on this leader key still having this creation
     /// revision: a coordinator that lost its leadership cannot write after its successor
     /// was elected, whatever it believes.
@@ -211,38 +240,51 @@ impl EtcdBackend {
         }
         let deadline = tokio::time::Instant::now() + cfg.connect_timeout;
         let mut wait = Duration::from_millis(100);
-        let (client, kv) = loop {
-            let attempt = async {
-                let client = Client::connect(&urls, Some(opts.clone())).await?;
-                let mut kv = client.kv_client().max_decoding_message_size(64 << 20);
-                // Connecting is lazy; a read proves etcd answers.
-                kv.get(cfg.prefix.as_bytes(), None).await?;
-                Ok::<_, etcd_client::Error>((client, kv))
-            };
-            match attempt.await {
-                Ok(pair) => break pair,
-                Err(e) if tokio::time::Instant::now() + wait < deadline => {
+        let conn = loop {
+            // The first member that answers a read (connecting may be lazy).
+            let mut last = None;
+            let mut found = None;
+            for (i, url) in urls.iter().enumerate() {
+                let attempt = async {
+                    let mut c = open_member(url, &opts).await?;
+                    c.kv.get(cfg.prefix.as_bytes(), None).await?;
+                    c.member = i;
+                    Ok::<_, etcd_client::Error>(c)
+                };
+                match attempt.await {
+                    Ok(c) => {
+                        found = Some(c);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            match (found, last) {
+                (Some(c), _) => break c,
+                (None, Some(e)) if tokio::time::Instant::now() + wait < deadline => {
                     tracing::warn!(%endpoints, error = %e, "etcd not reachable yet; retrying");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }
-                Err(e) => {
+                (None, e) => {
                     return Err(StoreError(format!(
-                        "etcd at {endpoints} not reachable within {:?}: {e}",
-                        cfg.connect_timeout
+                        "etcd at {endpoints} not reachable within {:?}: {}",
+                        cfg.connect_timeout,
+                        e.map_or("no endpoint".to_string(), |e| e.to_string())
                     )))
                 }
             }
         };
         let backend = EtcdBackend {
-            kv,
+            conn: Arc::new(std::sync::RwLock::new(conn)),
+            urls: Arc::new(urls),
+            opts,
             prefix: cfg.prefix.as_bytes().to_vec(),
             endpoints,
             max_ops: cfg.max_txn_ops.max(2),
             max_bytes: cfg.max_txn_bytes.max(4096),
             writable: Arc::new(AtomicBool::new(true)),
             seen: Arc::default(),
-            client,
             fence: Arc::default(),
             deposed: Arc::new(tokio::sync::watch::channel(false).0),
         };
@@ -250,9 +292,36 @@ impl EtcdBackend {
         Ok(backend)
     }
 
-    /// The etcd client this store uses (elections, leases).
-    pub fn client(&self) -> Client {
-        self.client.clone()
+    /// The etcd client of the member in use (elections, leases), and that member's index
+    /// (for [`Self::next_member`]).
+    pub fn client(&self) -> (Client, usize) {
+        let c = self.conn();
+        (c.client, c.member)
+    }
+
+    fn conn(&self) -> Conn {
+        self.conn.read().expect("etcd connection lock").clone()
+    }
+
+    /// Moves to the next member that can be connected to, if `failed` is still the one in
+    /// use (concurrent requests that failed on it move once).
+    pub async fn next_member(&self, failed: usize) {
+        if self.conn().member != failed {
+            return;
+        }
+        let n = self.urls.len();
+        for k in 1..=n {
+            let i = (failed + k) % n;
+            if let Ok(mut c) = open_member(&self.urls[i], &self.opts).await {
+                c.member = i;
+                let mut cur = self.conn.write().expect("etcd connection lock");
+                if cur.member == failed {
+                    tracing::warn!(unreachable = %self.urls[failed], now = %self.urls[i], "etcd member not reachable; moving to another");
+                    *cur = c;
+                }
+                return;
+            }
+        }
     }
 
     /// The key namespace (`--etcd-prefix`).
@@ -262,8 +331,10 @@ impl EtcdBackend {
 
     /// From now on every write requires `leader_key` (an election's key, outside the
     /// namespace) to exist with creation revision `rev`.
+    /// A new fence clears an earlier deposition (the same process elected again).
     pub fn fence(&self, leader_key: Vec<u8>, rev: i64) {
         *self.fence.write().expect("fence lock") = Some((leader_key, rev));
+        self.deposed.send_replace(false);
     }
 
     /// Turns true once a fenced write was refused because another leader was elected.
@@ -321,9 +392,52 @@ impl EtcdBackend {
         StoreError(format!("etcd {}: {e}", self.endpoints))
     }
 
+    /// A transaction, sent to the next member while the request could not reach one: a
+    /// request that never left is safe to send again (unlike one that timed out, which is not
+    /// retried: a conditional write could apply twice).
+    async fn kv_txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, etcd_client::Error> {
+        let mut attempt = 0;
+        loop {
+            let c = self.conn();
+            match c.kv.clone().txn(txn.clone()).await {
+                Err(e) if attempt < self.retries() && never_sent(&e) => {
+                    attempt += 1;
+                    self.next_member(c.member).await;
+                    tokio::time::sleep(Duration::from_millis(20 * attempt as u64)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// A read, retried like [`Self::kv_txn`].
+    async fn kv_get(
+        &self,
+        key: Vec<u8>,
+        options: Option<GetOptions>,
+    ) -> Result<etcd_client::GetResponse, etcd_client::Error> {
+        let mut attempt = 0;
+        loop {
+            let c = self.conn();
+            match c.kv.clone().get(key.clone(), options.clone()).await {
+                Err(e) if attempt < self.retries() && never_sent(&e) => {
+                    attempt += 1;
+                    self.next_member(c.member).await;
+                    tokio::time::sleep(Duration::from_millis(20 * attempt as u64)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Tries of a request that did not reach a member: each member, twice over.
+    fn retries(&self) -> u32 {
+        (2 * self.urls.len()) as u32
+    }
+
     /// Runs `txn`; an error (not a failed comparison) marks the store unwritable.
     async fn run(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
-        match self.kv.clone().txn(txn).await {
+        match self.kv_txn(txn).await {
             Ok(r) => Ok(r),
             Err(e) => {
                 if self.writable.swap(false, Ordering::SeqCst) {
@@ -374,9 +488,7 @@ impl EtcdBackend {
     async fn settle_journals(&self) -> Result<(), StoreError> {
         let prefix = self.key(JOURNAL);
         let mut resp = self
-            .kv
-            .clone()
-            .get(
+            .kv_get(
                 prefix.clone(),
                 Some(GetOptions::new().with_range(prefix_end(&prefix))),
             )
@@ -465,9 +577,7 @@ impl KvBackend for EtcdBackend {
     fn get_revision(&self, key: Vec<u8>) -> StoreFuture<'_, Option<(Vec<u8>, u64)>> {
         Box::pin(async move {
             let r = self
-                .kv
-                .clone()
-                .get(self.key(&key), None)
+                .kv_get(self.key(&key), None)
                 .await
                 .map_err(|e| self.err(e))?;
             Ok(r.kvs()
@@ -489,9 +599,7 @@ impl KvBackend for EtcdBackend {
                     })
                     .collect::<Vec<_>>();
                 let r = self
-                    .kv
-                    .clone()
-                    .txn(Txn::new().and_then(gets))
+                    .kv_txn(Txn::new().and_then(gets))
                     .await
                     .map_err(|e| self.err(e))?;
                 if revision == 0 {
@@ -573,9 +681,7 @@ impl KvBackend for EtcdBackend {
             };
             let end = prefix_end(&self.key(&prefix));
             let mut r = self
-                .kv
-                .clone()
-                .get(
+                .kv_get(
                     self.key(&start),
                     Some(GetOptions::new().with_range(end).with_limit(limit as i64)),
                 )
@@ -597,7 +703,7 @@ impl KvBackend for EtcdBackend {
         Box::pin(async move {
             let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
             // A linearizable read: answered only with a quorum behind it.
-            match self.kv.clone().get(self.key(&probe), None).await {
+            match self.kv_get(self.key(&probe), None).await {
                 Ok(_) => Ok(()),
                 Err(e) => {
                     if self.writable.swap(false, Ordering::SeqCst) {
@@ -613,9 +719,7 @@ impl KvBackend for EtcdBackend {
         Box::pin(async move {
             let probe = Key::Probe.encode().map_err(|e| StoreError(e.to_string()))?;
             let now = self
-                .kv
-                .clone()
-                .get(self.key(&probe), None)
+                .kv_get(self.key(&probe), None)
                 .await
                 .map_err(|e| self.err(e))?
                 .header()
@@ -623,7 +727,7 @@ impl KvBackend for EtcdBackend {
                 .unwrap_or(0);
             let previous = self.seen.lock().expect("seen lock").replace(now);
             match previous {
-                Some(rev) if rev > 0 => match self.kv.clone().compact(rev, None).await {
+                Some(rev) if rev > 0 => match self.conn().kv.compact(rev, None).await {
                     Ok(_) => Ok(Some(rev as u64)),
                     // Someone (etcd's own auto-compaction) went further already.
                     Err(e) if e.to_string().contains("compacted") => Ok(None),
@@ -739,7 +843,7 @@ mod tests {
             // A crash after the commit marker: applied at the next connect. A crash before
             // it: dropped.
             let raw = |k: &str| format!("/j/{k}").into_bytes();
-            let mut kv = b.kv.clone();
+            let mut kv = b.conn().kv;
             let committed = encode(&[
                 Op::Put(b"feed/crashed".to_vec(), b"1".to_vec()),
                 Op::Delete(key(0)),
@@ -766,14 +870,15 @@ mod tests {
             b.batch(vec![Op::Delete(key(1))]).await.unwrap();
             let rev = b.compact().await.unwrap().expect("compacted");
             assert!(rev > old);
-            let e =
-                b.kv.clone()
-                    .get(
-                        raw("feed/0001"),
-                        Some(GetOptions::new().with_revision(old as i64)),
-                    )
-                    .await
-                    .unwrap_err();
+            let e = b
+                .conn()
+                .kv
+                .get(
+                    raw("feed/0001"),
+                    Some(GetOptions::new().with_revision(old as i64)),
+                )
+                .await
+                .unwrap_err();
             assert!(e.to_string().contains("compacted"), "{e}");
             assert!(b
                 .range(JOURNAL.to_vec(), None, 10)

@@ -1,26 +1,32 @@
-//! Helpers shared by the store tests (`disk_full.rs`, `etcd_store.rs`): gRPC health as a
-//! client sees it, a feed request, and every registered feed id.
+//! Helpers shared by the integration tests: gRPC health as a client sees it, a feed request,
+//! every registered feed id, the workers, a feed's postings, and polling. Each test binary
+//! uses some of them.
+#![allow(dead_code)]
 
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::postings_client::PostingsClient;
 use std::time::{Duration, Instant};
+use tonic::transport::Channel;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-/// The serving status of `service` ("" for the server as a whole) at `url`.
+/// The serving status of `service` ("" for the server as a whole) at `url`; -1 while
+/// nothing answers (a cluster-mode replica changing roles rebinds its ports).
 pub async fn health(url: &str, service: &str) -> i32 {
-    let channel = tonic::transport::Channel::from_shared(url.to_string())
+    let Ok(channel) = tonic::transport::Channel::from_shared(url.to_string())
         .unwrap()
+        .connect_timeout(Duration::from_secs(1))
         .connect()
         .await
-        .unwrap();
+    else {
+        return -1;
+    };
     tonic_health::pb::health_client::HealthClient::new(channel)
         .check(tonic_health::pb::HealthCheckRequest {
             service: service.into(),
         })
         .await
-        .unwrap()
-        .into_inner()
-        .status
+        .map_or(-1, |r| r.into_inner().status)
 }
 
 /// Polls every `every` until `service` reports `want`; fails after `within`. Returns how
@@ -75,5 +81,51 @@ pub async fn feed_ids(
             return ids;
         }
         ids.extend(feeds.into_iter().map(|f| f.feed_id));
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, or panics after `limit`.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub async fn workers(admin: &mut AdminClient<Channel>) -> Vec<pb::WorkerView> {
+    admin
+        .list_workers(pb::ListWorkersRequest {})
+        .await
+        .map(|r| r.into_inner().workers)
+        .unwrap_or_default()
+}
+
+/// Every posting of `feed` through the Postings API, paging by cursor.
+pub async fn postings_of(client: &mut PostingsClient<Channel>, feed: &str) -> Vec<pb::Posting> {
+    let mut out = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = client
+            .list_postings(pb::ListPostingsRequest {
+                scope: Some(pb::list_postings_request::Scope::FeedId(feed.into())),
+                cursor: cursor.clone(),
+                limit: 500,
+            })
+            .await
+            .expect("list postings")
+            .into_inner();
+        if page.postings.is_empty() {
+            return out;
+        }
+        out.extend(page.postings.into_iter().filter_map(|p| p.posting));
+        cursor = page.next_cursor;
     }
 }
