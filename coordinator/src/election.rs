@@ -34,6 +34,9 @@ pub struct ElectionConfig {
     /// The address clients should use to reach this replica (shown by standbys while it
     /// leads); the gRPC listen address when not given.
     pub advertise: Option<String>,
+    /// etcd's space quota (its `--quota-backend-bytes`); 0 skips the check that the
+    /// retention window fits in half of it.
+    pub quota_bytes: u64,
 }
 
 /// The leader's address as the standby last saw it (`None`: no leader elected).
@@ -397,6 +400,7 @@ mod tests {
             let election = ElectionConfig {
                 ttl: Duration::from_secs(5),
                 advertise: None,
+                quota_bytes: 0,
             };
             let leader = LeaderAddr::default();
             let l = campaign(&store, &election, "127.0.0.1:1".into(), leader.clone())

@@ -333,6 +333,12 @@ pub struct EtcdArgs {
     /// pod's address and port).
     #[arg(long)]
     pub advertise: Option<String>,
+    /// Cluster mode: etcd's space quota (its --quota-backend-bytes; etcd's default is 2 GiB).
+    /// A leader refuses to run when its retention window (feeds, observed postings a day,
+    /// --postings-retention and --item-marker-retention) needs more than half of it; 0 skips
+    /// the check.
+    #[arg(long, default_value_t = 2 << 30)]
+    pub etcd_quota_bytes: u64,
 }
 
 impl ServeArgs {
@@ -388,6 +394,7 @@ impl ServeArgs {
                             ttl
                         },
                         advertise: self.etcd.advertise.clone(),
+                        quota_bytes: self.etcd.etcd_quota_bytes,
                     },
                 )
             }

@@ -74,6 +74,11 @@ pub const LEADER_EPOCH: &str = "kairos_leader_epoch";
 /// Counter: times this process stopped acting as leader (lease not renewed in time, or a
 /// write fenced off because another leader was elected).
 pub const LEADER_STEPDOWNS_TOTAL: &str = "kairos_leader_stepdowns_total";
+/// Gauge: bytes the retention window needs in the store, estimated when a leader starts
+/// (-1: postings kept for ever).
+pub const STORE_WINDOW_BYTES: &str = "kairos_store_window_bytes";
+/// Gauge: the etcd quota the window is checked against (--etcd-quota-bytes).
+pub const STORE_QUOTA_BYTES: &str = "kairos_store_quota_bytes";
 /// Counter: report streams refused because they carried another leader's epoch.
 pub const STALE_EPOCH_REPORTS_TOTAL: &str = "kairos_reports_stale_epoch_total";
 /// Counter: writes etcd refused because this coordinator's leadership was gone.
@@ -246,6 +251,14 @@ pub fn describe() {
     describe_counter!(
         LEADER_STEPDOWNS_TOTAL,
         "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected."
+    );
+    describe_gauge!(
+        STORE_WINDOW_BYTES,
+        "Bytes the retention window needs in etcd, estimated when a leader starts (-1: postings kept for ever)."
+    );
+    describe_gauge!(
+        STORE_QUOTA_BYTES,
+        "The etcd quota the retention window is checked against (--etcd-quota-bytes)."
     );
     describe_counter!(
         STALE_EPOCH_REPORTS_TOTAL,

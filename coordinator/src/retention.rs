@@ -44,7 +44,27 @@ impl Default for Retention {
     }
 }
 
+/// Bytes per feed of registry and learned state, per retained posting (its `post/` record
+/// and `disc/` entry) and per marker kept past its posting (marker and tombstone), as
+/// measured in docs/STATE.md.
+const FEED_BYTES: f64 = 4_500.0;
+const POSTING_BYTES: f64 = 364.0;
+const MARKER_BYTES: f64 = 100.0;
+
 impl Retention {
+    /// Bytes the store holds in steady state for `feeds` feeds posting `per_day` postings a
+    /// day in all; infinite when postings are kept for ever.
+    pub fn window_bytes(&self, feeds: usize, per_day: f64) -> f64 {
+        let days = |d: Option<Duration>| d.map_or(f64::INFINITY, |d| d.as_secs_f64() / 86_400.0);
+        let (p, m) = (days(self.postings), days(self.markers));
+        let state = feeds as f64 * FEED_BYTES;
+        if per_day.is_nan() || per_day <= 0.0 {
+            return state;
+        }
+        let markers = if m > p { (m - p) * MARKER_BYTES } else { 0.0 };
+        state + per_day * (p * POSTING_BYTES + markers)
+    }
+
     /// Refuses a marker horizon shorter than the postings' (markers of stored postings would
     /// go, and a re-reported item would be stored twice) or keeping postings for ever while
     /// markers expire.
@@ -243,6 +263,26 @@ mod tests {
     use std::sync::Arc;
 
     const DAY: i64 = 86_400_000;
+
+    #[test]
+    fn the_window_is_sized_as_docs_state_says() {
+        // 10,000 feeds at 10 postings a day, 7 days of postings, 30 of markers: 45 MB of
+        // feed state, 7 × 100,000 × 364 B of postings, 23 × 100,000 × 100 B of markers.
+        let r = Retention::default();
+        let b = r.window_bytes(10_000, 100_000.0);
+        assert!((b - 529.8e6).abs() < 1e3, "{b}");
+        assert_eq!(r.window_bytes(0, 0.0), 0.0);
+        let forever = Retention {
+            postings: None,
+            markers: None,
+            ..Retention::default()
+        };
+        assert!(forever.window_bytes(1, 1.0).is_infinite());
+        assert!(
+            forever.window_bytes(1, 0.0).is_finite(),
+            "nothing posted, nothing kept"
+        );
+    }
 
     fn posting(item: u64, at: i64) -> PostingRecord {
         PostingRecord {

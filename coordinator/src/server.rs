@@ -387,6 +387,13 @@ async fn serve_elected(
                 continue;
             }
         };
+        if election.quota_bytes > 0 {
+            if let Err(e) = check_quota(&running.hub, &o, election.quota_bytes) {
+                let _ = running.shutdown().await;
+                leadership.resign().await;
+                return Err(e);
+            }
+        }
         let mut lost = leadership.lost.clone();
         let mut deposed = store.deposed();
         let why = tokio::select! {
@@ -416,6 +423,42 @@ async fn serve_elected(
             std::process::exit(75);
         }
     }
+}
+
+/// Refuses to lead when the retention window cannot fit in half of etcd's quota (the other
+/// half holds the history kept between compactions and the slack etcd needs).
+fn check_quota<B: KvBackend>(hub: &Hub<B>, o: &ServerOptions, quota: u64) -> Result<()> {
+    let (feeds, per_day) = hub.posting_volume();
+    let r = &o.hub.retention;
+    let need = r.window_bytes(feeds, per_day);
+    metrics::gauge!(crate::metrics::STORE_WINDOW_BYTES).set(if need.is_finite() {
+        need
+    } else {
+        -1.0
+    });
+    metrics::gauge!(crate::metrics::STORE_QUOTA_BYTES).set(quota as f64);
+    let shown = |d: Option<std::time::Duration>| {
+        d.map_or("for ever".to_string(), |d| {
+            humantime::format_duration(d).to_string()
+        })
+    };
+    tracing::info!(
+        feeds,
+        postings_per_day = per_day,
+        window_bytes = need,
+        quota,
+        "retention window against the etcd quota"
+    );
+    if need > quota as f64 / 2.0 {
+        anyhow::bail!(
+            "the retention window needs about {} MB in etcd ({feeds} feeds, {per_day:.0} postings a day, postings kept {}, item markers {}), more than half of the {} MB etcd quota (--etcd-quota-bytes). Shorten --postings-retention or --item-marker-retention, or raise etcd's --quota-backend-bytes and this flag with it",
+            (need / 1e6).ceil(),
+            shown(r.postings),
+            shown(r.markers),
+            quota / 1_000_000
+        );
+    }
+    Ok(())
 }
 
 async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<()> {

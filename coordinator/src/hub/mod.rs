@@ -355,6 +355,25 @@ impl<B: KvBackend> Hub<B> {
             .cloned()
     }
 
+    /// Feeds planned (or with learned state), and the postings a day they were seen to publish in all (over
+    /// each feed's watched span in the learning window, at least a day): what the store's
+    /// retention window must hold.
+    pub fn posting_volume(&self) -> (usize, f64) {
+        let now = self.clock.now_ms();
+        let window_ms = (self.config().planner.window_days * 86_400_000.0) as i64;
+        let planned = self.feeds_planned();
+        let feeds = self.feeds.lock().expect("feeds lock");
+        let per_day = feeds
+            .values()
+            .map(|st| {
+                let since = st.observed_since_ms.unwrap_or(now).max(now - window_ms);
+                let days = ((now - since) as f64 / 86_400_000.0).max(1.0);
+                (st.postings_ms.len() + st.spread_ms.len()) as f64 / days
+            })
+            .sum();
+        (planned.max(feeds.len()), per_day)
+    }
+
     /// A copy of a feed's learned state.
     pub fn feed_state(&self, feed: &str) -> Option<FeedState> {
         self.feeds.lock().expect("feeds lock").get(feed).cloned()
