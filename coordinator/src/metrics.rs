@@ -28,6 +28,8 @@ pub const MISSED_POSTINGS_TOTAL: &str = "kairos_missed_postings_total";
 pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total";
 /// Reports refused (feed not owned by the reporting worker, unknown feed).
 pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
+/// Planned slots fetched by a second worker (around host moves and failovers).
+pub const FETCHES_SAME_SLOT_TOTAL: &str = "kairos_fetches_same_slot_total";
 /// Unacknowledged reports summed over workers' last heartbeats.
 pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
 /// Live worker sessions.
@@ -168,6 +170,10 @@ pub fn describe() {
         REPORTS_REJECTED_TOTAL,
         "Reports refused: feed not owned by the worker, or not planned."
     );
+    describe_counter!(
+        FETCHES_SAME_SLOT_TOTAL,
+        "Planned slots of a feed fetched by a second worker (host moves, failovers)."
+    );
     describe_gauge!(REPORT_BACKLOG, "Unacknowledged reports over all workers.");
     describe_gauge!(WORKERS, "Live worker sessions.");
     describe_counter!(
@@ -284,6 +290,7 @@ pub fn describe() {
         MISSED_POSTINGS_TOTAL,
         ACCESS_DELAY_SECONDS_TOTAL,
         REPORTS_REJECTED_TOTAL,
+        FETCHES_SAME_SLOT_TOTAL,
         SHARD_MOVES_TOTAL,
         DOCUMENT_OVERFLOWS_TOTAL,
         REPLAN_FAILURES_TOTAL,

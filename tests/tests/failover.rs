@@ -262,6 +262,12 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
         found += got.len();
     }
     assert_eq!(found, total);
+    // Each feed's last slot is stored with its state, so B compares against A's too.
+    assert_eq!(
+        sample(&scrape(&b_metrics), "kairos_fetches_same_slot_total"),
+        Some(0.0),
+        "a planned slot was fetched by two workers across the failover"
+    );
     eprintln!(
         "{total} postings, each exactly once, through a leader kill at simulated day {killed_at:.2}"
     );

@@ -350,6 +350,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             },
             expected_avg_delay_seconds: plan.expected_delay_seconds,
             report_backlog: workers.iter().map(|w| w.report_backlog).sum(),
+            fetches_same_slot: t.fetches_same_slot,
         }))
     }
 

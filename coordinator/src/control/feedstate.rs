@@ -78,9 +78,30 @@ pub struct FeedState {
     /// Failures, back-off and the publisher's hints.
     #[serde(default)]
     pub health: super::health::Health,
+    /// The planned time of the last fetch reported and the worker (name, without its
+    /// session number) that made it: a slot reported again by another worker was fetched
+    /// twice, around a handover or a failover. Stored with the rest, so a new leader still
+    /// sees the old one's last slot.
+    #[serde(default)]
+    pub last_slot: Option<(i64, String)>,
 }
 
 impl FeedState {
+    /// Records that `worker` fetched the slot planned at `planned_ms`; true when another
+    /// worker had reported that same slot last. First-sight and catch-up fetches are timed
+    /// by the worker's own clock, so only a slot both workers had in their plans repeats.
+    pub fn record_slot(&mut self, planned_ms: i64, worker: &str) -> bool {
+        if planned_ms <= 0 {
+            return false;
+        }
+        let name = worker.split('#').next().unwrap_or(worker);
+        let twice = matches!(&self.last_slot, Some((t, w)) if *t == planned_ms && w != name);
+        if !matches!(&self.last_slot, Some((t, w)) if *t == planned_ms && w == name) {
+            self.last_slot = Some((planned_ms, name.to_string()));
+        }
+        twice
+    }
+
     /// Folds one fetch into the state. `window_ms` is the learning window's length.
     pub fn observe(&mut self, o: &FetchObservation, window_ms: i64) -> Observed {
         let mut out = Observed::default();
@@ -208,6 +229,21 @@ impl FeedState {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_slot_counts_twice_only_when_another_worker_reports_it() {
+        let mut st = FeedState::default();
+        assert!(!st.record_slot(1_000, "w1#1"));
+        // The same worker again (a resent report, a later session): not a second fetch.
+        assert!(!st.record_slot(1_000, "w1#2"));
+        assert!(st.record_slot(1_000, "w2#1"), "w2 fetched w1's slot");
+        assert!(
+            !st.record_slot(2_000, "w1#2"),
+            "the next slot, by the old owner"
+        );
+        assert!(!st.record_slot(0, "w2#1"), "no planned time: not a slot");
+        assert!(st.record_slot(2_000, "w2#1"));
+    }
+
     use super::*;
 
     const H: i64 = 3_600_000;

@@ -28,6 +28,7 @@ use crate::plan::pattern::Smoothing;
 use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Policy, Scheduler};
 use crate::registry::FeedRecord;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 #[cfg(test)]
 const DAY_MS: i64 = 86_400_000;
@@ -318,7 +319,9 @@ struct Last {
 pub struct Replanner {
     settings: PlannerSettings,
     last: Option<Last>,
-    view: HashMap<String, (FeedModel, FeedPlan)>,
+    /// Shared with readers (Admin's plan inspection) without copying or locking the
+    /// replanner: a round publishes a new map, readers keep the one they took.
+    view: Arc<HashMap<String, (FeedModel, FeedPlan)>>,
 }
 
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
@@ -351,7 +354,7 @@ impl Replanner {
         Replanner {
             settings,
             last: None,
-            view: HashMap::new(),
+            view: Arc::default(),
         }
     }
 
@@ -364,6 +367,11 @@ impl Replanner {
     /// A feed's model and plan from the last round.
     pub fn inspect(&self, feed: &str) -> Option<&(FeedModel, FeedPlan)> {
         self.view.get(feed)
+    }
+
+    /// Every feed's model and plan from the last round.
+    pub fn view(&self) -> Arc<HashMap<String, (FeedModel, FeedPlan)>> {
+        self.view.clone()
     }
 
     /// The settings.
@@ -405,11 +413,12 @@ impl Replanner {
         let hosts: Vec<Option<u32>> = models.iter().map(|m| m.host).collect();
         let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
             let plan = planner::solve(&models, &cfg)?;
-            self.view = ids
-                .iter()
-                .cloned()
-                .zip(models.into_iter().zip(plan.feeds.iter().cloned()))
-                .collect();
+            self.view = Arc::new(
+                ids.iter()
+                    .cloned()
+                    .zip(models.into_iter().zip(plan.feeds.iter().cloned()))
+                    .collect(),
+            );
             (plan, feeds.len(), true)
         } else {
             match self.last.take() {
@@ -452,11 +461,12 @@ impl Replanner {
             }
         };
         if let Some(last) = &self.last {
-            self.view = ids
-                .iter()
-                .cloned()
-                .zip(last.models.iter().cloned().zip(plan.feeds.iter().cloned()))
-                .collect();
+            self.view = Arc::new(
+                ids.iter()
+                    .cloned()
+                    .zip(last.models.iter().cloned().zip(plan.feeds.iter().cloned()))
+                    .collect(),
+            );
         }
         let mut host_limited = host_limited(&plan.feeds, &hosts, &cfg);
         host_limited.floors_lowered = floors_lowered;

@@ -129,4 +129,62 @@ mod tests {
             assert_eq!(t.bytes, u64::MAX, "saturated, not wrapped");
         });
     }
+
+    /// A slot reported by the feed's old owner and then by its new one (the old owner's
+    /// lease ran out in between) is counted once; the new owner reporting it again is not.
+    #[test]
+    fn a_slot_fetched_by_two_workers_is_counted() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let hub = crate::hub::Hub::open(
+                Arc::new(MemoryBackend::new()),
+                SimClock::manual(1_700_000_000_000),
+                crate::hub::HubConfig {
+                    cluster: crate::control::cluster::ClusterConfig {
+                        lease: std::time::Duration::from_millis(50),
+                        ..Default::default()
+                    },
+                    planner: Default::default(),
+                    replan_interval: std::time::Duration::from_secs(3600),
+                    health: Default::default(),
+                    retention: Default::default(),
+                },
+            )
+            .await
+            .unwrap();
+            hub.registry
+                .add_feed(Some("f"), "http://h.invalid/f", 1.0)
+                .await
+                .unwrap();
+            let slot = |worker: &str, seq: u64, item: u64| pb::ReportMessage {
+                worker_id: worker.into(),
+                seq,
+                body: Some(pb::report_message::Body::Fetch(pb::FetchReport {
+                    scheduled_unix_ms: 1_699_999_990_000,
+                    ..fetch("f", item)
+                })),
+                ..Default::default()
+            };
+            let (a, _) = hub.register("a", 1.0).unwrap();
+            hub.replan().await.unwrap();
+            let ack = hub.handle_reports(&a, vec![slot(&a, 1, 1)]).await.unwrap();
+            assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
+            std::thread::sleep(std::time::Duration::from_millis(120));
+            hub.expire_leases();
+            let (b, _) = hub.register("b", 1.0).unwrap();
+            let ack = hub.handle_reports(&b, vec![slot(&b, 1, 2)]).await.unwrap();
+            assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
+            assert_eq!(hub.totals().fetches_same_slot, 1);
+            hub.handle_reports(&b, vec![slot(&b, 2, 3)]).await.unwrap();
+            assert_eq!(
+                hub.totals().fetches_same_slot,
+                1,
+                "b again: one fetch of b's"
+            );
+        });
+    }
 }

@@ -22,6 +22,8 @@ pub struct Totals {
     pub postings_duplicate: u64,
     /// Reports refused (not the owner, unknown feed).
     pub reports_rejected: u64,
+    /// Planned slots fetched by a second worker.
+    pub fetches_same_slot: u64,
     /// Sum and count of realized delays of trusted postings (ms).
     pub delay_sum_ms: f64,
     /// Trusted postings.

@@ -2,8 +2,11 @@
 //! statistics, the worker cluster and every feed's learned state, and the loops that
 //! relearn, replan and expire leases.
 //!
-//! Locks are short and synchronous (`std::sync::Mutex`, never held across an `.await`);
-//! the relearn + plan step runs on the blocking pool, so a long solve never stalls gRPC.
+//! Locks are short and synchronous (`std::sync::Mutex`, never held across an `.await`).
+//! The relearn + plan step runs on the blocking pool with the replanner taken out of its
+//! slot: no lock is held across a solve, settings are read from their own copy and plan
+//! inspection from the view the last round published, so Admin calls stay fast while a
+//! 100k-feed round solves (`benches/admin_latency.rs`).
 //! Report ingest writes the postings and the feeds' learned state in one atomic batch.
 
 use crate::access::AccessStats;
@@ -52,35 +55,51 @@ pub struct HubConfig {
 }
 
 /// Runs `f` on the replanner, containing a panic inside it: the panic becomes an error of
-/// this round, the lock is cleared of its poison and the replanner's incremental state is
-/// dropped (the next round solves afresh). Without this, one panic in the solver would
-/// poison the lock and every later replan, settings read and inspection would fail until a
-/// restart, with the process still up.
+/// this round and the replanner comes back fresh (the next round solves afresh from the
+/// same settings). Without this, one panic in the solver would lose the replanner and every
+/// later round would fail until a restart, with the process still up.
 fn guarded<T>(
-    replanner: &Mutex<Replanner>,
+    mut replanner: Replanner,
     f: impl FnOnce(&mut Replanner) -> T,
-) -> Result<T, String> {
-    let mut r = replanner.lock().unwrap_or_else(|p| p.into_inner());
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut r)));
+) -> (Replanner, Result<T, String>) {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut replanner)));
     match out {
-        Ok(v) => Ok(v),
+        Ok(v) => (replanner, Ok(v)),
         Err(panic) => {
             let why = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            let settings = r.settings().clone();
-            r.set_settings(settings);
-            drop(r);
-            replanner.clear_poison();
+            let fresh = Replanner::new(replanner.settings().clone());
             m::record_planner_panic();
-            Err(format!(
-                "the planner panicked ({why}); the next round solves afresh"
-            ))
+            (
+                fresh,
+                Err(format!(
+                    "the planner panicked ({why}); the next round solves afresh"
+                )),
+            )
         }
     }
 }
+
+/// The replanner between rounds, with the generation of the settings it was given. A round
+/// takes it out of its slot for the solve and puts it back when done, so no lock is held
+/// while it solves; readers use [`Hub::settings`] and the published plan view instead.
+struct Parked {
+    generation: u64,
+    replanner: Replanner,
+}
+
+type PlanView = Arc<
+    HashMap<
+        String,
+        (
+            crate::plan::planner::FeedModel,
+            crate::plan::planner::FeedPlan,
+        ),
+    >,
+>;
 
 /// One fetch report after the ownership check.
 struct Accepted {
@@ -101,7 +120,17 @@ pub struct Hub<B> {
     feeds: Mutex<HashMap<String, FeedState>>,
     subscribers: Mutex<HashMap<String, Vec<String>>>,
     recent_access: Mutex<HashMap<String, VecDeque<i64>>>,
-    replanner: Arc<Mutex<Replanner>>,
+    /// The planner settings in force and their generation (bumped by every update).
+    settings: Mutex<(u64, PlannerSettings)>,
+    /// One settings update at a time, so the stored and the in-force settings agree.
+    settings_update: tokio::sync::Mutex<()>,
+    /// One round at a time (the periodic loop, the first round at start, tests); held
+    /// across the round's awaits, it blocks no thread and no reader.
+    rounds: tokio::sync::Mutex<()>,
+    /// The replanner, absent while a round solves.
+    replanner: Arc<Mutex<Option<Parked>>>,
+    /// Every feed's model and plan from the last round, for inspection.
+    plan_view: Arc<Mutex<PlanView>>,
     /// Hosts that throttled us.
     throttles: Mutex<crate::control::hosts::HostThrottles>,
     /// Operators' per-host limits, fetches per day.
@@ -197,7 +226,14 @@ impl<B: KvBackend> Hub<B> {
             feeds: Mutex::new(learned),
             subscribers: Mutex::new(HashMap::new()),
             recent_access: Mutex::new(HashMap::new()),
-            replanner: Arc::new(Mutex::new(Replanner::new(planner))),
+            settings: Mutex::new((0, planner.clone())),
+            settings_update: tokio::sync::Mutex::new(()),
+            rounds: tokio::sync::Mutex::new(()),
+            replanner: Arc::new(Mutex::new(Some(Parked {
+                generation: 0,
+                replanner: Replanner::new(planner),
+            }))),
+            plan_view: Arc::default(),
             throttles: Mutex::new(Default::default()),
             host_limits: Mutex::new(host_limits),
             bounds: Mutex::new(Default::default()),
@@ -225,16 +261,13 @@ impl<B: KvBackend> Hub<B> {
 
     /// The planner settings in force.
     pub fn settings(&self) -> PlannerSettings {
-        self.replanner
-            .lock()
-            .expect("replanner lock")
-            .settings()
-            .clone()
+        self.settings.lock().expect("settings lock").1.clone()
     }
 
     /// Validates, persists and installs new planner settings; the next round replans
     /// every feed with them.
     pub async fn update_settings(&self, r: &SettingsRecord) -> Result<PlannerSettings, String> {
+        let _one_at_a_time = self.settings_update.lock().await;
         let next = r.apply(&self.settings())?;
         // A total budget below what the per-feed minimums of the feeds registered now need
         // would make every replan fail while the setting stayed in force.
@@ -260,10 +293,10 @@ impl<B: KvBackend> Hub<B> {
             .batch(vec![Op::Put(key, value)])
             .await
             .map_err(|e| e.to_string())?;
-        self.replanner
-            .lock()
-            .expect("replanner lock")
-            .set_settings(next.clone());
+        {
+            let mut s = self.settings.lock().expect("settings lock");
+            *s = (s.0 + 1, next.clone());
+        }
         tracing::info!(settings = ?SettingsRecord::of(&next), "planner settings updated");
         Ok(next)
     }
@@ -283,8 +316,8 @@ impl<B: KvBackend> Hub<B> {
             .get(feed)
             .cloned()
             .unwrap_or_default();
-        let r = self.replanner.lock().expect("replanner lock");
-        let (model, plan) = r.inspect(feed)?;
+        let view = self.plan_view.lock().expect("plan view lock").clone();
+        let (model, plan) = view.get(feed)?;
         let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
         let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
         Some(FeedView {
@@ -547,6 +580,7 @@ impl<B: KvBackend> Hub<B> {
             .collect();
         let mut updated: Vec<(String, FeedState, Vec<i64>, bool)> = Vec::new();
         let mut changes = Vec::new();
+        let mut same_slot: Vec<(String, i64)> = Vec::new();
         let (counts, _) = self
             .ingestor
             .ingest_many_with(&refs, |fresh| {
@@ -573,6 +607,9 @@ impl<B: KvBackend> Hub<B> {
                             .collect(),
                         items_in_document: a.report.items_in_document as usize,
                     };
+                    if st.record_slot(a.report.scheduled_unix_ms, worker) {
+                        same_slot.push((feed.to_string(), a.report.scheduled_unix_ms));
+                    }
                     let observed = st.observe(&o, window_ms);
                     changes.push(st.health.record(
                         health::answer_of(&a.report),
@@ -597,6 +634,11 @@ impl<B: KvBackend> Hub<B> {
             })
             .await?;
         // Durable: now the in-memory state and the measures may move.
+        if !same_slot.is_empty() {
+            tracing::debug!(worker, slots = ?same_slot, "planned slots fetched by a second worker");
+            metrics::counter!(m::FETCHES_SAME_SLOT_TOTAL).increment(same_slot.len() as u64);
+            self.totals.lock().expect("totals lock").fetches_same_slot += same_slot.len() as u64;
+        }
         let mut misses: Vec<(String, i64, i64)> = Vec::new();
         {
             let mut feeds = self.feeds.lock().expect("feeds lock");
@@ -679,6 +721,7 @@ impl<B: KvBackend> Hub<B> {
     /// One relearn + replan round: models from the learned state, the plan solved on the
     /// blocking pool, and the new fetch times handed to the cluster.
     pub async fn replan(&self) -> anyhow::Result<PlanOutcome> {
+        let _round = self.rounds.lock().await;
         let mut feeds = self.registry.all_feeds().await?;
         let states = self.feeds.lock().expect("feeds lock").clone();
         let now = self.clock.now_ms();
@@ -703,7 +746,24 @@ impl<B: KvBackend> Hub<B> {
         // Hours the access statistics have watched: the prior's weight falls as they grow.
         let exposure = relearn::hour_exposure(self.access_since_ms, now);
         let access = self.access.clone();
-        let replanner = self.replanner.clone();
+        // The settings of this round and the replanner, taken out of its slot: nothing
+        // else needs it while it solves (settings reads and plan inspection have their own
+        // copies), and it goes back to the slot from the blocking task itself, so a round
+        // whose caller went away still returns it.
+        let (generation, settings) = self.settings.lock().expect("settings lock").clone();
+        let parked = loop {
+            // Empty only while the blocking task of a round whose caller went away is
+            // still finishing; it parks the replanner when done.
+            if let Some(p) = self.replanner.lock().expect("replanner lock").take() {
+                break p;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let mut replanner = parked.replanner;
+        if parked.generation != generation {
+            replanner.set_settings(settings.clone());
+        }
+        let (slot, view_slot) = (self.replanner.clone(), self.plan_view.clone());
         let started = Instant::now();
         let (plan_feeds, plan_bounds, plan_states) =
             (feeds.clone(), bounds.clone(), states.clone());
@@ -732,26 +792,32 @@ impl<B: KvBackend> Hub<B> {
                 })
                 .collect();
             drop(stats);
-            let pseudo_days = replanner
-                .lock()
-                .expect("replanner lock")
-                .settings()
-                .shrinkage;
             let rates: HashMap<&str, Vec<f32>> = feeds
                 .iter()
                 .map(|f| f.id.as_str())
-                .zip(readers::access_rates(&observed, &exposure, pseudo_days))
+                .zip(readers::access_rates(
+                    &observed,
+                    &exposure,
+                    replanner.settings().shrinkage,
+                ))
                 .collect();
             let access_bins =
                 |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
-            guarded(&replanner, |r| {
+            let (replanner, out) = guarded(replanner, |r| {
                 let (mut models, counts) =
                     relearn::models(&feeds, &states, &access_bins, now, r.settings());
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &plan_bounds, &caps, days);
                 r.plan_with_caps(&feeds, models, caps).map(|o| (o, counts))
-            })
-            .map_err(|e| anyhow::anyhow!("{e}"))
+            });
+            if out.is_ok() {
+                *view_slot.lock().expect("plan view lock") = replanner.view();
+            }
+            *slot.lock().expect("replanner lock") = Some(Parked {
+                generation,
+                replanner,
+            });
+            out.map_err(|e| anyhow::anyhow!("{e}"))
         })
         .await
         .map_err(|e| anyhow::anyhow!("planner task failed: {e}"))??
@@ -783,11 +849,11 @@ impl<B: KvBackend> Hub<B> {
             solve_seconds: solve,
             unspent_per_day: outcome.host_limited.unspent_per_day,
             hosts_at_cap: outcome.host_limited.hosts_at_cap,
-            host_cap_per_day: self.settings().host_fetches_per_day,
+            host_cap_per_day: settings.host_fetches_per_day,
             capacity_floors: counts.capacity_floors,
             shrinkage_days: counts.shrinkage,
             shrinkage_held_out_days: counts.held_out_days,
-            week_shapes: self.settings().weekly.then_some(counts.week_shapes),
+            week_shapes: settings.weekly.then_some(counts.week_shapes),
         };
         m::record_plan(&figures);
         warn_unspent(&figures, &outcome);
@@ -899,12 +965,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_planner_panic_is_an_error_of_the_round_and_leaves_the_lock_usable() {
-        let r = Mutex::new(Replanner::new(PlannerSettings::default()));
-        let err = guarded(&r, |_| -> u32 { panic!("boom") }).unwrap_err();
+    fn a_planner_panic_is_an_error_of_the_round_and_leaves_a_usable_replanner() {
+        let settings = PlannerSettings {
+            slots: 96,
+            ..PlannerSettings::default()
+        };
+        let r = Replanner::new(settings);
+        let (r, out) = guarded(r, |_| -> u32 { panic!("boom") });
+        let err = out.unwrap_err();
         assert!(err.contains("boom"), "{err}");
-        assert!(!r.is_poisoned());
-        assert_eq!(guarded(&r, |_| 7).unwrap(), 7);
-        assert_eq!(r.lock().unwrap().settings().slots, 1440);
+        assert_eq!(
+            r.settings().slots,
+            96,
+            "the fresh replanner keeps the settings"
+        );
+        let (_, out) = guarded(r, |_| 7);
+        assert_eq!(out.unwrap(), 7);
     }
 }

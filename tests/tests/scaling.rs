@@ -1,0 +1,254 @@
+//! Scaling the workers while they crawl, with real processes on loopback: one coordinator,
+//! a feed farm on 12 hosts and a time-compressed clock (one simulated day per 15 s). Three
+//! workers become five, then three of them are stopped with SIGTERM as a scale-down would,
+//! leaving two. After each step the hosts are dealt again; at the end every posting the farm
+//! published is in the Postings API exactly once and no planned slot of any feed was fetched
+//! by two workers (`kairos_fetches_same_slot_total`, from the coordinator's own record of
+//! each feed's last slot).
+
+mod common;
+
+use common::{postings_of, wait_for, workers};
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::postings_client::PostingsClient;
+use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, Child, TempDir};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const SCALE: f64 = 5760.0;
+const FEEDS: usize = 36;
+const HOSTS: u32 = 12;
+/// Simulated days during which the farm posts.
+const POSTING_DAYS: f64 = 1.0;
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> Child {
+    let mut args: Vec<String> = [
+        "run",
+        "--coordinator",
+        coordinator,
+        "--name",
+        name,
+        "--allow-private",
+        "127.0.0.0/8",
+        "--host-gap",
+        "5ms",
+        "--drain-timeout",
+        "5s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(clock.iter().cloned());
+    let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
+    cmd.args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap());
+    Child(cmd.spawn().unwrap())
+}
+
+/// Waits until exactly `n` workers hold every host between them, each at least one;
+/// returns how long that took.
+async fn dealt(admin: &AdminClient<tonic::transport::Channel>, n: usize) -> Duration {
+    let started = Instant::now();
+    wait_for(
+        &format!("{n} workers sharing the {HOSTS} hosts"),
+        Duration::from_secs(30),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                let w = workers(&mut admin).await;
+                (w.len() == n
+                    && w.iter().all(|w| w.hosts > 0)
+                    && w.iter().map(|w| w.hosts).sum::<u32>() == HOSTS)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
+    let dir = TempDir::new("scaling");
+    let anchor = unix_ms().to_string();
+    let clock: Vec<String> = [
+        "--time-scale",
+        &SCALE.to_string(),
+        "--clock-start",
+        "2026-03-02T00:00:00Z",
+        "--clock-anchor-unix-ms",
+        &anchor,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let sim_day = |ms: i64| (ms - anchor.parse::<i64>().unwrap()) as f64 * SCALE / 86_400_000.0;
+    let urls_file = dir.path().join("urls.txt");
+    let postings_file = dir.path().join("postings.csv");
+    let mut farm_args: Vec<String> = [
+        "farm",
+        "--feeds",
+        &FEEDS.to_string(),
+        "--hosts",
+        &HOSTS.to_string(),
+        "--posts-per-day",
+        "24",
+        "--days",
+        &POSTING_DAYS.to_string(),
+        "--items-per-doc",
+        "500",
+        "--seed",
+        "21",
+        "--urls-out",
+        &urls_file.display().to_string(),
+        "--postings-out",
+        &postings_file.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    farm_args.extend(clock.iter().cloned());
+    let (_farm, _) = spawn_until(
+        "kairos-worker",
+        &refs(&farm_args),
+        &dir.path().join("farm.log"),
+        &["kairos-farm ready"],
+    );
+    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut published: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
+        let (f, t) = line.split_once(',').unwrap();
+        published
+            .entry(f.parse().unwrap())
+            .or_default()
+            .push(t.parse().unwrap());
+    }
+    let total: usize = published.values().map(Vec::len).sum();
+    assert!(total > 300, "the farm publishes enough to test ({total})");
+
+    let data = dir.path().join("data").display().to_string();
+    let mut coord_args: Vec<String> = [
+        "--data-dir",
+        &data,
+        "--replan-interval",
+        "1s",
+        "--worker-lease",
+        "3s",
+        "--fetches-per-feed-per-day",
+        "24",
+        "--min-fetches-per-day",
+        "2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    coord_args.extend(clock.iter().cloned());
+    let coordinator = start_coordinator(&refs(&coord_args), &dir.path().join("coordinator.log"));
+    let admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
+    for (i, url) in urls.iter().enumerate() {
+        admin
+            .clone()
+            .add_feed(pb::AddFeedRequest {
+                feed_id: format!("f{i}"),
+                url: url.clone(),
+                weight: 1.0,
+            })
+            .await
+            .unwrap();
+    }
+
+    let mut running: Vec<Child> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|n| start_worker(n, &coordinator.url, &clock, dir.path()))
+        .collect();
+    let first = dealt(&admin, 3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Scale up: two more workers take a share of the hosts.
+    let up_at = sim_day(unix_ms());
+    for n in ["w4", "w5"] {
+        running.push(start_worker(n, &coordinator.url, &clock, dir.path()));
+    }
+    let up = dealt(&admin, 5).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // Scale down to two: the first three are stopped as Kubernetes stops pods.
+    let down_at = sim_day(unix_ms());
+    let leaving: Vec<Child> = running.drain(..3).collect();
+    for w in &leaving {
+        assert!(std::process::Command::new("kill")
+            .args(["-TERM", &w.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let down = dealt(&admin, 2).await;
+    assert!(
+        down_at < POSTING_DAYS * 0.8,
+        "the scale-down comes while the farm publishes (day {down_at:.2})"
+    );
+    let mut leaving = leaving;
+    for w in &mut leaving {
+        let status = w.0.wait().unwrap();
+        assert!(
+            status.success(),
+            "a stopped worker exits cleanly: {status:?}"
+        );
+    }
+
+    // Run until the farm has been quiet for a simulated day, then count.
+    let end = anchor.parse::<i64>().unwrap() + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
+    tokio::time::sleep(Duration::from_millis((end - unix_ms()).max(0) as u64)).await;
+    let mut postings = PostingsClient::connect(coordinator.url.clone())
+        .await
+        .unwrap();
+    let mut found = 0;
+    for (i, times) in &published {
+        let got = postings_of(&mut postings, &format!("f{i}")).await;
+        let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), got.len(), "feed f{i}: a posting stored twice");
+        let mut got_times: Vec<i64> = got.iter().filter_map(|p| p.published_unix_ms).collect();
+        got_times.sort_unstable();
+        let mut want = times.clone();
+        want.sort_unstable();
+        assert_eq!(got_times, want, "feed f{i}: postings missing or extra");
+        found += got.len();
+    }
+    assert_eq!(found, total);
+    let metrics = scrape(&coordinator.metrics);
+    let moves = sample(&metrics, "kairos_shard_moves_total").unwrap_or(0.0);
+    assert!(moves >= 10.0, "the hosts moved at each step ({moves})");
+    assert_eq!(
+        sample(&metrics, "kairos_fetches_same_slot_total"),
+        Some(0.0),
+        "a planned slot was fetched by two workers"
+    );
+    let stats = admin
+        .clone()
+        .get_stats(pb::GetStatsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.fetches_same_slot, 0);
+    eprintln!(
+        "{total} postings, each exactly once; hosts dealt to 3 workers in {:.1} s, to 5 in {:.1} s \
+         (scale-up at day {up_at:.2}), to 2 in {:.1} s after SIGTERM to three (day {down_at:.2}); \
+         {moves} host moves, no slot fetched twice",
+        first.as_secs_f64(),
+        up.as_secs_f64(),
+        down.as_secs_f64()
+    );
+}
