@@ -30,6 +30,10 @@ pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total"
 pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
 /// Planned slots fetched by a second worker (around host moves and failovers).
 pub const FETCHES_SAME_SLOT_TOTAL: &str = "kairos_fetches_same_slot_total";
+/// Fetches in flight summed over workers' last heartbeats.
+pub const WORKER_FETCHES_IN_FLIGHT: &str = "kairos_worker_sessions_fetches_in_flight";
+/// Sessions whose last applied assignment version trails the desired one.
+pub const WORKERS_BEHIND: &str = "kairos_workers_behind";
 /// Unacknowledged reports summed over workers' last heartbeats.
 pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
 /// Live worker sessions.
@@ -175,6 +179,14 @@ pub fn describe() {
         "Planned slots of a feed fetched by a second worker (host moves, failovers)."
     );
     describe_gauge!(REPORT_BACKLOG, "Unacknowledged reports over all workers.");
+    describe_gauge!(
+        WORKER_FETCHES_IN_FLIGHT,
+        "Fetches in flight over all workers, from their heartbeats."
+    );
+    describe_gauge!(
+        WORKERS_BEHIND,
+        "Worker sessions whose applied assignment trails the desired one (intent vs observed)."
+    );
     describe_gauge!(WORKERS, "Live worker sessions.");
     describe_counter!(
         SHARD_MOVES_TOTAL,

@@ -472,40 +472,7 @@ async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Re
 /// Installs the Prometheus recorder and serves its text format on `GET /metrics` at
 /// `addr` (printed once bound, so port 0 works).
 pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
-    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .context("installing the metrics recorder")?;
+    let served = kairos_worker::telemetry::serve_metrics(addr, "kairos-coordinator", &[]).await?;
     crate::metrics::describe();
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the metrics address {addr}"))?;
-    println!("kairos-coordinator metrics on {}", listener.local_addr()?);
-    Ok(tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let handle = handle.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let handle = handle.clone();
-                        async move {
-                            let (status, body) = if req.uri().path() == "/metrics" {
-                                (hyper::StatusCode::OK, handle.render())
-                            } else {
-                                (hyper::StatusCode::NOT_FOUND, String::new())
-                            };
-                            let mut resp = hyper::Response::new(http_body_util::Full::new(
-                                bytes::Bytes::from(body),
-                            ));
-                            *resp.status_mut() = status;
-                            Ok::<_, std::convert::Infallible>(resp)
-                        }
-                    },
-                );
-                // A scraper hanging up is not an error of ours.
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    }))
+    Ok(served)
 }

@@ -19,6 +19,26 @@ pub mod v1 {
     pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("kairos_descriptor");
 }
 
+/// The metric label of a fetch outcome (a closed set, shared by the worker's and the
+/// coordinator's metrics so the two sides' series line up).
+pub fn outcome_label(o: i32) -> &'static str {
+    use v1::FetchOutcome as F;
+    match F::try_from(o).unwrap_or(F::Unspecified) {
+        F::Ok => "ok",
+        F::NotModified => "not_modified",
+        F::Malformed => "malformed",
+        F::ClientError => "client_error",
+        F::ServerError => "server_error",
+        F::Throttled => "throttled",
+        F::Timeout => "timeout",
+        F::TooLarge => "too_large",
+        F::RedirectLimit => "redirect_limit",
+        F::ForbiddenTarget => "forbidden_target",
+        F::NetworkError => "network_error",
+        F::Unspecified => "unspecified",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::v1;

@@ -244,8 +244,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     let unknown = control
         .heartbeat(pb::HeartbeatRequest {
             worker_id: "nobody#0".into(),
-            report_backlog: 0,
-            in_flight: 0,
+            ..Default::default()
         })
         .await
         .unwrap_err();

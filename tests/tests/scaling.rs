@@ -27,7 +27,8 @@ fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> Child {
+/// Starts a worker; returns it and the address of its metrics endpoint.
+fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> (Child, String) {
     let mut args: Vec<String> = [
         "run",
         "--coordinator",
@@ -40,16 +41,20 @@ fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> 
         "5ms",
         "--drain-timeout",
         "5s",
+        "--metrics-addr",
+        "127.0.0.1:0",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
     args.extend(clock.iter().cloned());
-    let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
-    cmd.args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap());
-    Child(cmd.spawn().unwrap())
+    let (child, found) = spawn_until(
+        "kairos-worker",
+        &refs(&args),
+        &dir.join(format!("{name}.log")),
+        &["kairos-worker metrics on "],
+    );
+    (child, found[0].clone())
 }
 
 /// Waits until exactly `n` workers hold every host between them, each at least one;
@@ -168,7 +173,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
             .unwrap();
     }
 
-    let mut running: Vec<Child> = ["w1", "w2", "w3"]
+    let mut running: Vec<(Child, String)> = ["w1", "w2", "w3"]
         .iter()
         .map(|n| start_worker(n, &coordinator.url, &clock, dir.path()))
         .collect();
@@ -185,7 +190,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
 
     // Scale down to two: the first three are stopped as Kubernetes stops pods.
     let down_at = sim_day(unix_ms());
-    let leaving: Vec<Child> = running.drain(..3).collect();
+    let leaving: Vec<Child> = running.drain(..3).map(|(c, _)| c).collect();
     for w in &leaving {
         assert!(std::process::Command::new("kill")
             .args(["-TERM", &w.0.id().to_string()])
@@ -243,6 +248,40 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
         .unwrap()
         .into_inner();
     assert_eq!(stats.fetches_same_slot, 0);
+
+    // The workers' own metrics, and their observed state as the coordinator shows it.
+    for (_, addr) in &running {
+        let m = scrape(addr);
+        let ok = sample(&m, "kairos_worker_fetches_total{outcome=\"ok\"}").unwrap_or(0.0);
+        assert!(ok > 0.0, "a worker counts its fetches:\n{m}");
+        assert!(
+            sample(
+                &m,
+                "kairos_worker_fetch_lateness_seconds_bucket{le=\"+Inf\"}"
+            )
+            .unwrap_or(0.0)
+                > 0.0,
+            "lateness is a histogram with buckets:\n{m}"
+        );
+        assert!(sample(&m, "kairos_worker_fetch_duration_seconds_count").unwrap_or(0.0) > 0.0);
+        assert!(sample(&m, "kairos_worker_assignment_version").unwrap_or(0.0) >= 1.0);
+        assert!(sample(&m, "kairos_worker_feeds").unwrap_or(0.0) >= 1.0);
+    }
+    let views = wait_for(
+        "every worker at its desired assignment",
+        Duration::from_secs(10),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                let w = workers(&mut admin).await;
+                w.iter()
+                    .all(|w| w.applied_version == w.desired_version && w.applied_version > 0)
+                    .then_some(w)
+            }
+        },
+    )
+    .await;
+    assert_eq!(views.len(), 2);
     eprintln!(
         "{total} postings, each exactly once; hosts dealt to 3 workers in {:.1} s, to 5 in {:.1} s \
          (scale-up at day {up_at:.2}), to 2 in {:.1} s after SIGTERM to three (day {down_at:.2}); \

@@ -20,6 +20,7 @@ use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
 use crate::parse;
 use crate::reports::ReportBuffer;
 use crate::schedule::{FeedTimes, Schedule};
+use crate::telemetry;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use pb::report_message::Body;
@@ -83,6 +84,10 @@ pub struct AgentStats {
     pub deferred: AtomicU64,
     /// `Retry-After` hints beyond [`MAX_RETRY_AFTER_SECONDS`], clamped to it.
     pub retry_after_clamped: AtomicU64,
+    /// Fetches running now (sent in heartbeats).
+    pub in_flight: AtomicU64,
+    /// Assignment version last applied in the current session (sent in heartbeats).
+    pub applied_version: AtomicU64,
 }
 
 /// Longest `Retry-After` a worker honours: a server asking for weeks (or sending a date years
@@ -323,6 +328,7 @@ async fn session(
         .await?
         .into_inner();
     shared.stats.sessions.fetch_add(1, Ordering::Relaxed);
+    shared.stats.applied_version.store(0, Ordering::Relaxed);
     tracing::info!(worker = %reg.worker_id, epoch = reg.epoch, "registered");
     {
         let mut st = shared.state.lock().expect("worker state");
@@ -477,6 +483,12 @@ async fn assignments(
         };
         match applied {
             Ok(()) => {
+                shared
+                    .stats
+                    .applied_version
+                    .store(u.version, Ordering::Relaxed);
+                metrics::gauge!(telemetry::ASSIGNMENT_VERSION).set(u.version as f64);
+                metrics::gauge!(telemetry::FEEDS).set(st.feeds.len() as f64);
                 // Feeds nobody has fetched yet are fetched at once, to start learning them.
                 let fresh: Vec<String> = st
                     .feeds
@@ -556,11 +568,15 @@ async fn heartbeats(
     loop {
         tick.tick().await;
         let backlog = shared.state.lock().expect("worker state").reports.backlog() as u64;
+        let in_flight = shared.stats.in_flight.load(Ordering::Relaxed);
+        metrics::gauge!(telemetry::REPORT_BACKLOG).set(backlog as f64);
+        metrics::gauge!(telemetry::FETCHES_IN_FLIGHT).set(in_flight as f64);
         client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id: id.to_string(),
                 report_backlog: backlog,
-                in_flight: 0,
+                in_flight: in_flight.min(u32::MAX as u64) as u32,
+                applied_version: shared.stats.applied_version.load(Ordering::Relaxed),
             })
             .await?;
     }
@@ -581,16 +597,27 @@ async fn fetch_loop(
             (due, st.schedule.next_due())
         };
         tracing::trace!(now, due = due.len(), next = ?next, "fetch loop");
-        for d in due {
+        let n = due.len();
+        for (i, d) in due.into_iter().enumerate() {
+            if permits.available_permits() == 0 {
+                metrics::gauge!(telemetry::FETCHES_DUE_WAITING).set((n - i) as f64);
+            }
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return;
             };
             let shared = shared.clone();
             let fetcher = fetcher.clone();
+            shared.stats.in_flight.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 fetch_one(&shared, &fetcher, &d.feed_id, d.planned_ms).await;
+                shared.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
                 drop(permit);
             });
+        }
+        if n > 0 {
+            metrics::gauge!(telemetry::FETCHES_DUE_WAITING).set(0.0);
+            metrics::gauge!(telemetry::FETCHES_IN_FLIGHT)
+                .set(shared.stats.in_flight.load(Ordering::Relaxed) as f64);
         }
         let wait = next
             .map(|t| shared.clock.wall_until(t))
@@ -651,6 +678,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
             Some(f) => (f.url.clone(), f.validators.clone()),
         }
     };
+    let wall = std::time::Instant::now();
     let fetched = fetcher.fetch(&url, &validators).await;
     let finished = shared.clock.now_ms();
     let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
@@ -713,6 +741,12 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         skip_days_mask: hints.skip_days,
         redirect_permanent: fetched.permanent_redirect,
     };
+    telemetry::record_fetch(
+        report.outcome,
+        wall.elapsed().as_secs_f64(),
+        (started - planned_ms) as f64 / 1000.0,
+        report.body_bytes,
+    );
     {
         let mut st = shared.state.lock().expect("worker state");
         let Some(info) = st.feeds.get_mut(feed) else {

@@ -26,3 +26,4 @@ pub mod relay;
 pub mod reports;
 pub mod schedule;
 pub mod target;
+pub mod telemetry;

@@ -33,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Fetch the feeds the coordinator assigns, at the planned moments.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Serve a synthetic feed farm on loopback (for demos and tests).
     Farm(FarmArgs),
 }
@@ -124,6 +124,9 @@ struct RunArgs {
     /// coordinator) here; port 0 picks one (printed).
     #[arg(long)]
     ingest_listen: Option<std::net::SocketAddr>,
+    /// Serve Prometheus metrics on `GET /metrics` here; port 0 picks one (printed).
+    #[arg(long)]
+    metrics_addr: Option<std::net::SocketAddr>,
     #[command(flatten)]
     clock: ClockArgs,
 }
@@ -179,7 +182,7 @@ fn main() -> ExitCode {
     };
     let result = rt.block_on(async move {
         match cli.command {
-            Command::Run(a) => run(a).await,
+            Command::Run(a) => run(*a).await,
             Command::Farm(a) => farm(a).await,
         }
     });
@@ -271,6 +274,19 @@ async fn run(a: RunArgs) -> Result<()> {
             (Some(rx), Some(server))
         }
         None => (None, None),
+    };
+    let _metrics = match a.metrics_addr {
+        Some(addr) => {
+            let served = kairos_worker::telemetry::serve_metrics(
+                addr,
+                "kairos-worker",
+                &kairos_worker::telemetry::buckets(),
+            )
+            .await?;
+            kairos_worker::telemetry::describe();
+            Some(served)
+        }
+        None => None,
     };
     let stats = Arc::new(AgentStats::default());
     let worker = tokio::spawn(agent::run(cfg, stats.clone(), relay, stop_rx));

@@ -407,6 +407,10 @@ impl<B: KvBackend> Admin for AdminService<B> {
                 hosts: w.hosts as u32,
                 feeds: w.feeds as u32,
                 last_heartbeat_unix_ms: w.last_heartbeat_unix_ms,
+                desired_version: w.version,
+                applied_version: w.applied_version,
+                in_flight: w.in_flight,
+                report_backlog: w.report_backlog,
             })
             .collect();
         Ok(Response::new(pb::ListWorkersResponse { workers }))

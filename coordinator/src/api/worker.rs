@@ -333,7 +333,14 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
-        let (epoch, version) = self.hub.heartbeat(&r.worker_id, r.report_backlog)?;
+        let (epoch, version) = self.hub.heartbeat_observed(
+            &r.worker_id,
+            crate::control::cluster::Observed {
+                report_backlog: r.report_backlog,
+                in_flight: r.in_flight,
+                applied_version: r.applied_version,
+            },
+        )?;
         Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
     }
 }

@@ -82,8 +82,24 @@ pub struct WorkerInfo {
     pub version: u64,
     /// Report backlog from its last heartbeat.
     pub report_backlog: u64,
+    /// Fetches in flight, from its last heartbeat.
+    pub in_flight: u32,
+    /// Assignment version it last applied, from its last heartbeat.
+    pub applied_version: u64,
     /// Last heartbeat (or registration), Unix ms of the wall clock.
     pub last_heartbeat_unix_ms: i64,
+}
+
+/// What a worker reported of itself in its last heartbeat (its observed state, next to
+/// the desired state the coordinator holds for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Observed {
+    /// Reports not yet acknowledged.
+    pub report_backlog: u64,
+    /// Fetches running.
+    pub in_flight: u32,
+    /// Version of the last assignment it applied (0 until it applied one).
+    pub applied_version: u64,
 }
 
 struct Session {
@@ -91,7 +107,7 @@ struct Session {
     capacity: f64,
     lease_until: Instant,
     tx: watch::Sender<Desired>,
-    report_backlog: u64,
+    observed: Observed,
 }
 
 /// Sessions, owners and desired states.
@@ -165,7 +181,7 @@ impl Cluster {
                 capacity,
                 lease_until: now + self.cfg.lease,
                 tx,
-                report_backlog: 0,
+                observed: Observed::default(),
             },
         );
         self.reshard();
@@ -176,7 +192,7 @@ impl Cluster {
     pub fn heartbeat(
         &mut self,
         id: &str,
-        report_backlog: u64,
+        observed: Observed,
         now: Instant,
     ) -> Result<u64, ClusterError> {
         let lease = self.cfg.lease;
@@ -186,7 +202,7 @@ impl Cluster {
             .filter(|s| s.lease_until >= now)
             .ok_or_else(|| ClusterError::UnknownWorker(id.to_string()))?;
         s.lease_until = now + lease;
-        s.report_backlog = report_backlog;
+        s.observed = observed;
         Ok(s.tx.borrow().version)
     }
 
@@ -274,7 +290,9 @@ impl Cluster {
                     hosts: self.owner.values().filter(|w| *w == id).count(),
                     feeds: d.feeds.len(),
                     version: d.version,
-                    report_backlog: s.report_backlog,
+                    report_backlog: s.observed.report_backlog,
+                    in_flight: s.observed.in_flight,
+                    applied_version: s.observed.applied_version,
                     last_heartbeat_unix_ms: now_unix
                         - now
                             .saturating_duration_since(s.lease_until - self.cfg.lease)
@@ -414,7 +432,7 @@ mod tests {
         assert_eq!(c.subscribe(&a).unwrap().borrow().version, va + 1);
         // b misses its heartbeats: its hosts go to a, a's stay.
         let later = t0 + Duration::from_secs(8);
-        c.heartbeat(&a, 0, later).unwrap();
+        c.heartbeat(&a, Observed::default(), later).unwrap();
         assert_eq!(
             c.expire(t0 + Duration::from_secs(11)),
             vec!["b".to_string()]
@@ -422,7 +440,7 @@ mod tests {
         assert_eq!(owned(&c, &a).len(), 40);
         assert_eq!(c.moves_total(), moves + fb_hosts, "b's hosts moved to a");
         assert_eq!(
-            c.heartbeat(&b, 0, later),
+            c.heartbeat(&b, Observed::default(), later),
             Err(ClusterError::UnknownWorker(b.clone()))
         );
         assert!(c.subscribe(&b).is_err());

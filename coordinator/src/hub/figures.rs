@@ -2,7 +2,6 @@
 //! figures, the stored planner settings and a feed's view for `InspectFeedPlan`.
 
 use crate::control::relearn::{self, PlanOutcome, PlannerSettings};
-use kairos_proto::v1 as pb;
 use std::collections::BTreeMap;
 
 /// Running totals of what the system did, for summaries and `GetStats`.
@@ -201,23 +200,7 @@ pub struct HealthView {
     pub last_error: String,
 }
 
-/// The metric label of a report's outcome.
-pub(super) fn outcome_label(o: i32) -> &'static str {
-    match pb::FetchOutcome::try_from(o).unwrap_or(pb::FetchOutcome::Unspecified) {
-        pb::FetchOutcome::Ok => "ok",
-        pb::FetchOutcome::NotModified => "not_modified",
-        pb::FetchOutcome::Malformed => "malformed",
-        pb::FetchOutcome::ClientError => "client_error",
-        pb::FetchOutcome::ServerError => "server_error",
-        pb::FetchOutcome::Throttled => "throttled",
-        pb::FetchOutcome::Timeout => "timeout",
-        pb::FetchOutcome::TooLarge => "too_large",
-        pb::FetchOutcome::RedirectLimit => "redirect_limit",
-        pb::FetchOutcome::ForbiddenTarget => "forbidden_target",
-        pb::FetchOutcome::NetworkError => "network_error",
-        pb::FetchOutcome::Unspecified => "unspecified",
-    }
-}
+pub(super) use kairos_proto::outcome_label;
 
 #[cfg(test)]
 mod tests {

@@ -429,10 +429,34 @@ impl<B: KvBackend> Hub<B> {
 
     /// Renews a lease; returns (epoch, version).
     pub fn heartbeat(&self, id: &str, backlog: u64) -> Result<(u64, u64), ClusterError> {
+        self.heartbeat_observed(
+            id,
+            crate::control::cluster::Observed {
+                report_backlog: backlog,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// [`Hub::heartbeat`] with everything the worker reported of its state.
+    pub fn heartbeat_observed(
+        &self,
+        id: &str,
+        observed: crate::control::cluster::Observed,
+    ) -> Result<(u64, u64), ClusterError> {
         let mut c = self.cluster.lock().expect("cluster lock");
-        let v = c.heartbeat(id, backlog, Instant::now())?;
-        let total: u64 = c.workers().iter().map(|w| w.report_backlog).sum();
+        let v = c.heartbeat(id, observed, Instant::now())?;
+        let workers = c.workers();
+        let total: u64 = workers.iter().map(|w| w.report_backlog).sum();
         metrics::gauge!(m::REPORT_BACKLOG).set(total as f64);
+        let in_flight: u64 = workers.iter().map(|w| w.in_flight as u64).sum();
+        metrics::gauge!(m::WORKER_FETCHES_IN_FLIGHT).set(in_flight as f64);
+        // Sessions whose applied assignment trails the desired one.
+        let behind = workers
+            .iter()
+            .filter(|w| w.applied_version < w.version)
+            .count();
+        metrics::gauge!(m::WORKERS_BEHIND).set(behind as f64);
         Ok((c.epoch(), v))
     }
 

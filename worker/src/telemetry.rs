@@ -1,0 +1,143 @@
+//! The worker's metrics, declared once with their descriptions, and the `/metrics` endpoint
+//! that the worker and the coordinator both serve. Names follow the coordinator's
+//! conventions (`kairos_worker_{name}`, `_total` on counters, base units); labels come from
+//! closed sets. Latencies are histograms with buckets, so quantiles can be aggregated over
+//! every worker with `histogram_quantile(q, sum by (le) (rate(..._bucket[5m])))`.
+
+use anyhow::{Context, Result};
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use std::net::SocketAddr;
+
+/// Fetches by outcome (`ok`, `not_modified`, `server_error`, … as in the reports).
+pub const FETCHES_TOTAL: &str = "kairos_worker_fetches_total";
+/// Wall time of one fetch (connect, TLS, request, body), seconds.
+pub const FETCH_DURATION_SECONDS: &str = "kairos_worker_fetch_duration_seconds";
+/// Start of a fetch minus its planned time on the system clock, seconds.
+pub const FETCH_LATENESS_SECONDS: &str = "kairos_worker_fetch_lateness_seconds";
+/// Response body bytes received (after decompression).
+pub const FETCH_BYTES_TOTAL: &str = "kairos_worker_fetch_bytes_total";
+/// Fetches running now.
+pub const FETCHES_IN_FLIGHT: &str = "kairos_worker_fetches_in_flight";
+/// Fetches due whose start waits for a free slot under `--max-in-flight`.
+pub const FETCHES_DUE_WAITING: &str = "kairos_worker_fetches_due_waiting";
+/// Feeds this worker owns and schedules.
+pub const FEEDS: &str = "kairos_worker_feeds";
+/// Reports not yet acknowledged by the coordinator.
+pub const REPORT_BACKLOG: &str = "kairos_worker_report_backlog";
+/// Version of the last assignment applied (restarts at 1 with each session).
+pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
+
+/// Buckets of fetch durations: 5 ms to 60 s.
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+/// Buckets of lateness: 1 ms to 5 min.
+const LATENESS_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0,
+];
+
+/// Describes every worker metric and sets the gauges to zero, so each appears in the first
+/// scrape.
+pub fn describe() {
+    describe_counter!(FETCHES_TOTAL, "Fetches by outcome.");
+    describe_histogram!(
+        FETCH_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "Wall time of one fetch."
+    );
+    describe_histogram!(
+        FETCH_LATENESS_SECONDS,
+        metrics::Unit::Seconds,
+        "Start of a fetch minus its planned time, on the system clock."
+    );
+    describe_counter!(FETCH_BYTES_TOTAL, "Response body bytes received.");
+    describe_gauge!(FETCHES_IN_FLIGHT, "Fetches running now.");
+    describe_gauge!(
+        FETCHES_DUE_WAITING,
+        "Fetches due and waiting for a slot under --max-in-flight."
+    );
+    describe_gauge!(FEEDS, "Feeds this worker owns.");
+    describe_gauge!(REPORT_BACKLOG, "Reports not yet acknowledged.");
+    describe_gauge!(
+        ASSIGNMENT_VERSION,
+        "Version of the last assignment applied."
+    );
+    for g in [
+        FETCHES_IN_FLIGHT,
+        FETCHES_DUE_WAITING,
+        FEEDS,
+        REPORT_BACKLOG,
+        ASSIGNMENT_VERSION,
+    ] {
+        gauge!(g).set(0.0);
+    }
+    counter!(FETCH_BYTES_TOTAL).absolute(0);
+}
+
+/// Records one finished fetch.
+pub fn record_fetch(outcome: i32, duration_s: f64, lateness_s: f64, bytes: u64) {
+    counter!(FETCHES_TOTAL, "outcome" => kairos_proto::outcome_label(outcome)).increment(1);
+    histogram!(FETCH_DURATION_SECONDS).record(duration_s);
+    histogram!(FETCH_LATENESS_SECONDS).record(lateness_s.max(0.0));
+    counter!(FETCH_BYTES_TOTAL).increment(bytes);
+}
+
+/// The worker's histogram buckets, for [`serve_metrics`].
+pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
+    vec![
+        (FETCH_DURATION_SECONDS, DURATION_BUCKETS),
+        (FETCH_LATENESS_SECONDS, LATENESS_BUCKETS),
+    ]
+}
+
+/// Installs the Prometheus recorder (histograms named in `buckets` get those buckets; the
+/// others stay summaries) and serves its text format on `GET /metrics` at `addr`. The bound
+/// address is printed as "`program` metrics on ADDR", so port 0 works.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    program: &str,
+    buckets: &[(&str, &[f64])],
+) -> Result<tokio::task::JoinHandle<()>> {
+    let mut builder = PrometheusBuilder::new();
+    for (name, b) in buckets {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full(name.to_string()), b)
+            .context("histogram buckets")?;
+    }
+    let handle = builder
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics address {addr}"))?;
+    println!("{program} metrics on {}", listener.local_addr()?);
+    Ok(tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let handle = handle.clone();
+                        async move {
+                            let (status, body) = if req.uri().path() == "/metrics" {
+                                (hyper::StatusCode::OK, handle.render())
+                            } else {
+                                (hyper::StatusCode::NOT_FOUND, String::new())
+                            };
+                            let mut resp = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from(body),
+                            ));
+                            *resp.status_mut() = status;
+                            Ok::<_, std::convert::Infallible>(resp)
+                        }
+                    },
+                );
+                // A scraper hanging up is not an error of ours.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }))
+}
