@@ -42,6 +42,34 @@ pub const WORKERS: &str = "kairos_workers";
 pub const SHARD_MOVES_TOTAL: &str = "kairos_shard_moves_total";
 /// Wall time of one relearn + plan round.
 pub const PLAN_SOLVE_SECONDS: &str = "kairos_plan_solve_seconds";
+
+/// Buckets of posting delay: a minute to a week (simulated seconds).
+const DELAY_BUCKETS: &[f64] = &[
+    60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 43_200.0, 86_400.0,
+    172_800.0, 604_800.0,
+];
+/// Buckets of solve time: 10 ms to 10 min.
+const SOLVE_BUCKETS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+/// The coordinator's histograms and their buckets: every latency and delay measure is a
+/// histogram, so quantiles aggregate over replicas with `histogram_quantile` over
+/// `sum by (le)`.
+pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
+    [
+        (POSTING_DELAY_SECONDS, DELAY_BUCKETS),
+        (
+            FETCH_LATENESS_SECONDS,
+            kairos_worker::telemetry::LATENESS_BUCKETS,
+        ),
+        (PLAN_SOLVE_SECONDS, SOLVE_BUCKETS),
+    ]
+    .into_iter()
+    // `standalone` runs its workers in this process: their histograms get buckets too.
+    .chain(kairos_worker::telemetry::buckets())
+    .collect()
+}
 /// Fetch budget per day.
 pub const PLAN_BUDGET_FETCHES: &str = "kairos_plan_budget_fetches_per_day";
 /// Fetches per day the plan allocated.

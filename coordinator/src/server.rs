@@ -472,7 +472,12 @@ async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Re
 /// Installs the Prometheus recorder and serves its text format on `GET /metrics` at
 /// `addr` (printed once bound, so port 0 works).
 pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
-    let served = kairos_worker::telemetry::serve_metrics(addr, "kairos-coordinator", &[]).await?;
+    let served = kairos_worker::telemetry::serve_metrics(
+        addr,
+        "kairos-coordinator",
+        &crate::metrics::buckets(),
+    )
+    .await?;
     crate::metrics::describe();
     Ok(served)
 }

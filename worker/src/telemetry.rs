@@ -32,8 +32,8 @@ pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
-/// Buckets of lateness: 1 ms to 5 min.
-const LATENESS_BUCKETS: &[f64] = &[
+/// Buckets of lateness: 1 ms to 5 min (the coordinator's lateness measure uses them too).
+pub const LATENESS_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0,
 ];
 
