@@ -82,7 +82,7 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
             .map(String::from),
     );
     if let Some(promtool) = on_path("promtool") {
-        let out = Command::new(promtool)
+        let out = Command::new(&promtool)
             .args(["check", "rules"])
             .arg(&rules_path)
             .output()
@@ -91,6 +91,30 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stdout)
+        );
+        // Every alert has unit tests (a case where it fires), and they pass.
+        let tests_path = repo().join("deploy/prometheus/kairos-rules.test.yaml");
+        let tests = std::fs::read_to_string(&tests_path).unwrap();
+        for alert in rules
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        {
+            let fires = tests
+                .split("alertname: ")
+                .skip(1)
+                .any(|case| case.starts_with(alert) && case.contains("exp_alerts:"));
+            assert!(fires, "alert {alert} has no promtool test where it fires");
+        }
+        let out = Command::new(promtool)
+            .args(["test", "rules"])
+            .arg(&tests_path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
     }
 
