@@ -14,7 +14,7 @@ use kairos_coordinator::server::{self, ServerOptions};
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -151,6 +151,7 @@ fn main() {
                 max_worker_capacity: f64::MAX,
                 tls: None,
                 metrics_addr: None,
+                extra_buckets: Vec::new(),
                 hub: HubConfig {
                     cluster: ClusterConfig {
                         lease: Duration::from_secs(1 << 30),

@@ -103,7 +103,7 @@ fn main() {
                 .await
                 .unwrap();
         }
-        let clock = kairos_worker::clock::SimClock::new(now, 1.0);
+        let clock = kairos_runtime::clock::SimClock::new(now, 1.0);
         let hub = Hub::open(
             store,
             clock,

@@ -15,9 +15,9 @@ use kairos_coordinator::plan::planner::Policy;
 use kairos_coordinator::registry::Registry;
 use kairos_coordinator::server::{self, ServerOptions};
 use kairos_coordinator::store::memory::MemoryBackend;
+use kairos_farm::farm::{Farm, FarmConfig};
+use kairos_runtime::clock::SimClock;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
-use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig};
 use kairos_worker::fetch::FetchConfig;
 use kairos_worker::target::TargetPolicy;
 use std::sync::Arc;
@@ -81,6 +81,7 @@ fn main() {
                 max_worker_capacity: f64::MAX,
                 tls: None,
                 metrics_addr: None,
+                extra_buckets: Vec::new(),
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),
                     health: Default::default(),

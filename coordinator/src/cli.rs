@@ -40,6 +40,7 @@ enum Command {
     /// Run the coordinator: gRPC API, worker control, relearn and replan loops, metrics.
     Serve(Box<crate::live::ServeArgs>),
     /// Run the coordinator with in-process workers; `--demo` adds a feed farm and readers.
+    #[cfg(feature = "standalone")]
     Standalone(Box<crate::live::StandaloneArgs>),
     /// Write a synthetic trace (for benchmarks and what-if runs).
     Synth(SynthArgs),
@@ -242,6 +243,7 @@ pub fn run() -> Result<()> {
         Command::Plan(a) => plan(a),
         Command::Simulate(a) => simulate(a),
         Command::Serve(a) => crate::live::serve(*a),
+        #[cfg(feature = "standalone")]
         Command::Standalone(a) => crate::standalone::run(*a),
         Command::Synth(a) => synth(a),
         Command::Replay(a) => crate::replay_cmd::replay_cmd(a),
@@ -370,8 +372,11 @@ fn learn_tuned(
             host_fetches_per_day: c.max_fetches_per_host_per_day,
             ..Default::default()
         };
-        let (learned, shrinkage) =
-            kairos_coordinator::learn::learn_live(&s.trace, &learn_config(c, s, 0.0), &settings);
+        let (learned, shrinkage) = kairos_coordinator::control::from_trace::learn_live(
+            &s.trace,
+            &learn_config(c, s, 0.0),
+            &settings,
+        );
         return Ok((
             learned,
             PlanConfig {

@@ -408,7 +408,8 @@ mod tests {
                 .unwrap();
             assert!(l.epoch > 0);
             assert!(leader.message().contains("127.0.0.1:1"));
-            store.fence(l.key(), l.epoch);
+            let unfenced = store;
+            let store = unfenced.fenced(l.key(), l.epoch);
             let put = |k: &str| Op::Put(k.as_bytes().to_vec(), b"v".to_vec());
             store.batch(vec![put("while-leader")]).await.unwrap();
             assert!(store
@@ -439,7 +440,23 @@ mod tests {
             assert_eq!(store.get(b"after".to_vec()).await.unwrap(), None);
             assert_eq!(store.get(b"x".to_vec()).await.unwrap(), None);
             assert!(store.get(b"while-leader".to_vec()).await.unwrap().is_some());
+            let first_epoch = l.epoch;
             l.abandon().await;
+
+            // The same process elected again: the new term writes, and a task of the old
+            // term that is still finishing stays fenced off (its handle keeps the old fence).
+            let again = campaign(&unfenced, &election, "127.0.0.1:1".into(), leader)
+                .await
+                .unwrap();
+            assert!(again.epoch > first_epoch);
+            let term2 = unfenced.fenced(again.key(), again.epoch);
+            assert!(!*term2.deposed().borrow());
+            term2.batch(vec![put("second-term")]).await.unwrap();
+            let e = store.batch(vec![put("lingering")]).await.unwrap_err();
+            assert!(e.to_string().contains("leadership"), "{e}");
+            assert_eq!(store.get(b"lingering".to_vec()).await.unwrap(), None);
+            assert!(term2.get(b"second-term".to_vec()).await.unwrap().is_some());
+            again.abandon().await;
         });
     }
 }

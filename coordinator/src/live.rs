@@ -10,7 +10,7 @@ use kairos_coordinator::hub::HubConfig;
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::planner::Policy;
 use kairos_coordinator::server::ServerOptions;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -403,6 +403,7 @@ impl ServeArgs {
 }
 
 /// `standalone` options.
+#[cfg(feature = "standalone")]
 #[derive(Args, Debug)]
 pub struct StandaloneArgs {
     /// Serve a synthetic feed farm on loopback with simulated readers, and crawl it.
@@ -481,7 +482,7 @@ fn guard_for(a: &ServeArgs) -> Result<kairos_coordinator::auth::Guard> {
 
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
-    kairos_worker::process::init_tracing();
+    kairos_runtime::process::init_tracing();
     let clock = a.clock.clock(1.0)?;
     let guard = guard_for(&a)?;
     let store = a.store_choice()?;
@@ -506,6 +507,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             _ => None,
         },
         metrics_addr: Some(a.metrics_addr),
+        extra_buckets: Vec::new(),
         hub: a
             .plan
             .hub_config(clock.scale(), a.plan.host_gap_or(Duration::from_secs(1)))?,

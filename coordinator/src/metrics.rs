@@ -61,13 +61,11 @@ pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
         (POSTING_DELAY_SECONDS, DELAY_BUCKETS),
         (
             FETCH_LATENESS_SECONDS,
-            kairos_worker::telemetry::LATENESS_BUCKETS,
+            kairos_runtime::telemetry::LATENESS_BUCKETS,
         ),
         (PLAN_SOLVE_SECONDS, SOLVE_BUCKETS),
     ]
     .into_iter()
-    // `standalone` runs its workers in this process: their histograms get buckets too.
-    .chain(kairos_worker::telemetry::buckets())
     .collect()
 }
 /// Fetch budget per day.

@@ -22,14 +22,12 @@ use crate::hub::{Hub, HubConfig};
 use crate::store::memory::MemoryBackend;
 use crate::trace::Trace;
 use kairos_proto::v1 as pb;
-use kairos_worker::clock::SimClock;
-use kairos_worker::schedule::{FeedTimes, Schedule};
+use kairos_runtime::clock::SimClock;
+use kairos_runtime::schedule::{FeedTimes, Schedule};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Unix ms of the trace's time 0: Monday 2026-03-02 00:00 UTC, so trace day 0 is a Monday
-/// for the weekly model (whose days count from the Unix epoch).
-pub const TRACE_ORIGIN_MS: i64 = 1_772_409_600_000;
+pub use crate::trace::TRACE_ORIGIN_MS;
 
 /// Replay settings.
 #[derive(Clone, Debug)]

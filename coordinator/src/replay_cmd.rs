@@ -153,7 +153,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         freeze_after: a.freeze_after_days.map(|d| d.max(0.0) * DAY),
     };
     // The hub's warnings (budget it cannot place, throttling) on stderr, as in `serve`.
-    kairos_worker::process::init_tracing();
+    kairos_runtime::process::init_tracing();
     let started = Instant::now();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

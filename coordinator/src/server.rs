@@ -24,7 +24,7 @@ use kairos_proto::v1::admin_server::AdminServer;
 use kairos_proto::v1::ingest_server::IngestServer;
 use kairos_proto::v1::postings_server::PostingsServer;
 use kairos_proto::v1::worker_control_server::WorkerControlServer;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +47,9 @@ pub struct ServerOptions {
     pub tls: Option<crate::tls::TlsFiles>,
     /// Metrics address, if metrics are served (port 0 picks one; printed).
     pub metrics_addr: Option<SocketAddr>,
+    /// Buckets of histograms recorded in this process besides the coordinator's own (the
+    /// in-process workers of `standalone`); empty otherwise.
+    pub extra_buckets: Vec<(&'static str, &'static [f64])>,
     /// Hub settings.
     pub hub: HubConfig,
     /// The clock of the whole system.
@@ -87,7 +90,7 @@ impl<B: KvBackend> Running<B> {
 /// Opens the hub over `store`, plans once, and starts the gRPC server and the loops.
 pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Running<B>> {
     let metrics = match o.metrics_addr {
-        Some(a) => Some(serve_metrics(a).await?),
+        Some(a) => Some(serve_metrics(a, &o.extra_buckets).await?),
         None => None,
     };
     let hub = Arc::new(Hub::open(store.clone(), o.clock, o.hub.clone()).await?);
@@ -332,10 +335,10 @@ async fn serve_elected(
     use crate::election::{campaign, LeaderAddr, Standby};
     use crate::metrics as m;
     let _metrics = match o.metrics_addr.take() {
-        Some(a) => Some(serve_metrics(a).await?),
+        Some(a) => Some(serve_metrics(a, &o.extra_buckets).await?),
         None => None,
     };
-    let signal = kairos_worker::process::shutdown_signal();
+    let signal = kairos_runtime::process::shutdown_signal();
     tokio::pin!(signal);
     loop {
         metrics::gauge!(m::LEADER).set(0.0);
@@ -367,12 +370,13 @@ async fn serve_elected(
             }
         };
         let epoch = leadership.epoch;
-        store.fence(leadership.key(), epoch);
+        // This term's handle: its writes are fenced on this election, and only on it.
+        let term = store.fenced(leadership.key(), epoch);
         metrics::gauge!(m::LEADER).set(1.0);
         metrics::gauge!(m::LEADER_EPOCH).set(epoch as f64);
         tracing::info!(epoch, "elected leader");
         println!("kairos-coordinator elected leader (epoch {epoch})");
-        let dynstore: Arc<dyn KvBackend> = Arc::new(store.clone());
+        let dynstore: Arc<dyn KvBackend> = Arc::new(term.clone());
         // Workers carry the epoch: reports and assignments of another leader's are refused.
         let mut lead = o.clone();
         lead.hub.cluster.epoch = Some(epoch as u64);
@@ -395,7 +399,7 @@ async fn serve_elected(
             }
         }
         let mut lost = leadership.lost.clone();
-        let mut deposed = store.deposed();
+        let mut deposed = term.deposed();
         let why = tokio::select! {
             _ = &mut signal => {
                 running.shutdown().await?;
@@ -463,21 +467,23 @@ fn check_quota<B: KvBackend>(hub: &Hub<B>, o: &ServerOptions, quota: u64) -> Res
 
 async fn serve_until_signal<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<()> {
     let running = start(store, o).await?;
-    kairos_worker::process::shutdown_signal().await;
+    kairos_runtime::process::shutdown_signal().await;
     running.shutdown().await?;
     eprintln!("kairos-coordinator: shut down");
     Ok(())
 }
 
 /// Installs the Prometheus recorder and serves its text format on `GET /metrics` at
-/// `addr` (printed once bound, so port 0 works).
-pub async fn serve_metrics(addr: SocketAddr) -> Result<tokio::task::JoinHandle<()>> {
-    let served = kairos_worker::telemetry::serve_metrics(
-        addr,
-        "kairos-coordinator",
-        &crate::metrics::buckets(),
-    )
-    .await?;
+/// `addr` (printed once bound, so port 0 works); histograms named in `extra` get those
+/// buckets besides the coordinator's own.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    extra: &[(&'static str, &'static [f64])],
+) -> Result<tokio::task::JoinHandle<()>> {
+    let mut buckets = crate::metrics::buckets();
+    buckets.extend_from_slice(extra);
+    let served =
+        kairos_runtime::telemetry::serve_metrics(addr, "kairos-coordinator", &buckets).await?;
     crate::metrics::describe();
     Ok(served)
 }

@@ -13,9 +13,9 @@ use kairos_coordinator::server::{self as serve, Running, ServerOptions};
 use kairos_coordinator::store::embedded::EmbeddedBackend;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::store::KvBackend;
+use kairos_farm::farm::{Farm, FarmConfig, RunningFarm};
+use kairos_runtime::clock::SimClock;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
-use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig, RunningFarm};
 use kairos_worker::fetch::FetchConfig;
 use kairos_worker::target::TargetPolicy;
 use rand::SeedableRng;
@@ -31,7 +31,7 @@ const READS_PER_DAY: f64 = 6.0;
 
 /// Runs `standalone`.
 pub fn run(a: StandaloneArgs) -> Result<()> {
-    kairos_worker::process::init_tracing();
+    kairos_runtime::process::init_tracing();
     if a.workers == 0 || a.workers > 64 {
         bail!("--workers must be between 1 and 64");
     }
@@ -216,6 +216,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             max_worker_capacity: f64::MAX,
             tls: None,
             metrics_addr: Some(a.metrics_addr),
+            extra_buckets: kairos_worker::telemetry::buckets(),
             hub,
             clock,
         },
@@ -273,7 +274,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         tokio::select! {
             _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers, &mut history),
             _ = &mut deadline => break,
-            _ = kairos_worker::process::shutdown_signal() => break,
+            _ = kairos_runtime::process::shutdown_signal() => break,
         }
     }
     let _ = stop.send(true);

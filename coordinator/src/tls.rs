@@ -216,7 +216,7 @@ impl CertStore {
 
     /// Checks the files every `every` until `stop` fires.
     pub async fn watch(self: Arc<Self>, every: Duration, stop: tokio::sync::watch::Receiver<bool>) {
-        kairos_worker::process::every_until(every, stop, || {
+        kairos_runtime::process::every_until(every, stop, || {
             self.reload_if_changed();
             self.reload_client_ca_if_changed();
         })

@@ -14,7 +14,7 @@ use kairos_coordinator::registry::Registry;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::trace::Trace;
 use kairos_proto::v1 as pb;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use prost::Message;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -59,7 +59,6 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     let urls_file = dir.path().join("urls.txt");
     let postings_file = dir.path().join("postings.csv");
     let mut farm_args = vec![
-        "farm".to_string(),
         "--feeds".into(),
         FEEDS.to_string(),
         "--hosts".into(),
@@ -79,7 +78,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     ];
     farm_args.extend(clock.iter().cloned());
     let (_farm, _) = spawn_until(
-        "kairos-worker",
+        "kairos-farm",
         &refs(&farm_args),
         &dir.path().join("farm.log"),
         &["kairos-farm ready"],

@@ -47,7 +47,6 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     let urls_file = dir.path().join("urls.txt");
     let postings_file = dir.path().join("postings.csv");
     let mut farm_args: Vec<String> = [
-        "farm",
         "--feeds",
         &FEEDS.to_string(),
         "--hosts",
@@ -70,7 +69,7 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     .collect();
     farm_args.extend(clock.iter().cloned());
     let (_farm, _) = spawn_until(
-        "kairos-worker",
+        "kairos-farm",
         &refs(&farm_args),
         &dir.path().join("farm.log"),
         &["kairos-farm ready"],

@@ -49,7 +49,6 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     let urls_file = dir.path().join("urls.txt");
     let postings_file = dir.path().join("postings.csv");
     let mut farm_args: Vec<String> = [
-        "farm",
         "--feeds",
         &FEEDS.to_string(),
         "--hosts",
@@ -72,7 +71,7 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     .collect();
     farm_args.extend(clock.iter().cloned());
     let (_farm, _) = spawn_until(
-        "kairos-worker",
+        "kairos-farm",
         &refs(&farm_args),
         &dir.path().join("farm.log"),
         &["kairos-farm ready"],

@@ -4,10 +4,10 @@
 //! redirects that move or merge feeds, publisher hints and a throttling host as bounds on
 //! the plan.
 
+use kairos_farm::fixtures::Fixtures;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
-use kairos_worker::fixtures::Fixtures;
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 use tonic::Code;

@@ -53,8 +53,8 @@ async fn corpus_and_hostile_servers_end_classified_and_the_worker_survives() {
     assert!(paths.len() > 1900, "corpus size {}", paths.len());
     let corpus_arg = corpus.display().to_string();
     let (_farm, found) = spawn_until(
-        "kairos-worker",
-        &["farm", "--feeds", "1", "--fixtures-dir", &corpus_arg],
+        "kairos-farm",
+        &["--feeds", "1", "--fixtures-dir", &corpus_arg],
         &dir.path().join("farm.log"),
         &["kairos-farm fixtures on ", "kairos-farm ready"],
     );
@@ -72,9 +72,7 @@ async fn corpus_and_hostile_servers_end_classified_and_the_worker_survives() {
     urls.extend(HOSTILE.iter().map(|p| format!("{base}{p}")));
     // A 429 holds its whole host (as a real rate limit would), so the throttling server is
     // a host of its own: the corpus's first fetches must not wait out its Retry-After.
-    let throttler = kairos_worker::fixtures::Fixtures::start(None)
-        .await
-        .unwrap();
+    let throttler = kairos_farm::fixtures::Fixtures::start(None).await.unwrap();
     urls.push(throttler.url("/throttle"));
     for (i, url) in urls.iter().enumerate() {
         admin

@@ -98,7 +98,6 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     let urls_file = dir.path().join("urls.txt");
     let postings_file = dir.path().join("postings.csv");
     let mut farm_args: Vec<String> = [
-        "farm",
         "--feeds",
         &FEEDS.to_string(),
         "--hosts",
@@ -121,7 +120,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     .collect();
     farm_args.extend(clock.iter().cloned());
     let (_farm, _) = spawn_until(
-        "kairos-worker",
+        "kairos-farm",
         &refs(&farm_args),
         &dir.path().join("farm.log"),
         &["kairos-farm ready"],

@@ -99,7 +99,6 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
     ];
     let urls = dir.path().join("urls.txt");
     let mut farm_args = vec![
-        "farm",
         "--feeds",
         "12",
         "--hosts",
@@ -113,7 +112,7 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
     ];
     farm_args.extend_from_slice(&clock);
     let (_farm, _) = spawn_until(
-        "kairos-worker",
+        "kairos-farm",
         &farm_args,
         &dir.path().join("farm.log"),
         &["kairos-farm ready"],

@@ -10,10 +10,10 @@
 
 mod common;
 
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
+use kairos_runtime::schedule::{FeedTimes, Schedule};
 use kairos_worker::fetch::{Outcome, Validators};
 use kairos_worker::parse::parse;
-use kairos_worker::schedule::{FeedTimes, Schedule};
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

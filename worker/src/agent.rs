@@ -14,15 +14,15 @@
 //!   never a dropped report. A `Retry-After` from the server postpones the feed's fetches
 //!   until then; the report carries it.
 
-use crate::clock::SimClock;
 use crate::credentials::{Bearer, Credentials};
 use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
 use crate::parse;
 use crate::reports::ReportBuffer;
-use crate::schedule::{FeedTimes, Schedule};
 use crate::telemetry;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
+use kairos_runtime::clock::SimClock;
+use kairos_runtime::schedule::{FeedTimes, Schedule};
 use pb::report_message::Body;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,24 +2,20 @@
 //!
 //! * `run` — a fetch worker: registers with the coordinator, fetches its assigned feeds at
 //!   the planned moments and reports what it found.
-//! * `farm` — a synthetic feed farm on loopback (plus misbehaving endpoints and a folder of
-//!   fixed documents), for demos and end-to-end tests against real processes.
+//!
+//! The loopback feed farm for demos and tests is a binary of its own (`kairos-farm`).
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use kairos_proto::v1::ingest_server::IngestServer;
+use kairos_runtime::auth::{AuthLayer, Guard, TokenFile};
+use kairos_runtime::clock::ClockArgs;
+use kairos_runtime::process::shutdown_signal;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
-use kairos_worker::auth::{AuthLayer, Guard, TokenFile};
-use kairos_worker::clock::SimClock;
 use kairos_worker::credentials::Credentials;
-use kairos_worker::farm::{Farm, FarmConfig};
 use kairos_worker::fetch::FetchConfig;
-use kairos_worker::fixtures::Fixtures;
-use kairos_worker::process::shutdown_signal;
 use kairos_worker::relay::RelayService;
 use kairos_worker::target::TargetPolicy;
-use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -34,32 +30,6 @@ struct Cli {
 enum Command {
     /// Fetch the feeds the coordinator assigns, at the planned moments.
     Run(Box<RunArgs>),
-    /// Serve a synthetic feed farm on loopback (for demos and tests).
-    Farm(FarmArgs),
-}
-
-#[derive(Args)]
-struct ClockArgs {
-    /// Run the clock this many times faster than the wall clock.
-    #[arg(long, default_value_t = 1.0)]
-    time_scale: f64,
-    /// Simulated instant the clock starts at (RFC 3339); default: now.
-    #[arg(long)]
-    clock_start: Option<String>,
-    /// Wall-clock instant (Unix ms) at which the clock reads `--clock-start`.
-    #[arg(long, requires = "clock_start")]
-    clock_anchor_unix_ms: Option<i64>,
-}
-
-impl ClockArgs {
-    fn clock(&self) -> Result<SimClock> {
-        SimClock::from_options(
-            self.time_scale,
-            self.clock_start.as_deref(),
-            self.clock_anchor_unix_ms,
-        )
-        .map_err(anyhow::Error::msg)
-    }
 }
 
 #[derive(Args)]
@@ -131,44 +101,8 @@ struct RunArgs {
     clock: ClockArgs,
 }
 
-#[derive(Args)]
-struct FarmArgs {
-    /// Feeds.
-    #[arg(long, default_value_t = 100)]
-    feeds: usize,
-    /// Loopback hosts the feeds are spread over (127.0.0.1, 127.0.0.2, ...).
-    #[arg(long, default_value_t = 4)]
-    hosts: usize,
-    /// Mean postings per feed per day.
-    #[arg(long, default_value_t = 4.0)]
-    posts_per_day: f64,
-    /// Days of postings after the start (the farm goes quiet after that).
-    #[arg(long, default_value_t = 30.0)]
-    days: f64,
-    /// Days of postings already published at the start.
-    #[arg(long, default_value_t = 0.0)]
-    history_days: f64,
-    /// Items per served document.
-    #[arg(long, default_value_t = 50)]
-    items_per_doc: usize,
-    /// Random seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Write the feed URLs here, one per line, in feed order.
-    #[arg(long)]
-    urls_out: Option<PathBuf>,
-    /// Write every posting here as `feed_index,unix_ms` lines.
-    #[arg(long)]
-    postings_out: Option<PathBuf>,
-    /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
-    #[arg(long)]
-    fixtures_dir: Option<PathBuf>,
-    #[command(flatten)]
-    clock: ClockArgs,
-}
-
 fn main() -> ExitCode {
-    kairos_worker::process::init_tracing();
+    kairos_runtime::process::init_tracing();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -183,7 +117,6 @@ fn main() -> ExitCode {
     let result = rt.block_on(async move {
         match cli.command {
             Command::Run(a) => run(*a).await,
-            Command::Farm(a) => farm(a).await,
         }
     });
     match result {
@@ -277,7 +210,7 @@ async fn run(a: RunArgs) -> Result<()> {
     };
     let _metrics = match a.metrics_addr {
         Some(addr) => {
-            let served = kairos_worker::telemetry::serve_metrics(
+            let served = kairos_runtime::telemetry::serve_metrics(
                 addr,
                 "kairos-worker",
                 &kairos_worker::telemetry::buckets(),
@@ -302,61 +235,5 @@ async fn run(a: RunArgs) -> Result<()> {
         "kairos-worker: stopped after {} fetches",
         stats.fetches.load(std::sync::atomic::Ordering::Relaxed)
     );
-    Ok(())
-}
-
-async fn farm(a: FarmArgs) -> Result<()> {
-    let clock = a.clock.clock()?;
-    let farm = Arc::new(Farm::generate(
-        FarmConfig {
-            feeds: a.feeds.max(1),
-            hosts: a.hosts.clamp(1, 250),
-            mean_posts_per_day: a.posts_per_day,
-            days: a.days,
-            history_days: a.history_days,
-            items_per_doc: a.items_per_doc.max(1),
-            pad_bytes: 0,
-            seed: a.seed,
-        },
-        clock,
-    ));
-    let serving = farm
-        .clone()
-        .serve()
-        .await
-        .context("binding the farm's hosts")?;
-    let fixtures = match &a.fixtures_dir {
-        Some(dir) => {
-            let f = Fixtures::start(Some(dir.clone()))
-                .await
-                .context("binding the fixtures server")?;
-            println!("kairos-farm fixtures on 127.0.0.1:{}", f.port);
-            Some(f)
-        }
-        None => None,
-    };
-    if let Some(p) = &a.urls_out {
-        std::fs::write(p, serving.urls.join("\n") + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
-    if let Some(p) = &a.postings_out {
-        let mut out = std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        );
-        for f in farm.feeds() {
-            for t in &f.postings {
-                writeln!(out, "{},{t}", f.index)?;
-            }
-        }
-        out.flush()?;
-    }
-    println!(
-        "kairos-farm ready: {} feeds on {} hosts",
-        serving.urls.len(),
-        serving.hosts.len()
-    );
-    shutdown_signal().await;
-    drop(fixtures);
-    drop(serving);
     Ok(())
 }

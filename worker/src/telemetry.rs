@@ -1,13 +1,10 @@
-//! The worker's metrics, declared once with their descriptions, and the `/metrics` endpoint
-//! that the worker and the coordinator both serve. Names follow the coordinator's
+//! The worker's metrics, declared once with their descriptions (the endpoint is
+//! [`kairos_runtime::telemetry::serve_metrics`]). Names follow the coordinator's
 //! conventions (`kairos_worker_{name}`, `_total` on counters, base units); labels come from
 //! closed sets. Latencies are histograms with buckets, so quantiles can be aggregated over
 //! every worker with `histogram_quantile(q, sum by (le) (rate(..._bucket[5m])))`.
 
-use anyhow::{Context, Result};
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
-use std::net::SocketAddr;
 
 /// Fetches by outcome (`ok`, `not_modified`, `server_error`, … as in the reports).
 pub const FETCHES_TOTAL: &str = "kairos_worker_fetches_total";
@@ -31,10 +28,6 @@ pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
 /// Buckets of fetch durations: 5 ms to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
-/// Buckets of lateness: 1 ms to 5 min (the coordinator's lateness measure uses them too).
-pub const LATENESS_BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0,
 ];
 
 /// Describes every worker metric and sets the gauges to zero, so each appears in the first
@@ -83,61 +76,13 @@ pub fn record_fetch(outcome: i32, duration_s: f64, lateness_s: f64, bytes: u64) 
     counter!(FETCH_BYTES_TOTAL).increment(bytes);
 }
 
-/// The worker's histogram buckets, for [`serve_metrics`].
+/// The worker's histogram buckets, for [`kairos_runtime::telemetry::serve_metrics`].
 pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
     vec![
         (FETCH_DURATION_SECONDS, DURATION_BUCKETS),
-        (FETCH_LATENESS_SECONDS, LATENESS_BUCKETS),
+        (
+            FETCH_LATENESS_SECONDS,
+            kairos_runtime::telemetry::LATENESS_BUCKETS,
+        ),
     ]
-}
-
-/// Installs the Prometheus recorder (histograms named in `buckets` get those buckets; the
-/// others stay summaries) and serves its text format on `GET /metrics` at `addr`. The bound
-/// address is printed as "`program` metrics on ADDR", so port 0 works.
-pub async fn serve_metrics(
-    addr: SocketAddr,
-    program: &str,
-    buckets: &[(&str, &[f64])],
-) -> Result<tokio::task::JoinHandle<()>> {
-    let mut builder = PrometheusBuilder::new();
-    for (name, b) in buckets {
-        builder = builder
-            .set_buckets_for_metric(Matcher::Full(name.to_string()), b)
-            .context("histogram buckets")?;
-    }
-    let handle = builder
-        .install_recorder()
-        .context("installing the metrics recorder")?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the metrics address {addr}"))?;
-    println!("{program} metrics on {}", listener.local_addr()?);
-    Ok(tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let handle = handle.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let handle = handle.clone();
-                        async move {
-                            let (status, body) = if req.uri().path() == "/metrics" {
-                                (hyper::StatusCode::OK, handle.render())
-                            } else {
-                                (hyper::StatusCode::NOT_FOUND, String::new())
-                            };
-                            let mut resp = hyper::Response::new(http_body_util::Full::new(
-                                bytes::Bytes::from(body),
-                            ));
-                            *resp.status_mut() = status;
-                            Ok::<_, std::convert::Infallible>(resp)
-                        }
-                    },
-                );
-                // A scraper hanging up is not an error of ours.
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    }))
 }

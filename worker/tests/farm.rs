@@ -1,7 +1,7 @@
 //! The feed farm served over loopback, fetched and parsed by the real fetcher and parser.
 
-use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig};
+use kairos_farm::farm::{Farm, FarmConfig};
+use kairos_runtime::clock::SimClock;
 use kairos_worker::fetch::{FetchConfig, Fetcher, Outcome, Validators};
 use kairos_worker::parse::parse;
 use kairos_worker::target::TargetPolicy;

@@ -1,8 +1,8 @@
 //! The fetcher against misbehaving HTTP servers on loopback: every fetch ends, in bounded
 //! time, with the right classification.
 
+use kairos_farm::fixtures::{Fixtures, RSS};
 use kairos_worker::fetch::{FetchConfig, Fetcher, Outcome, Validators};
-use kairos_worker::fixtures::{Fixtures, RSS};
 use kairos_worker::target::TargetPolicy;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

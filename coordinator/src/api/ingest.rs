@@ -8,7 +8,7 @@
 use crate::access::{AccessCounts, AccessEvent, AccessStats};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::ingest_server::Ingest;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::sync::{Arc, Mutex};
 use tonic::{Request, Response, Status, Streaming};
 

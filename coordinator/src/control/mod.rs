@@ -7,6 +7,7 @@
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
+//! * [`from_trace`] — the live rules applied to a recorded trace, for `plan` and `simulate`;
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
 //! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share.
@@ -16,6 +17,7 @@
 
 pub mod cluster;
 pub mod feedstate;
+pub mod from_trace;
 pub mod health;
 pub mod hosts;
 pub mod models;

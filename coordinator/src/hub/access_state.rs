@@ -80,7 +80,7 @@ mod tests {
     use crate::access::AccessEvent;
     use crate::hub::Hub;
     use crate::store::memory::MemoryBackend;
-    use kairos_worker::clock::SimClock;
+    use kairos_runtime::clock::SimClock;
     use std::sync::Arc;
 
     async fn open(store: &Arc<MemoryBackend>, clock: SimClock) -> Hub<Arc<MemoryBackend>> {

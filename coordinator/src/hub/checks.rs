@@ -39,7 +39,7 @@ pub(super) fn check_times(r: &mut pb::FetchReport) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::store::memory::MemoryBackend;
-    use kairos_worker::clock::SimClock;
+    use kairos_runtime::clock::SimClock;
     use std::sync::Arc;
 
     fn fetch(feed: &str, bytes: u64) -> pb::FetchReport {

@@ -22,7 +22,7 @@ use crate::registry::Registry;
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op};
 use kairos_proto::v1 as pb;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

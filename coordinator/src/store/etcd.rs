@@ -329,12 +329,17 @@ impl EtcdBackend {
         &self.prefix
     }
 
-    /// From now on every write requires `leader_key` (an election's key, outside the
-    /// namespace) to exist with creation revision `rev`.
-    /// A new fence clears an earlier deposition (the same process elected again).
-    pub fn fence(&self, leader_key: Vec<u8>, rev: i64) {
-        *self.fence.write().expect("fence lock") = Some((leader_key, rev));
-        self.deposed.send_replace(false);
+    /// A handle for one leadership term: every write through it requires `leader_key` (an
+    /// election's key, outside the namespace) to exist with creation revision `rev`. The
+    /// fence belongs to the returned handle alone, so a task of an earlier term that is still
+    /// finishing in this process keeps its own, older fence and cannot write once this
+    /// process is elected again; and this term starts undeposed.
+    pub fn fenced(&self, leader_key: Vec<u8>, rev: i64) -> EtcdBackend {
+        EtcdBackend {
+            fence: Arc::new(std::sync::RwLock::new(Some((leader_key, rev)))),
+            deposed: Arc::new(tokio::sync::watch::channel(false).0),
+            ..self.clone()
+        }
     }
 
     /// Turns true once a fenced write was refused because another leader was elected.

@@ -6,7 +6,7 @@
 use super::memory::MemoryBackend;
 use super::KvBackend;
 use kairos_proto::v1 as pb;
-use kairos_worker::clock::SimClock;
+use kairos_runtime::clock::SimClock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

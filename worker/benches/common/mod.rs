@@ -1,8 +1,8 @@
 //! Set-up shared by the worker benches: the loopback farm they fetch from and a fetcher
 //! allowed to reach it.
 
-use kairos_worker::clock::SimClock;
-use kairos_worker::farm::{Farm, FarmConfig, RunningFarm};
+use kairos_farm::farm::{Farm, FarmConfig, RunningFarm};
+use kairos_runtime::clock::SimClock;
 use kairos_worker::fetch::{FetchConfig, Fetcher};
 use kairos_worker::target::TargetPolicy;
 use std::sync::Arc;

@@ -19,6 +19,11 @@ use std::collections::HashMap;
 type IdMap = HashMap<compact_str::CompactString, u32, foldhash::fast::RandomState>;
 use std::path::{Path, PathBuf};
 
+/// Unix ms at which the live tools (`replay`, the live learner on a trace) place the trace's
+/// time 0: Monday 2026-03-02 00:00 UTC, so trace day 0 is a Monday for the weekly model
+/// (whose days count from the Unix epoch).
+pub const TRACE_ORIGIN_MS: i64 = 1_772_409_600_000;
+
 /// A malformed or missing trace input.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {

@@ -61,15 +61,16 @@ pub struct Learned {
     pub week_shapes: [usize; 4],
 }
 
-const DAY: f64 = 86_400.0;
+/// Seconds per day.
+pub const DAY: f64 = 86_400.0;
 
 /// Whether `cfg` asks for a weekly model.
-fn is_weekly(cfg: &LearnConfig) -> bool {
+pub fn is_weekly(cfg: &LearnConfig) -> bool {
     cfg.bins == 168 && (cfg.period_seconds - 7.0 * DAY).abs() < 1.0
 }
 
 /// `cfg` with a daily period of hourly bins.
-fn daily_config(cfg: &LearnConfig) -> LearnConfig {
+pub fn daily_config(cfg: &LearnConfig) -> LearnConfig {
     LearnConfig {
         period_seconds: DAY,
         bins: 24,
@@ -301,84 +302,6 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
         training_postings,
         week_shapes: [0; 4],
     }
-}
-
-/// Learns every feed's model with the **live** relearner's rules
-/// ([`crate::control::models::models`]), as if every training posting had been seen, dated, by
-/// a fetch: so `plan` and `simulate` can show what the live system would plan from the same
-/// history. Posting models follow the live rules (shrinkage in pseudo-days, chosen on held-out days or fixed,
-/// rates shrunk toward the typical feed's, exploration and weekly factors); reader access
-/// rates are the offline learner's counts, since the live access statistics are kept per
-/// user and hour rather than per event. Time 0 of the trace maps to
-/// [`crate::replay::TRACE_ORIGIN_MS`], as in `replay`.
-///
-/// Also returns the pseudo-days of shrinkage used (chosen on held-out days of the training
-/// window when `settings.tune_shrinkage`).
-pub fn learn_live(
-    trace: &Trace,
-    cfg: &LearnConfig,
-    settings: &crate::control::relearn::PlannerSettings,
-) -> (Learned, f64) {
-    use crate::control::feedstate::FeedState;
-    use crate::registry::FeedRecord;
-    let ms = |t: f64| crate::replay::TRACE_ORIGIN_MS + (t * 1000.0) as i64;
-    let daily = learn(trace, &daily_config(cfg));
-    let feeds: Vec<FeedRecord> = trace
-        .feeds
-        .iter()
-        .enumerate()
-        .map(|(f, row)| FeedRecord {
-            id: row.id.clone(),
-            url: String::new(),
-            host: row.host.clone().unwrap_or_else(|| format!("h{f}")),
-            weight: row.weight,
-        })
-        .collect();
-    let mut training_postings = 0;
-    let states: std::collections::HashMap<String, FeedState> = feeds
-        .iter()
-        .zip(&trace.postings)
-        .map(|(f, posts)| {
-            let seen: std::collections::VecDeque<i64> = posts
-                .iter()
-                .filter(|&&t| t >= cfg.train_start && t < cfg.train_end)
-                .map(|&t| ms(t))
-                .collect();
-            training_postings += seen.len();
-            let st = FeedState {
-                observed_since_ms: Some(ms(cfg.train_start)),
-                last_answered_ms: Some(ms(cfg.train_end)),
-                postings_ms: seen,
-                fetches: 1,
-                ..FeedState::default()
-            };
-            (f.id.clone(), st)
-        })
-        .collect();
-    let access: std::collections::HashMap<&str, Vec<f32>> = feeds
-        .iter()
-        .zip(&daily.models)
-        .map(|(f, m)| (f.id.as_str(), m.access_bins.clone()))
-        .collect();
-    let settings = crate::control::relearn::PlannerSettings {
-        window_days: ((cfg.train_end - cfg.train_start) / DAY).max(1.0),
-        weekly: is_weekly(cfg),
-        ..settings.clone()
-    };
-    let (models, counts) = crate::control::models::models(
-        &feeds,
-        &states,
-        &|id| access.get(id).cloned().unwrap_or_default(),
-        ms(cfg.train_end),
-        &settings,
-    );
-    let learned = Learned {
-        models,
-        exploring: counts.exploring,
-        training_postings,
-        week_shapes: counts.week_shapes,
-    };
-    (learned, counts.shrinkage)
 }
 
 #[cfg(test)]

@@ -157,3 +157,31 @@ mod tests {
         assert!((ta - tb).abs() < 1_000, "{ta} vs {tb}");
     }
 }
+
+/// The clock options every Kairos binary takes (`--time-scale`, `--clock-start`,
+/// `--clock-anchor-unix-ms`), so a farm, workers and a coordinator started apart share one
+/// compressed clock.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ClockArgs {
+    /// Run the clock this many times faster than the wall clock.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Simulated instant the clock starts at (RFC 3339); default: now.
+    #[arg(long)]
+    pub clock_start: Option<String>,
+    /// Wall-clock instant (Unix ms) at which the clock reads `--clock-start`.
+    #[arg(long, requires = "clock_start")]
+    pub clock_anchor_unix_ms: Option<i64>,
+}
+
+impl ClockArgs {
+    /// The clock these options describe, or why they describe none.
+    pub fn clock(&self) -> anyhow::Result<SimClock> {
+        SimClock::from_options(
+            self.time_scale,
+            self.clock_start.as_deref(),
+            self.clock_anchor_unix_ms,
+        )
+        .map_err(anyhow::Error::msg)
+    }
+}

@@ -7,11 +7,11 @@
 //! address (`127.0.0.1`, `127.0.0.2`, …), so politeness groups are real hosts. The farm
 //! knows every posting it published, so tests can check that each one was found.
 
-use crate::clock::SimClock;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
+use kairos_runtime::clock::SimClock;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal, Poisson};

@@ -1,0 +1,19 @@
+//! The Kairos planner and its offline toolkit: pure and synchronous, with no async runtime,
+//! no network and no store. Time is an input everywhere, so the same code plans a recorded
+//! trace, a simulation and the live coordinator's next round (which wraps it).
+//!
+//! * [`trace`] — loading a trace folder (`DESIGN.md` §6) with errors that name file and line;
+//! * [`learn`] — per-feed posting and access patterns from a trace window;
+//! * [`weekly`] — day-of-week factors, shrunk toward 1 and chosen on held-out weeks;
+//! * [`plan`] — exact schedules, the papers' baselines and the joint budget allocation;
+//! * [`simulate`] — replaying a trace against a plan: realized next to expected;
+//! * [`tune`] — smoothing and shrinkage chosen on held-out days;
+//! * [`synth`] — synthetic traces with known patterns, for tests and scale runs.
+
+pub mod learn;
+pub mod plan;
+pub mod simulate;
+pub mod synth;
+pub mod trace;
+pub mod tune;
+pub mod weekly;

@@ -1,0 +1,82 @@
+//! The live relearner's rules applied to a recorded trace, so the offline tools (`plan`,
+//! `simulate --learner live`) can show what the live system would plan from the same history
+//! (the offline learner itself is [`kairos_planner::learn`], which knows nothing of the live
+//! state).
+
+use super::feedstate::FeedState;
+use super::relearn::PlannerSettings;
+use crate::registry::FeedRecord;
+use kairos_planner::learn::{daily_config, is_weekly, learn, LearnConfig, Learned, DAY};
+use kairos_planner::trace::{Trace, TRACE_ORIGIN_MS};
+
+/// Learns every feed's model with the **live** relearner's rules
+/// ([`crate::control::models::models`]), as if every training posting had been seen, dated, by
+/// a fetch: so `plan` and `simulate` can show what the live system would plan from the same
+/// history. Posting models follow the live rules (shrinkage in pseudo-days, chosen on held-out days or fixed,
+/// rates shrunk toward the typical feed's, exploration and weekly factors); reader access
+/// rates are the offline learner's counts, since the live access statistics are kept per
+/// user and hour rather than per event. Time 0 of the trace maps to
+/// [`TRACE_ORIGIN_MS`], as in `replay`.
+///
+/// Also returns the pseudo-days of shrinkage used (chosen on held-out days of the training
+/// window when `settings.tune_shrinkage`).
+pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) -> (Learned, f64) {
+    let ms = |t: f64| TRACE_ORIGIN_MS + (t * 1000.0) as i64;
+    let daily = learn(trace, &daily_config(cfg));
+    let feeds: Vec<FeedRecord> = trace
+        .feeds
+        .iter()
+        .enumerate()
+        .map(|(f, row)| FeedRecord {
+            id: row.id.clone(),
+            url: String::new(),
+            host: row.host.clone().unwrap_or_else(|| format!("h{f}")),
+            weight: row.weight,
+        })
+        .collect();
+    let mut training_postings = 0;
+    let states: std::collections::HashMap<String, FeedState> = feeds
+        .iter()
+        .zip(&trace.postings)
+        .map(|(f, posts)| {
+            let seen: std::collections::VecDeque<i64> = posts
+                .iter()
+                .filter(|&&t| t >= cfg.train_start && t < cfg.train_end)
+                .map(|&t| ms(t))
+                .collect();
+            training_postings += seen.len();
+            let st = FeedState {
+                observed_since_ms: Some(ms(cfg.train_start)),
+                last_answered_ms: Some(ms(cfg.train_end)),
+                postings_ms: seen,
+                fetches: 1,
+                ..FeedState::default()
+            };
+            (f.id.clone(), st)
+        })
+        .collect();
+    let access: std::collections::HashMap<&str, Vec<f32>> = feeds
+        .iter()
+        .zip(&daily.models)
+        .map(|(f, m)| (f.id.as_str(), m.access_bins.clone()))
+        .collect();
+    let settings = PlannerSettings {
+        window_days: ((cfg.train_end - cfg.train_start) / DAY).max(1.0),
+        weekly: is_weekly(cfg),
+        ..settings.clone()
+    };
+    let (models, counts) = super::models::models(
+        &feeds,
+        &states,
+        &|id| access.get(id).cloned().unwrap_or_default(),
+        ms(cfg.train_end),
+        &settings,
+    );
+    let learned = Learned {
+        models,
+        exploring: counts.exploring,
+        training_postings,
+        week_shapes: counts.week_shapes,
+    };
+    (learned, counts.shrinkage)
+}

@@ -1,0 +1,130 @@
+//! `kairos-farm`: a synthetic feed farm on loopback (plus misbehaving endpoints and a folder
+//! of fixed documents under `/s/NAME`), for demos and end-to-end tests against real processes.
+//! It prints "kairos-farm ready: …" once every host listens, and stops on SIGINT/SIGTERM.
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use kairos_farm::farm::{Farm, FarmConfig};
+use kairos_farm::fixtures::Fixtures;
+use kairos_runtime::clock::ClockArgs;
+use kairos_runtime::process::shutdown_signal;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Serve a synthetic feed farm on loopback (for demos and tests).
+#[derive(Parser)]
+#[command(name = "kairos-farm", version, about = "Kairos loopback feed farm")]
+struct FarmArgs {
+    /// Feeds.
+    #[arg(long, default_value_t = 100)]
+    feeds: usize,
+    /// Loopback hosts the feeds are spread over (127.0.0.1, 127.0.0.2, ...).
+    #[arg(long, default_value_t = 4)]
+    hosts: usize,
+    /// Mean postings per feed per day.
+    #[arg(long, default_value_t = 4.0)]
+    posts_per_day: f64,
+    /// Days of postings after the start (the farm goes quiet after that).
+    #[arg(long, default_value_t = 30.0)]
+    days: f64,
+    /// Days of postings already published at the start.
+    #[arg(long, default_value_t = 0.0)]
+    history_days: f64,
+    /// Items per served document.
+    #[arg(long, default_value_t = 50)]
+    items_per_doc: usize,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the feed URLs here, one per line, in feed order.
+    #[arg(long)]
+    urls_out: Option<PathBuf>,
+    /// Write every posting here as `feed_index,unix_ms` lines.
+    #[arg(long)]
+    postings_out: Option<PathBuf>,
+    /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
+    #[arg(long)]
+    fixtures_dir: Option<PathBuf>,
+    #[command(flatten)]
+    clock: ClockArgs,
+}
+
+fn main() -> ExitCode {
+    kairos_runtime::process::init_tracing();
+    let args = FarmArgs::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(farm(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn farm(a: FarmArgs) -> Result<()> {
+    let clock = a.clock.clock()?;
+    let farm = Arc::new(Farm::generate(
+        FarmConfig {
+            feeds: a.feeds.max(1),
+            hosts: a.hosts.clamp(1, 250),
+            mean_posts_per_day: a.posts_per_day,
+            days: a.days,
+            history_days: a.history_days,
+            items_per_doc: a.items_per_doc.max(1),
+            pad_bytes: 0,
+            seed: a.seed,
+        },
+        clock,
+    ));
+    let serving = farm
+        .clone()
+        .serve()
+        .await
+        .context("binding the farm's hosts")?;
+    let fixtures = match &a.fixtures_dir {
+        Some(dir) => {
+            let f = Fixtures::start(Some(dir.clone()))
+                .await
+                .context("binding the fixtures server")?;
+            println!("kairos-farm fixtures on 127.0.0.1:{}", f.port);
+            Some(f)
+        }
+        None => None,
+    };
+    if let Some(p) = &a.urls_out {
+        std::fs::write(p, serving.urls.join("\n") + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &a.postings_out {
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        );
+        for f in farm.feeds() {
+            for t in &f.postings {
+                writeln!(out, "{},{t}", f.index)?;
+            }
+        }
+        out.flush()?;
+    }
+    println!(
+        "kairos-farm ready: {} feeds on {} hosts",
+        serving.urls.len(),
+        serving.hosts.len()
+    );
+    shutdown_signal().await;
+    drop(fixtures);
+    drop(serving);
+    Ok(())
+}

@@ -1,0 +1,15 @@
+//! Plumbing shared by the coordinator and the worker, and nothing else: it links neither the
+//! planner nor the fetcher, so each binary takes only what it runs.
+//!
+//! * [`auth`] — bearer tokens with scopes in front of every gRPC service;
+//! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
+//! * [`schedule`] — which feed to fetch when, from a versioned assignment (the worker's timer
+//!   heap, which the coordinator's `replay` drives on a virtual clock);
+//! * [`process`] — logging set-up, shutdown signals, periodic reloads;
+//! * [`telemetry`] — the `/metrics` endpoint both binaries serve.
+
+pub mod auth;
+pub mod clock;
+pub mod process;
+pub mod schedule;
+pub mod telemetry;

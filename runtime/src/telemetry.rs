@@ -1,0 +1,64 @@
+//! The `/metrics` endpoint the coordinator and the worker both serve, and the buckets their
+//! shared measures use. Latencies are histograms with buckets, so quantiles aggregate over
+//! every replica with `histogram_quantile(q, sum by (le) (rate(..._bucket[5m])))`.
+
+use anyhow::{Context, Result};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use std::net::SocketAddr;
+
+/// Buckets of lateness: 1 ms to 5 min (the worker's fetch lateness and the coordinator's
+/// lateness of reported fetches).
+pub const LATENESS_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0,
+];
+
+/// Installs the Prometheus recorder (histograms named in `buckets` get those buckets; the
+/// others stay summaries) and serves its text format on `GET /metrics` at `addr`. The bound
+/// address is printed as "`program` metrics on ADDR", so port 0 works.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    program: &str,
+    buckets: &[(&str, &[f64])],
+) -> Result<tokio::task::JoinHandle<()>> {
+    let mut builder = PrometheusBuilder::new();
+    for (name, b) in buckets {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full(name.to_string()), b)
+            .context("histogram buckets")?;
+    }
+    let handle = builder
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics address {addr}"))?;
+    println!("{program} metrics on {}", listener.local_addr()?);
+    Ok(tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let handle = handle.clone();
+                        async move {
+                            let (status, body) = if req.uri().path() == "/metrics" {
+                                (hyper::StatusCode::OK, handle.render())
+                            } else {
+                                (hyper::StatusCode::NOT_FOUND, String::new())
+                            };
+                            let mut resp = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from(body),
+                            ));
+                            *resp.status_mut() = status;
+                            Ok::<_, std::convert::Infallible>(resp)
+                        }
+                    },
+                );
+                // A scraper hanging up is not an error of ours.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }))
+}
