@@ -2,6 +2,8 @@
 //! planner nor the fetcher, so each binary takes only what it runs.
 //!
 //! * [`auth`] — bearer tokens with scopes in front of every gRPC service;
+//! * [`credentials`] — how a client reaches the coordinator (TLS, bearer token): the
+//!   worker's sessions and `kairosctl`;
 //! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
 //! * [`schedule`] — which feed to fetch when, from a versioned assignment (the worker's timer
 //!   heap, which the coordinator's `replay` drives on a virtual clock);
@@ -10,6 +12,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod credentials;
 pub mod process;
 pub mod schedule;
 pub mod telemetry;

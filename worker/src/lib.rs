@@ -13,7 +13,7 @@
 //! this library does not link.
 
 pub mod agent;
-pub mod credentials;
+pub use kairos_runtime::credentials;
 pub mod fetch;
 pub mod hints;
 pub mod parse;

@@ -1,4 +1,5 @@
-//! How a worker proves who it is to the coordinator, and how it reaches it.
+//! How a client (a worker, `kairosctl`) proves who it is to the coordinator, and how it
+//! reaches it.
 //!
 //! * An `https://` coordinator URL always means TLS: the server is verified against
 //!   `--tls-ca` (PEM) when given, else against the system's roots. A client certificate
