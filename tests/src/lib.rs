@@ -196,11 +196,21 @@ pub fn unix_ms() -> i64 {
 
 /// `GET /metrics` from `addr` (plain HTTP/1.0 over loopback).
 pub fn scrape(addr: &str) -> String {
+    try_scrape(addr).unwrap_or_else(|| panic!("scrape {addr} failed"))
+}
+
+/// [`scrape`], or `None` when nothing answers within a few seconds (a paused or
+/// restarting process).
+pub fn try_scrape(addr: &str) -> Option<String> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).expect("connect to metrics");
+    use std::net::ToSocketAddrs;
+    let addr = addr.to_socket_addrs().ok()?.next()?;
+    let timeout = std::time::Duration::from_secs(3);
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
     s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .expect("send scrape");
+        .ok()?;
     let mut out = String::new();
-    s.read_to_string(&mut out).expect("read scrape");
-    out
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
 }

@@ -298,11 +298,21 @@ pub fn coordinator_endpoints(
                 .endpoint(a)
                 .map_err(|e| AgentError::BadCoordinator(a.to_string(), e))?
                 .connect_timeout(Duration::from_secs(5))
+                // A coordinator that is paused or cut off keeps its TCP connections open
+                // (the kernel still acknowledges): HTTP/2 pings find it out, and the
+                // assignment stream ends instead of waiting forever.
+                .http2_keep_alive_interval(Duration::from_secs(5))
+                .keep_alive_timeout(Duration::from_secs(5))
+                .keep_alive_while_idle(true)
                 .tcp_nodelay(true);
             Ok((a.to_string(), endpoint))
         })
         .collect()
 }
+
+/// Longest wait for a coordinator to answer a registration (one that accepted the
+/// connection but is paused must not hold the worker: the next address is tried).
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// One session: register, then assignments, reports and heartbeats until one fails.
 async fn session(
@@ -319,14 +329,21 @@ async fn session(
         .bearer()
         .map_err(tonic::Status::unauthenticated)?;
     let mut client = WorkerControlClient::with_interceptor(channel, Bearer(bearer));
-    let reg = client
-        .register(pb::RegisterRequest {
+    let reg = tokio::time::timeout(
+        REGISTER_TIMEOUT,
+        client.register(pb::RegisterRequest {
             worker_name: cfg.name.clone(),
             capacity_fetches_per_second: cfg.capacity,
             ingest_address: cfg.ingest_address.clone(),
-        })
-        .await?
-        .into_inner();
+        }),
+    )
+    .await
+    .map_err(|_| {
+        tonic::Status::deadline_exceeded(format!(
+            "registering: no answer within {REGISTER_TIMEOUT:?}"
+        ))
+    })??
+    .into_inner();
     shared.stats.sessions.fetch_add(1, Ordering::Relaxed);
     shared.stats.applied_version.store(0, Ordering::Relaxed);
     tracing::info!(worker = %reg.worker_id, epoch = reg.epoch, "registered");
@@ -565,20 +582,27 @@ async fn heartbeats(
     shared: &Arc<Shared>,
 ) -> Result<(), tonic::Status> {
     let mut tick = tokio::time::interval(every);
+    // The coordinator expires a worker that has not heartbeated for its lease (a few
+    // intervals): a heartbeat unanswered for as long means this session is over on the
+    // other side too (a paused or partitioned leader), so the worker moves on.
+    let patience = (every * 3).max(Duration::from_secs(1));
     loop {
         tick.tick().await;
         let backlog = shared.state.lock().expect("worker state").reports.backlog() as u64;
         let in_flight = shared.stats.in_flight.load(Ordering::Relaxed);
         metrics::gauge!(telemetry::REPORT_BACKLOG).set(backlog as f64);
         metrics::gauge!(telemetry::FETCHES_IN_FLIGHT).set(in_flight as f64);
-        client
-            .heartbeat(pb::HeartbeatRequest {
-                worker_id: id.to_string(),
-                report_backlog: backlog,
-                in_flight: in_flight.min(u32::MAX as u64) as u32,
-                applied_version: shared.stats.applied_version.load(Ordering::Relaxed),
-            })
-            .await?;
+        let beat = client.heartbeat(pb::HeartbeatRequest {
+            worker_id: id.to_string(),
+            report_backlog: backlog,
+            in_flight: in_flight.min(u32::MAX as u64) as u32,
+            applied_version: shared.stats.applied_version.load(Ordering::Relaxed),
+        });
+        tokio::time::timeout(patience, beat).await.map_err(|_| {
+            tonic::Status::unavailable(format!(
+                "no heartbeat answer within {patience:?}: the coordinator is paused or cut off"
+            ))
+        })??;
     }
 }
 
