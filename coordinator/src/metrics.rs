@@ -38,6 +38,14 @@ pub const WORKERS_BEHIND: &str = "kairos_workers_behind";
 pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
 /// Live worker sessions.
 pub const WORKERS: &str = "kairos_workers";
+/// Fetches the plan schedules in the next hour, over all feeds.
+pub const PLAN_FETCHES_NEXT_HOUR: &str = "kairos_plan_fetches_next_hour";
+/// The same as a rate: the autoscaler's signal (fetches per second).
+pub const PLAN_FETCH_RATE_NEXT_HOUR: &str = "kairos_plan_fetches_per_second_next_hour";
+/// Sum of the live workers' declared capacity, fetches per second.
+pub const WORKERS_CAPACITY: &str = "kairos_workers_capacity_fetches_per_second";
+/// Next hour's planned rate over the workers' declared capacity.
+pub const CAPACITY_UTILIZATION: &str = "kairos_capacity_utilization_next_hour";
 /// Hosts whose owner changed (joins, leaves, expired leases).
 pub const SHARD_MOVES_TOTAL: &str = "kairos_shard_moves_total";
 /// Wall time of one relearn + plan round.
@@ -311,6 +319,22 @@ pub fn describe() {
     describe_counter!(
         FENCED_WRITES_TOTAL,
         "Writes etcd refused because this coordinator's leadership was gone (another leader was elected)."
+    );
+    describe_gauge!(
+        PLAN_FETCHES_NEXT_HOUR,
+        "Fetches the plan schedules in the next hour over all feeds (back-off, skipHours and skipDays applied)."
+    );
+    describe_gauge!(
+        PLAN_FETCH_RATE_NEXT_HOUR,
+        "Planned fetches per second over the next hour: the worker autoscaler's signal."
+    );
+    describe_gauge!(
+        WORKERS_CAPACITY,
+        "Sum of the live workers' declared capacity (--capacity), fetches per second."
+    );
+    describe_gauge!(
+        CAPACITY_UTILIZATION,
+        "The next hour's planned fetch rate over the workers' declared capacity (above 1: the workers cannot carry the plan; +Inf with work and no workers)."
     );
     describe_gauge!(
         PLAN_SHRINKAGE_DAYS,

@@ -328,6 +328,17 @@ impl Schedule {
     }
 }
 
+/// Whether a publisher's skipHours (bit h, UTC) or skipDays (bit 0 = Monday) rule out a
+/// fetch at `at_ms`: the worker drops such fetches, and the coordinator's demand count
+/// leaves them out the same way.
+pub fn skipped(hours: u32, days: u32, at_ms: i64) -> bool {
+    const DAY_MS: i64 = 86_400_000;
+    let hour = (at_ms.rem_euclid(DAY_MS) / 3_600_000) as u32;
+    // 1970-01-01 was a Thursday (3 with Monday = 0).
+    let weekday = ((at_ms.div_euclid(DAY_MS) + 3).rem_euclid(7)) as u32;
+    hours & (1 << hour) != 0 || days & (1 << weekday) != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,5 +535,18 @@ mod tests {
             .collect();
         assert_eq!(due, vec!["a"], "b revoked; a moved to 700");
         assert_eq!(s.version(), 6);
+    }
+
+    #[test]
+    fn skip_hours_and_days_are_read_in_utc() {
+        // 2026-05-04 is a Monday.
+        let monday = 1_777_852_800_000i64;
+        assert!(!skipped(0, 0, monday));
+        assert!(skipped(1 << 0, 0, monday + 59 * 60_000));
+        assert!(!skipped(1 << 0, 0, monday + 3_600_000));
+        assert!(skipped(1 << 23, 0, monday - 1));
+        assert!(skipped(0, 1 << 0, monday + 5 * 3_600_000));
+        assert!(!skipped(0, 1 << 0, monday + 86_400_000));
+        assert!(skipped(0, 1 << 6, monday - 1), "the Sunday before");
     }
 }

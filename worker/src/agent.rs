@@ -657,15 +657,6 @@ async fn fetch_loop(
     let _ = permits.acquire_many(max_in_flight as u32).await;
 }
 
-/// Whether `at_ms` (Unix ms) falls in an hour or on a day the publisher asked to skip.
-fn skipped(hours: u32, days: u32, at_ms: i64) -> bool {
-    const DAY_MS: i64 = 86_400_000;
-    let hour = (at_ms.rem_euclid(DAY_MS) / 3_600_000) as u32;
-    // 1970-01-01 was a Thursday (3 with Monday = 0).
-    let weekday = ((at_ms.div_euclid(DAY_MS) + 3).rem_euclid(7)) as u32;
-    hours & (1 << hour) != 0 || days & (1 << weekday) != 0
-}
-
 fn outcome_code(o: &Outcome) -> (pb::FetchOutcome, u32, String) {
     use pb::FetchOutcome as F;
     match o {
@@ -695,7 +686,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
                 shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            Some(f) if skipped(f.skip_hours, f.skip_days, started) => {
+            Some(f) if kairos_runtime::schedule::skipped(f.skip_hours, f.skip_days, started) => {
                 shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -881,19 +872,6 @@ mod tests {
         };
         assert_eq!(s.feeds.len(), 1);
         assert_eq!(whole.version, 5);
-    }
-
-    #[test]
-    fn skip_hours_and_days_are_read_in_utc() {
-        // 2026-05-04 is a Monday.
-        let monday = 1_777_852_800_000i64;
-        assert!(!skipped(0, 0, monday));
-        assert!(skipped(1 << 0, 0, monday + 59 * 60_000));
-        assert!(!skipped(1 << 0, 0, monday + 3_600_000));
-        assert!(skipped(1 << 23, 0, monday - 1));
-        assert!(skipped(0, 1 << 0, monday + 5 * 3_600_000));
-        assert!(!skipped(0, 1 << 0, monday + 86_400_000));
-        assert!(skipped(0, 1 << 6, monday - 1), "the Sunday before");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The coordinator's live control state: which workers exist, which hosts each owns, what
 //! each should fetch and when, and what every feed's last fetches taught us.
 //!
+//! * [`capacity`] — the next hour's planned fetches against the workers' capacity;
 //! * [`cluster`] — worker sessions with leases, host ownership by rendezvous hashing, and
 //!   each worker's versioned desired state, published on a watch channel per worker;
 //! * [`feedstate`] — per-feed runtime state (cache validators, recent item ids, posting
@@ -15,6 +16,7 @@
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::runtime`] wrap it.
 
+pub mod capacity;
 pub mod cluster;
 pub mod feedstate;
 pub mod from_trace;

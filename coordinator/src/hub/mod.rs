@@ -491,6 +491,22 @@ impl<B: KvBackend> Hub<B> {
         }
     }
 
+    /// Exports the next hour's planned fetches against the workers' declared capacity (the
+    /// autoscaler's signal) and returns it.
+    pub fn record_capacity(&self) -> crate::control::capacity::Demand {
+        let now = self.clock.now_ms();
+        let d = {
+            let c = self.cluster.lock().expect("cluster lock");
+            let capacity: f64 = c.workers().iter().map(|w| w.capacity).sum();
+            crate::control::capacity::next_hour(c.feeds().values(), now, capacity)
+        };
+        metrics::gauge!(m::PLAN_FETCHES_NEXT_HOUR).set(d.fetches_next_hour as f64);
+        metrics::gauge!(m::PLAN_FETCH_RATE_NEXT_HOUR).set(d.fetches_per_second);
+        metrics::gauge!(m::WORKERS_CAPACITY).set(d.capacity_per_second);
+        metrics::gauge!(m::CAPACITY_UTILIZATION).set(d.utilization());
+        d
+    }
+
     /// Drops sessions whose lease ran out (their hosts move to the others).
     pub fn expire_leases(&self) {
         let mut c = self.cluster.lock().expect("cluster lock");
@@ -901,6 +917,8 @@ impl<B: KvBackend> Hub<B> {
         let mut prune_cursor = crate::retention::Cursor::default();
         let mut prune = tokio::time::interval(self.cfg.retention.every);
         let mut compact = tokio::time::interval(self.cfg.retention.compact_every);
+        // A plan's next hour moves with the clock (compressed in demos and tests).
+        let mut capacity = tokio::time::interval(Duration::from_secs(15));
         loop {
             tokio::select! {
                 _ = persist.tick() => {
@@ -922,6 +940,9 @@ impl<B: KvBackend> Hub<B> {
                     }
                 }
                 _ = leases.tick() => self.expire_leases(),
+                _ = capacity.tick() => {
+                    self.record_capacity();
+                }
                 _ = stop.changed() => break,
             }
         }

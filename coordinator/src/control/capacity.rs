@@ -1,0 +1,176 @@
+//! What the plan asks of the workers in the coming hour, against what they declared they
+//! can carry: the signal the worker autoscaler and the capacity alert read.
+//!
+//! The plan concentrates fetches where postings and readers are, so the daily average
+//! understates the busy hours; the next hour's planned fetches are counted from every
+//! feed's actual fetch times (period, offsets, back-off, skipHours and skipDays applied as the workers
+//! apply them).
+
+use super::FeedSpec;
+use kairos_runtime::schedule::skipped;
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// Planned fetches of `spec` at times `t` with `from_ms <= t < to_ms`.
+pub fn fetches_between(spec: &FeedSpec, from_ms: i64, to_ms: i64) -> u64 {
+    let period_ms = (spec.period_seconds * 1000.0).round() as i64;
+    if period_ms <= 0 || to_ms <= from_ms || spec.offsets_seconds.is_empty() {
+        return 0;
+    }
+    let from = from_ms.max(spec.not_before_unix_ms);
+    let mut n = 0;
+    for &off in &spec.offsets_seconds {
+        let off_ms = (off * 1000.0).round() as i64;
+        // First occurrence at or after `from`: origin + off + k·period.
+        let base = spec.origin_unix_ms + off_ms;
+        let k = (from - base).div_euclid(period_ms)
+            + i64::from((from - base).rem_euclid(period_ms) != 0);
+        let mut t = base + k * period_ms;
+        while t < to_ms {
+            if !skipped(spec.skip_hours, spec.skip_days, t) {
+                n += 1;
+            }
+            t += period_ms;
+        }
+    }
+    n
+}
+
+/// The load the plan puts on the workers over the next hour.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Demand {
+    /// Fetches planned in the next hour, over all feeds.
+    pub fetches_next_hour: u64,
+    /// The same as a rate, fetches per second.
+    pub fetches_per_second: f64,
+    /// Sum of the live workers' declared capacity, fetches per second.
+    pub capacity_per_second: f64,
+}
+
+impl Demand {
+    /// Planned rate over declared capacity: above 1 the workers cannot carry the plan
+    /// (infinite with no workers and work to do; 0 with nothing planned).
+    pub fn utilization(&self) -> f64 {
+        match (
+            self.fetches_per_second > 0.0,
+            self.capacity_per_second > 0.0,
+        ) {
+            (false, _) => 0.0,
+            (true, false) => f64::INFINITY,
+            (true, true) => self.fetches_per_second / self.capacity_per_second,
+        }
+    }
+}
+
+/// The next hour's demand of `specs` from `now_ms`, against `capacity_per_second`.
+pub fn next_hour<'a>(
+    specs: impl IntoIterator<Item = &'a FeedSpec>,
+    now_ms: i64,
+    capacity_per_second: f64,
+) -> Demand {
+    let n: u64 = specs
+        .into_iter()
+        .map(|s| fetches_between(s, now_ms, now_ms + HOUR_MS))
+        .sum();
+    Demand {
+        fetches_next_hour: n,
+        fetches_per_second: n as f64 / 3600.0,
+        capacity_per_second,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(offsets: &[f64], period_s: f64, origin: i64) -> FeedSpec {
+        FeedSpec {
+            id: "f".into(),
+            url: "https://x.example/f".into(),
+            host: "x.example".into(),
+            offsets_seconds: offsets.to_vec(),
+            period_seconds: period_s,
+            origin_unix_ms: origin,
+            not_before_unix_ms: 0,
+            skip_hours: 0,
+            skip_days: 0,
+        }
+    }
+
+    /// Every planned time listed one by one, the slow obvious way.
+    fn brute(s: &FeedSpec, from: i64, to: i64) -> u64 {
+        let p = (s.period_seconds * 1000.0).round() as i64;
+        let mut n = 0;
+        for k in -2000..2000 {
+            for &o in &s.offsets_seconds {
+                let t = s.origin_unix_ms + (o * 1000.0).round() as i64 + k * p;
+                let hour = t.div_euclid(HOUR_MS).rem_euclid(24) as u32;
+                let weekday = (t.div_euclid(24 * HOUR_MS) + 3).rem_euclid(7) as u32;
+                let off = s.skip_hours & (1 << hour) != 0 || s.skip_days & (1 << weekday) != 0;
+                if t >= from.max(s.not_before_unix_ms) && t < to && !off {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn counts_agree_with_listing_every_fetch() {
+        let day = 86_400.0;
+        let cases = [
+            spec(&[0.0, 3_600.0, 7_200.5, 86_399.0], day, 1_700_000_000_000),
+            spec(&[10.0, 500.0], 600.0, 1_700_000_123_456),
+            spec(&[40_000.0], 7.0 * day, 1_699_000_000_000),
+            spec(&[1.0, 2.0, 3.0], 3.0 * day, 1_700_000_000_000),
+        ];
+        for (i, base) in cases.iter().enumerate() {
+            for (not_before, skip, days) in [
+                (0, 0, 0),
+                (1_700_000_500_000, 0, 0),
+                (0, 0b1111_0000_0000, 0),
+                (0, 0, 0b110_0000),
+            ] {
+                let mut s = base.clone();
+                s.not_before_unix_ms = not_before;
+                s.skip_hours = skip;
+                s.skip_days = days;
+                for from in (0..40).map(|k| 1_700_000_000_000 + k * 1_234_567) {
+                    for len in [1, 3_600_000, 86_400_000, 5 * 86_400_000] {
+                        assert_eq!(
+                            fetches_between(&s, from, from + len),
+                            brute(&s, from, from + len),
+                            "case {i}, from {from}, len {len}, not before {not_before}, skip {skip:b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_day_of_a_daily_plan_is_its_fetch_count() {
+        let s = spec(&[100.0, 200.0, 40_000.0, 80_000.0], 86_400.0, 0);
+        for from in [0, 5_000_000, 86_399_999] {
+            assert_eq!(fetches_between(&s, from, from + 86_400_000), 4);
+        }
+        // One per 10-minute period: 6 in an hour from any start.
+        let s = spec(&[42.0], 600.0, 0);
+        let d = next_hour([&s, &s], 123_456, 0.01);
+        assert_eq!(d.fetches_next_hour, 12);
+        assert!((d.fetches_per_second - 12.0 / 3600.0).abs() < 1e-12);
+        assert!((d.utilization() - 12.0 / 36.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn utilization_edges() {
+        let none = Demand::default();
+        assert_eq!(none.utilization(), 0.0);
+        let orphan = Demand {
+            fetches_next_hour: 10,
+            fetches_per_second: 10.0 / 3600.0,
+            capacity_per_second: 0.0,
+        };
+        assert!(orphan.utilization().is_infinite());
+    }
+}
