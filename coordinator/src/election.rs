@@ -312,6 +312,9 @@ impl Standby {
                 .set_service_status(service, ServingStatus::NotServing)
                 .await;
         }
+        health
+            .set_service_status(crate::server::LIVENESS_SERVICE, ServingStatus::Serving)
+            .await;
         let certs = match &o.tls {
             Some(files) => Some(crate::tls::CertStore::open(files.clone())?),
             None => None,

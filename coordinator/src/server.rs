@@ -114,6 +114,11 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         None => None,
     };
     let (health, health_service) = tonic_health::server::health_reporter();
+    // Liveness (the process answers) is apart from readiness: a standby or a leader whose
+    // store is failing is alive, and restarting it would not help.
+    health
+        .set_service_status(LIVENESS_SERVICE, tonic_health::ServingStatus::Serving)
+        .await;
     health.set_serving::<AdminServer<AdminService<B>>>().await;
     health
         .set_serving::<PostingsServer<PostingsService<B>>>()
@@ -286,6 +291,10 @@ async fn watch_store<B: KvBackend>(
         }
     }
 }
+
+/// The gRPC health service name that answers SERVING whenever the process runs, leader or
+/// standby (Kubernetes liveness probes ask for it; readiness asks for "").
+pub const LIVENESS_SERVICE: &str = "kairos.liveness";
 
 /// Where `serve` keeps its state.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! `deploy/`: the Grafana dashboard's queries and the Prometheus rules, against a running
 //! system. A `standalone --demo` run is scraped by a real Prometheus (Debian's package, on
-//! loopback, one-second scrapes) loaded with `deploy/prometheus/kairos-rules.yaml`; every
+//! loopback, one-second scrapes) loaded with `deploy/base/prometheus/kairos-rules.yaml`; every
 //! panel query and every recording rule must return data, and `promtool` must accept the
 //! rules. Without Prometheus installed the test is skipped, except under CI (`CI` set), where
 //! a missing Prometheus is a failure: `.ci/run` installs it.
@@ -62,7 +62,7 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
         return;
     };
     let dashboard: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("deploy/grafana/kairos-dashboard.json")).unwrap(),
+        &std::fs::read_to_string(repo().join("deploy/base/grafana/kairos-dashboard.json")).unwrap(),
     )
     .expect("the dashboard is JSON");
     let mut exprs: Vec<String> = dashboard["panels"]
@@ -73,7 +73,7 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
         .map(|t| t["expr"].as_str().expect("a target expression").to_string())
         .collect();
     assert!(exprs.len() >= 15, "{} queries", exprs.len());
-    let rules_path = repo().join("deploy/prometheus/kairos-rules.yaml");
+    let rules_path = repo().join("deploy/base/prometheus/kairos-rules.yaml");
     let rules = std::fs::read_to_string(&rules_path).unwrap();
     exprs.extend(
         rules
@@ -93,7 +93,7 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
             String::from_utf8_lossy(&out.stdout)
         );
         // Every alert has unit tests (a case where it fires), and they pass.
-        let tests_path = repo().join("deploy/prometheus/kairos-rules.test.yaml");
+        let tests_path = repo().join("deploy/base/prometheus/kairos-rules.test.yaml");
         let tests = std::fs::read_to_string(&tests_path).unwrap();
         for alert in rules
             .lines()

@@ -108,6 +108,15 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         health(&b_url, "kairos.v1.Admin").await,
         ServingStatus::NotServing as i32
     );
+    // Alive all the same: the liveness probe's service answers SERVING on both roles.
+    assert_eq!(
+        health(&b_url, "kairos.liveness").await,
+        ServingStatus::Serving as i32
+    );
+    assert_eq!(
+        health(&a.url, "kairos.liveness").await,
+        ServingStatus::Serving as i32
+    );
     // The standby learns the leader's address within its poll (a second).
     let start = Instant::now();
     let e = loop {
