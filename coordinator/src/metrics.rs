@@ -28,6 +28,8 @@ pub const MISSED_POSTINGS_TOTAL: &str = "kairos_missed_postings_total";
 pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total";
 /// Reports refused (feed not owned by the reporting worker, unknown feed).
 pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
+/// Item-like elements of fetched documents that the workers' parser did not read.
+pub const ITEMS_UNREAD_TOTAL: &str = "kairos_items_unread_total";
 /// Planned slots fetched by a second worker (around host moves and failovers).
 pub const FETCHES_SAME_SLOT_TOTAL: &str = "kairos_fetches_same_slot_total";
 /// Fetches in flight summed over workers' last heartbeats.
@@ -319,6 +321,10 @@ pub fn describe() {
     describe_counter!(
         FENCED_WRITES_TOTAL,
         "Writes etcd refused because this coordinator's leadership was gone (another leader was elected)."
+    );
+    describe_counter!(
+        ITEMS_UNREAD_TOTAL,
+        "Item-like elements of fetched documents that did not come out as items (postings that may be lost; outcome empty_unrecognized when none did)."
     );
     describe_gauge!(
         PLAN_FETCHES_NEXT_HOUR,

@@ -35,6 +35,7 @@ pub fn outcome_label(o: i32) -> &'static str {
         F::RedirectLimit => "redirect_limit",
         F::ForbiddenTarget => "forbidden_target",
         F::NetworkError => "network_error",
+        F::EmptyUnrecognized => "empty_unrecognized",
         F::Unspecified => "unspecified",
     }
 }

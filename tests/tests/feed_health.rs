@@ -21,6 +21,11 @@ const HINTED: &str = r#"<?xml version="1.0"?>
 <skipHours><hour>0</hour><hour>1</hour><hour>2</hour><hour>3</hour><hour>4</hour><hour>5</hour></skipHours>
 <item><guid>h1</guid><title>one</title></item></channel></rss>"#;
 
+/// An Atom 0.3 feed: its root parses, its entries (in the old namespace) are not read. A
+/// reader shows two items; Kairos must not call it a quiet feed.
+const ATOM03: &str = r#"<?xml version="1.0"?><feed version="0.3" xmlns="http://purl.org/atom/ns#">
+<title>old</title><entry><title>a</title><id>tag:a</id></entry><entry><title>b</title><id>tag:b</id></entry></feed>"#;
+
 async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
@@ -57,6 +62,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     let docs = dir.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("hinted.xml"), HINTED).unwrap();
+    std::fs::write(docs.join("atom03.xml"), ATOM03).unwrap();
     // Two hosts: one with every kind of trouble but throttling, one that throttles.
     let a = Fixtures::start(Some(docs)).await.unwrap();
     let b = Fixtures::start(None).await.unwrap();
@@ -90,6 +96,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     let feeds = [
         ("ok", a.url("/feed")),
         ("hinted", a.url("/s/hinted.xml")),
+        ("unreadable", a.url("/s/atom03.xml")),
         ("broken", a.url("/broken")),
         ("gone", a.url("/gone")),
         ("dup", a.url("/moved")),
@@ -229,9 +236,27 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         "the back-off holds the broken feed: {server_errors}"
     );
     assert_eq!(sample(&metrics, "kairos_feeds{status=\"gone\"}"), Some(1.0));
+    // `broken` and `unreadable` (whose items the parser cannot read: not an `ok` with no
+    // items, but its own outcome, counted, backing off like a malformed feed).
     assert_eq!(
         sample(&metrics, "kairos_feeds{status=\"failing\"}"),
-        Some(1.0)
+        Some(2.0)
+    );
+    assert!(
+        sample(
+            &metrics,
+            "kairos_fetches_total{outcome=\"empty_unrecognized\"}"
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert!(sample(&metrics, "kairos_items_unread_total").unwrap() >= 2.0);
+    let unreadable = get(&mut admin, "unreadable").await.unwrap();
+    assert!(
+        unreadable
+            .last_error
+            .contains("2 item-like elements but no item read"),
+        "{unreadable:?}"
     );
     assert_eq!(
         sample(&metrics, "kairos_feed_redirects_total{result=\"merged\"}"),

@@ -698,12 +698,27 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
     let finished = shared.clock.now_ms();
     let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
     let mut items = Vec::new();
+    let mut unread = 0usize;
     let mut ttl = None;
     let mut hints = crate::hints::DocHints::default();
     if let Outcome::Ok { body, .. } = &fetched.outcome {
         match parse::parse(body) {
             Ok(doc) => {
                 ttl = doc.ttl_minutes;
+                unread = doc.items_unread();
+                if doc.items.is_empty() && unread > 0 {
+                    // Not a quiet feed: items are there in a form the parser does not read.
+                    outcome = pb::FetchOutcome::EmptyUnrecognized;
+                    error = format!(
+                        "{unread} item-like elements but no item read (as {:?})",
+                        doc.format
+                    );
+                    metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "none")
+                        .increment(1);
+                } else if unread > 0 {
+                    metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "partly")
+                        .increment(1);
+                }
                 items = doc.items;
                 hints = crate::hints::scan(body);
             }
@@ -755,6 +770,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         skip_hours_mask: hints.skip_hours,
         skip_days_mask: hints.skip_days,
         redirect_permanent: fetched.permanent_redirect,
+        items_unread: unread.min(u32::MAX as usize) as u32,
     };
     telemetry::record_fetch(
         report.outcome,

@@ -55,6 +55,110 @@ pub struct ParsedFeed {
     pub duplicates_dropped: usize,
     /// RSS `<ttl>`: the publisher's minimum refetch interval, minutes.
     pub ttl_minutes: Option<u32>,
+    /// Item-like elements in the document (see [`item_like_elements`]): more than the items
+    /// read (with duplicates) means the parser lost some.
+    pub item_like: usize,
+}
+
+impl ParsedFeed {
+    /// Item-like elements that did not come out as items (nor as dropped duplicates).
+    pub fn items_unread(&self) -> usize {
+        self.item_like
+            .saturating_sub(self.items.len() + self.duplicates_dropped)
+    }
+}
+
+/// Most item-like elements counted in one document (the count only has to show a loss).
+const ITEM_LIKE_CAP: usize = 100_000;
+
+/// Counts what looks like an item, independently of the parser, so that a document the
+/// parser reads as empty (a format or namespace it does not know) or only partly is seen
+/// as such instead of as a quiet feed: XML elements named `item` or `entry`, with or
+/// without a prefix (`<item>`, `<rss:item …>`, `<atom:entry>`, not `<items>`), or the
+/// members of a JSON document's `"items"` array (counted by its objects' opening braces at
+/// the array's top level).
+pub fn item_like_elements(body: &[u8]) -> usize {
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF))
+        .unwrap_or(body.len());
+    if body.get(start) == Some(&b'{') {
+        return json_items(&body[start..]);
+    }
+    let mut n = 0;
+    for at in memchr::memchr_iter(b'<', body) {
+        let rest = &body[at + 1..];
+        // The local name: after an optional `prefix:`.
+        let name_end = rest
+            .iter()
+            .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'-' | b'.')))
+            .unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        let local = match name.iter().rposition(|&b| b == b':') {
+            Some(i) => &name[i + 1..],
+            None => name,
+        };
+        let delimited = matches!(
+            rest.get(name_end),
+            Some(b' ' | b'>' | b'/' | b'\t' | b'\r' | b'\n')
+        );
+        if delimited && (local == b"item" || local == b"entry") {
+            n += 1;
+            if n == ITEM_LIKE_CAP {
+                break;
+            }
+        }
+    }
+    n
+}
+
+/// Objects at the top level of the first `"items": [ … ]` array of a JSON document.
+fn json_items(body: &[u8]) -> usize {
+    let Some(key) = memchr::memmem::find(body, b"\"items\"") else {
+        return 0;
+    };
+    let rest = &body[key + 7..];
+    let Some(open) = rest
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && *b != b':')
+    else {
+        return 0;
+    };
+    if rest[open] != b'[' {
+        return 0;
+    }
+    let (mut depth, mut in_string, mut escaped, mut n) = (0usize, false, false, 0);
+    for &b in &rest[open..] {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                if b == b'{' && depth == 1 {
+                    n += 1;
+                    if n == ITEM_LIKE_CAP {
+                        break;
+                    }
+                }
+                depth += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    n
 }
 
 /// Why a document yields no feed.
@@ -119,6 +223,7 @@ pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
         items,
         duplicates_dropped,
         ttl_minutes: feed.ttl,
+        item_like: item_like_elements(body),
     })
 }
 
@@ -158,6 +263,61 @@ mod tests {
 <item><guid>a-1</guid><title>One again</title></item>
 <item><description>no id, link or title</description></item>
 </channel></rss>"#;
+
+    /// Documents a reader shows items for that this parser reads as empty: counted as
+    /// item-like so that the fetch is not reported as a quiet feed.
+    #[test]
+    fn documents_read_as_empty_still_count_their_items() {
+        let atom03 = r#"<?xml version="1.0"?><feed version="0.3" xmlns="http://purl.org/atom/ns#">
+<title>t</title><entry><title>a</title><id>tag:a</id></entry><entry><title>b</title><id>tag:b</id></entry></feed>"#;
+        let userland = r#"<?xml version="1.0"?><rss version="2.0" xmlns="http://backend.userland.com/rss2"><channel><title>t</title>
+<item><title>a</title><link>http://x.test/a</link></item><item><title>b</title><link>http://x.test/b</link></item><item><title>c</title><link>http://x.test/c</link></item></channel></rss>"#;
+        let cased = r#"<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/ATOM"><title>t</title>
+<entry><title>a</title><id>tag:a</id></entry></feed>"#;
+        for (doc, like) in [(atom03, 2), (userland, 3), (cased, 1)] {
+            assert_eq!(item_like_elements(doc.as_bytes()), like, "{doc}");
+            let p = parse(doc.as_bytes()).expect("feed-rs recognises the root element");
+            assert!(p.items.is_empty(), "{doc}");
+            assert_eq!(p.items_unread(), like, "{doc}");
+        }
+    }
+
+    #[test]
+    fn item_like_counts_elements_not_lookalikes() {
+        let rss1 = r#"<rdf:RDF xmlns:rdf="r" xmlns="http://purl.org/rss/1.0/"><channel><items><rdf:Seq><rdf:li resource="a"/></rdf:Seq></items></channel>
+<item rdf:about="a"><title>a</title></item><rss:item/><itemref/><entryway>x</entryway><!-- <item> --></rdf:RDF>"#;
+        // <items>, <itemref>, <entryway> are not items; the commented one is (a heuristic).
+        assert_eq!(item_like_elements(rss1.as_bytes()), 3);
+        let quiet = r#"<rss version="2.0"><channel><title>quiet</title><description>&lt;item&gt;</description></channel></rss>"#;
+        assert_eq!(item_like_elements(quiet.as_bytes()), 0);
+        let p = parse(quiet.as_bytes()).unwrap();
+        assert!(
+            p.items.is_empty() && p.items_unread() == 0,
+            "a quiet feed stays ok"
+        );
+        let json = r#" {"version":"https://jsonfeed.org/version/1.1","title":"t","items":[
+{"id":"1","content_text":"a [b] {c} \" ]"},{"id":"2","tags":"x"},{"id":"3","attachments":[{"url":"u"}]}]}"#;
+        assert_eq!(item_like_elements(json.as_bytes()), 3);
+        assert_eq!(item_like_elements(br#"{"items": []}"#), 0);
+        assert_eq!(item_like_elements(br#"{"title": "no items"}"#), 0);
+    }
+
+    #[test]
+    fn a_partly_read_document_counts_what_it_lost() {
+        let p = parse(RSS.as_bytes()).unwrap();
+        // Four <item>s: three read (one a duplicate dropped), the fourth read by content.
+        assert_eq!(p.item_like, 4);
+        assert_eq!(
+            p.items_unread(),
+            0,
+            "{} items, {} dropped",
+            p.items.len(),
+            p.duplicates_dropped
+        );
+        let mut doc = p.clone();
+        doc.item_like = 7;
+        assert_eq!(doc.items_unread(), 7 - p.items.len() - p.duplicates_dropped);
+    }
 
     #[test]
     fn rss_items_ids_dates_and_duplicates() {

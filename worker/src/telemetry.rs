@@ -22,6 +22,9 @@ pub const FETCHES_DUE_WAITING: &str = "kairos_worker_fetches_due_waiting";
 pub const FEEDS: &str = "kairos_worker_feeds";
 /// Reports not yet acknowledged by the coordinator.
 pub const REPORT_BACKLOG: &str = "kairos_worker_report_backlog";
+/// Documents with item-like elements the parser did not read, by `read` = `none` (the
+/// fetch is reported EMPTY_UNRECOGNIZED) or `partly`.
+pub const DOCUMENTS_UNREAD_TOTAL: &str = "kairos_worker_documents_unread_total";
 /// Version of the last assignment applied (restarts at 1 with each session).
 pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
 
@@ -45,6 +48,10 @@ pub fn describe() {
         "Start of a fetch minus its planned time, on the system clock."
     );
     describe_counter!(FETCH_BYTES_TOTAL, "Response body bytes received.");
+    describe_counter!(
+        DOCUMENTS_UNREAD_TOTAL,
+        "Documents holding item-like elements the parser did not read: read=none (no item at all) or read=partly."
+    );
     describe_gauge!(FETCHES_IN_FLIGHT, "Fetches running now.");
     describe_gauge!(
         FETCHES_DUE_WAITING,
@@ -66,6 +73,9 @@ pub fn describe() {
         gauge!(g).set(0.0);
     }
     counter!(FETCH_BYTES_TOTAL).absolute(0);
+    for read in ["none", "partly"] {
+        counter!(DOCUMENTS_UNREAD_TOTAL, "read" => read).absolute(0);
+    }
 }
 
 /// Records one finished fetch.

@@ -19,7 +19,8 @@ pub(super) fn answer_of(r: &pb::FetchReport) -> Answer {
     match outcome_label(r.outcome) {
         "ok" => Answer::Answered,
         "not_modified" => Answer::Unchanged,
-        "malformed" => Answer::Malformed,
+        // Items the parser cannot read are as lost as a document that does not parse.
+        "malformed" | "empty_unrecognized" => Answer::Malformed,
         "throttled" => Answer::Throttled,
         "client_error" if r.http_status == 410 => Answer::Gone,
         _ => Answer::Failed,

@@ -697,6 +697,9 @@ impl<B: KvBackend> Hub<B> {
                 r.body_bytes,
                 (r.started_unix_ms - r.scheduled_unix_ms) as f64 / 1000.0,
             );
+            if r.items_unread > 0 {
+                metrics::counter!(m::ITEMS_UNREAD_TOTAL).increment(r.items_unread as u64);
+            }
             for &d in delays {
                 metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
                 misses.push((
