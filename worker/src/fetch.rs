@@ -141,6 +141,7 @@ impl Fetcher {
             .timeout(cfg.total_timeout)
             .user_agent(cfg.user_agent.clone())
             .dns_resolver(GuardedResolver::new(policy))
+            .connector_layer(crate::timing::ConnectTiming)
             // Redirects are followed by hand (`run`): each hop is checked against the
             // policy, and whether every hop was permanent decides if the feed moved.
             .redirect(redirect::Policy::none())

@@ -6,7 +6,8 @@
 //! * [`relay`] — the public access-event endpoint relayed to the coordinator;
 //! * [`reports`] — the bounded, acknowledged report buffer;
 //! * [`target`] — which addresses a feed URL may reach;
-//! * [`telemetry`] — the worker's metrics.
+//! * [`telemetry`] — the worker's metrics;
+//! * [`timing`] — DNS and connection-establishment timings.
 //!
 //! The clock, the fetch schedule, auth and process plumbing are shared with the coordinator
 //! in `kairos-runtime`; the loopback feed farm and hostile fixtures are `kairos-farm`, which
@@ -21,3 +22,4 @@ pub mod relay;
 pub mod reports;
 pub mod target;
 pub mod telemetry;
+pub mod timing;

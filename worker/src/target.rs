@@ -108,8 +108,14 @@ impl Resolve for GuardedResolver {
         let policy = self.policy.clone();
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let started = std::time::Instant::now();
+            let looked_up = tokio::net::lookup_host((host.as_str(), 0)).await;
+            metrics::histogram!(
+                crate::telemetry::DNS_SECONDS,
+                "result" => if looked_up.is_ok() { "ok" } else { "error" }
+            )
+            .record(started.elapsed().as_secs_f64());
+            let found: Vec<SocketAddr> = looked_up?.collect();
             let allowed: Vec<SocketAddr> = found
                 .iter()
                 .copied()

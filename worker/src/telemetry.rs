@@ -25,12 +25,22 @@ pub const REPORT_BACKLOG: &str = "kairos_worker_report_backlog";
 /// Documents with item-like elements the parser did not read, by `read` = `none` (the
 /// fetch is reported EMPTY_UNRECOGNIZED) or `partly`.
 pub const DOCUMENTS_UNREAD_TOTAL: &str = "kairos_worker_documents_unread_total";
+/// DNS resolution time of feed hosts, by `result`.
+pub const DNS_SECONDS: &str = "kairos_worker_dns_seconds";
+/// Time to open a connection to a feed host (DNS, TCP and, for https, the TLS handshake),
+/// by `result`; connections reused from the pool are not counted.
+pub const CONNECT_SECONDS: &str = "kairos_worker_connect_seconds";
 /// Version of the last assignment applied (restarts at 1 with each session).
 pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
 
 /// Buckets of fetch durations: 5 ms to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// Buckets of DNS and connection times: 0.5 ms to 10 s (loopback to a slow far host).
+const CONNECT_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 /// Describes every worker metric and sets the gauges to zero, so each appears in the first
@@ -48,6 +58,16 @@ pub fn describe() {
         "Start of a fetch minus its planned time, on the system clock."
     );
     describe_counter!(FETCH_BYTES_TOTAL, "Response body bytes received.");
+    describe_histogram!(
+        DNS_SECONDS,
+        metrics::Unit::Seconds,
+        "DNS resolution time of feed hosts, by result."
+    );
+    describe_histogram!(
+        CONNECT_SECONDS,
+        metrics::Unit::Seconds,
+        "Time to open a connection to a feed host (DNS, TCP and the TLS handshake for https), by result; pooled connections are not counted."
+    );
     describe_counter!(
         DOCUMENTS_UNREAD_TOTAL,
         "Documents holding item-like elements the parser did not read: read=none (no item at all) or read=partly."
@@ -90,6 +110,8 @@ pub fn record_fetch(outcome: i32, duration_s: f64, lateness_s: f64, bytes: u64) 
 pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
     vec![
         (FETCH_DURATION_SECONDS, DURATION_BUCKETS),
+        (DNS_SECONDS, CONNECT_BUCKETS),
+        (CONNECT_SECONDS, CONNECT_BUCKETS),
         (
             FETCH_LATENESS_SECONDS,
             kairos_runtime::telemetry::LATENESS_BUCKETS,

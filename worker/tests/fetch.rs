@@ -237,3 +237,41 @@ async fn refused_connections_are_network_errors() {
         out.outcome
     );
 }
+
+/// A fetch by host name resolves it (timed) and opens a connection (timed): the fixture
+/// closes each connection after its answer, so both fetches do both.
+#[test]
+fn dns_and_connection_times_are_recorded() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        rt.block_on(async {
+            let srv = Fixtures::start(None).await.unwrap();
+            let url = srv.url("/feed").replace("127.0.0.1", "localhost");
+            let f = fetcher();
+            for _ in 0..2 {
+                let got = f.fetch(&url, &Validators::default()).await;
+                assert!(
+                    matches!(got.outcome, Outcome::Ok { .. }),
+                    "{:?}",
+                    got.outcome
+                );
+            }
+        })
+    });
+    let text = handle.render();
+    let count = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} missing in:\n{text}"))
+    };
+    assert_eq!(count("kairos_worker_dns_seconds_count{result=\"ok\"}"), 2.0);
+    assert_eq!(
+        count("kairos_worker_connect_seconds_count{result=\"ok\"}"),
+        2.0
+    );
+}
