@@ -21,10 +21,10 @@ const HINTED: &str = r#"<?xml version="1.0"?>
 <skipHours><hour>0</hour><hour>1</hour><hour>2</hour><hour>3</hour><hour>4</hour><hour>5</hour></skipHours>
 <item><guid>h1</guid><title>one</title></item></channel></rss>"#;
 
-/// An Atom 0.3 feed: its root parses, its entries (in the old namespace) are not read. A
-/// reader shows two items; Kairos must not call it a quiet feed.
-const ATOM03: &str = r#"<?xml version="1.0"?><feed version="0.3" xmlns="http://purl.org/atom/ns#">
-<title>old</title><entry><title>a</title><id>tag:a</id></entry><entry><title>b</title><id>tag:b</id></entry></feed>"#;
+/// A feed in a namespace nothing knows: its root parses, its two entries are not read.
+/// Kairos must not call it a quiet feed.
+const UNREADABLE: &str = r#"<?xml version="1.0"?><feed xmlns="http://example.org/not-a-feed-format">
+<title>odd</title><entry><title>a</title><id>tag:a</id></entry><entry><title>b</title><id>tag:b</id></entry></feed>"#;
 
 async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
@@ -62,7 +62,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     let docs = dir.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("hinted.xml"), HINTED).unwrap();
-    std::fs::write(docs.join("atom03.xml"), ATOM03).unwrap();
+    std::fs::write(docs.join("unreadable.xml"), UNREADABLE).unwrap();
     // Two hosts: one with every kind of trouble but throttling, one that throttles.
     let a = Fixtures::start(Some(docs)).await.unwrap();
     let b = Fixtures::start(None).await.unwrap();
@@ -96,7 +96,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     let feeds = [
         ("ok", a.url("/feed")),
         ("hinted", a.url("/s/hinted.xml")),
-        ("unreadable", a.url("/s/atom03.xml")),
+        ("unreadable", a.url("/s/unreadable.xml")),
         ("broken", a.url("/broken")),
         ("gone", a.url("/gone")),
         ("dup", a.url("/moved")),

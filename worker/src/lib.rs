@@ -2,6 +2,7 @@
 //!
 //! * [`agent`] — the running worker: coordinator session and fetch loop;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
+//! * [`normalise`] — older and mislabelled formats rewritten for the parser;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
 //! * [`relay`] — the public access-event endpoint relayed to the coordinator;
 //! * [`reports`] — the bounded, acknowledged report buffer;
@@ -17,6 +18,7 @@ pub mod agent;
 pub use kairos_runtime::credentials;
 pub mod fetch;
 pub mod hints;
+pub mod normalise;
 pub mod parse;
 pub mod relay;
 pub mod reports;

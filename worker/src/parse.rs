@@ -58,6 +58,8 @@ pub struct ParsedFeed {
     /// Item-like elements in the document (see [`item_like_elements`]): more than the items
     /// read (with duplicates) means the parser lost some.
     pub item_like: usize,
+    /// Read only after rewriting an older or mislabelled format ([`crate::normalise`]).
+    pub normalised: bool,
 }
 
 impl ParsedFeed {
@@ -175,8 +177,28 @@ pub enum ParseError {
 /// Marker the id generator returns when an item has neither a link nor a title.
 const NO_LINK_OR_TITLE: &str = "kairos:no-link-or-title";
 
-/// Parses a feed document.
+/// Parses a feed document. A document the parser reads as empty although it holds
+/// item-like elements is rewritten into a format the parser knows (see
+/// [`crate::normalise`]) and parsed again; the result says so in `normalised`.
 pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
+    let first = parse_once(body)?;
+    if !first.items.is_empty() || first.item_like == 0 {
+        return Ok(first);
+    }
+    let Some(rewritten) = crate::normalise::normalise(body) else {
+        return Ok(first);
+    };
+    match parse_once(&rewritten) {
+        Ok(mut second) if !second.items.is_empty() => {
+            second.normalised = true;
+            Ok(second)
+        }
+        // The rewrite did not help: the first answer stands (and says what was lost).
+        _ => Ok(first),
+    }
+}
+
+fn parse_once(body: &[u8]) -> Result<ParsedFeed, ParseError> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(ParseError::Empty);
     }
@@ -224,6 +246,7 @@ pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
         duplicates_dropped,
         ttl_minutes: feed.ttl,
         item_like: item_like_elements(body),
+        normalised: false,
     })
 }
 
@@ -264,8 +287,9 @@ mod tests {
 <item><description>no id, link or title</description></item>
 </channel></rss>"#;
 
-    /// Documents a reader shows items for that this parser reads as empty: counted as
-    /// item-like so that the fetch is not reported as a quiet feed.
+    /// Documents a reader shows items for that the parser alone reads as empty: counted as
+    /// item-like, and read after the normalising rewrite; a format nothing rewrites stays
+    /// empty and says how many items it lost.
     #[test]
     fn documents_read_as_empty_still_count_their_items() {
         let atom03 = r#"<?xml version="1.0"?><feed version="0.3" xmlns="http://purl.org/atom/ns#">
@@ -276,10 +300,22 @@ mod tests {
 <entry><title>a</title><id>tag:a</id></entry></feed>"#;
         for (doc, like) in [(atom03, 2), (userland, 3), (cased, 1)] {
             assert_eq!(item_like_elements(doc.as_bytes()), like, "{doc}");
-            let p = parse(doc.as_bytes()).expect("feed-rs recognises the root element");
-            assert!(p.items.is_empty(), "{doc}");
-            assert_eq!(p.items_unread(), like, "{doc}");
+            let first = parse_once(doc.as_bytes()).expect("feed-rs recognises the root");
+            assert!(first.items.is_empty(), "{doc}");
+            assert_eq!(first.items_unread(), like, "{doc}");
+            let p = parse(doc.as_bytes()).unwrap();
+            assert!(p.normalised, "{doc}");
+            assert_eq!(p.items.len(), like, "{doc}");
+            assert_eq!(p.items_unread(), 0, "{doc}");
         }
+        let atom03 = parse(atom03.as_bytes()).unwrap();
+        assert_eq!(atom03.format, Format::Atom);
+        let ids: Vec<u64> = atom03.items.iter().map(|i| i.id_hash).collect();
+        assert_ne!(ids[0], ids[1]);
+        let unknown = r#"<feed xmlns="http://example.org/not-a-feed-format"><entry><id>a</id></entry></feed>"#;
+        let p = parse(unknown.as_bytes()).unwrap();
+        assert!(p.items.is_empty() && !p.normalised);
+        assert_eq!(p.items_unread(), 1);
     }
 
     #[test]
