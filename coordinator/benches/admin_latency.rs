@@ -174,15 +174,15 @@ fn main() {
         let hub = running.hub.clone();
         // A worker that owns every feed, reporting a day of fetches every two hours: each
         // feed posts at its own hours, so the models differ and the solve is a real one.
-        let (w, _) = hub.register("bench", 1e9).unwrap();
-        hub.heartbeat(&w, 0).unwrap();
+        let (w, _) = hub.register("bench", 1e9).await.unwrap();
+        hub.heartbeat(&w, 0).await.unwrap();
         hub.replan().await.unwrap();
         let t_learn = Instant::now();
         let (mut seq, mut item) = (0u64, 0u64);
         for round in 1..=ROUNDS {
             let now = start + round * DAY_MS / ROUNDS;
             clock.set_ms(now);
-            hub.heartbeat(&w, 0).unwrap();
+            hub.heartbeat(&w, 0).await.unwrap();
             let mut msgs = Vec::with_capacity(1000);
             for f in 0..feeds {
                 let peak = (f % 24) as i64;
@@ -238,7 +238,7 @@ fn main() {
             hammer_apart(addr, feeds, Arc::new(AtomicBool::new(false)), Duration::from_secs(5)).await;
 
         // A budget change: the next round re-solves every feed.
-        let mut rec = SettingsRecord::of(&hub.settings());
+        let mut rec = SettingsRecord::of(&hub.settings().await);
         rec.budget = 5.0;
         hub.update_settings(&rec).await.unwrap();
         let finished = Arc::new(AtomicBool::new(false));

@@ -117,7 +117,7 @@ fn main() {
         )
         .await
         .unwrap();
-        let (worker, _) = hub.register("bench", 1.0).unwrap();
+        let (worker, _) = hub.register("bench", 1.0).await.unwrap();
         hub.replan().await.unwrap();
         let rounds = 5u64;
         let mut seq = 0u64;
@@ -159,7 +159,7 @@ fn main() {
             }
         }
         let secs = t0.elapsed().as_secs_f64();
-        let t = hub.totals();
+        let t = hub.totals().await;
         assert_eq!(t.postings_new, reports);
         println!(
             "hub report ingest: {reports} reports (1 new posting each, learned state persisted) in {secs:.2} s = {:.0} reports/s",

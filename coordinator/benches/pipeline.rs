@@ -126,10 +126,10 @@ fn main() {
         ));
         // Past the first fetch of every feed (done at once on assignment).
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let f0 = running.hub.totals().fetches;
+        let f0 = running.hub.totals().await.fetches;
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-        let t = running.hub.totals();
+        let t = running.hub.totals().await;
         let wall = t0.elapsed().as_secs_f64();
         let _ = stop.send(true);
         let _ = worker.await;

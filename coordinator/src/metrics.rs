@@ -101,6 +101,8 @@ pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
 pub const PRUNED_TOTAL: &str = "kairos_retention_removed_total";
 /// Counter: panics inside the planner, contained to their round.
 pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
+/// Counter: control-plane messages that panicked (their caller failed; the state served on).
+pub const CONTROL_PLANE_PANICS_TOTAL: &str = "kairos_control_plane_panics_total";
 /// Counter: TLS handshakes that failed or timed out.
 pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "kairos_tls_handshake_failures_total";
 /// Counter: certificate changes that did not load (the previous one stayed in force).
@@ -279,6 +281,10 @@ pub fn describe() {
         "Panics inside the planner, contained to their round (a bug: please report it with the log line)."
     );
     describe_counter!(
+        CONTROL_PLANE_PANICS_TOTAL,
+        "Control-plane messages that panicked: the call failed, later calls were served (a bug: please report it with the log line)."
+    );
+    describe_counter!(
         TLS_HANDSHAKE_FAILURES_TOTAL,
         "TLS handshakes that failed or timed out (bad or missing client certificates among them)."
     );
@@ -363,6 +369,7 @@ pub fn describe() {
         DOCUMENT_OVERFLOWS_TOTAL,
         REPLAN_FAILURES_TOTAL,
         PLANNER_PANICS_TOTAL,
+        CONTROL_PLANE_PANICS_TOTAL,
         STORE_WRITE_FAILURES_TOTAL,
     ] {
         counter!(c).increment(0);
@@ -471,6 +478,11 @@ pub fn record_pruned(postings: u64, markers: u64) {
 /// A panic contained inside the planner.
 pub fn record_planner_panic() {
     counter!(PLANNER_PANICS_TOTAL).increment(1);
+}
+
+/// A control-plane message that panicked.
+pub fn record_control_plane_panic() {
+    counter!(CONTROL_PLANE_PANICS_TOTAL).increment(1);
 }
 
 /// A TLS handshake that failed or timed out.

@@ -100,26 +100,20 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     for (f, row) in trace.feeds.iter().enumerate() {
         // One politeness group per feed unless the trace names hosts.
         let host = row.host.clone().unwrap_or_else(|| format!("h{f}"));
-        hub.registry
-            .add_feed(
-                Some(&row.id),
-                &format!("http://{host}.replay.invalid/{}", row.id),
-                row.weight,
-            )
-            .await?;
-        hub.access.lock().expect("access lock").set_feed(&row.id);
+        hub.add_feed(
+            Some(&row.id),
+            &format!("http://{host}.replay.invalid/{}", row.id),
+            row.weight,
+        )
+        .await?;
     }
     for (u, (id, w)) in trace.users.iter().enumerate() {
-        hub.registry.add_user(id, *w).await?;
-        hub.access
-            .lock()
-            .expect("access lock")
-            .set_user(id, *w as f32);
+        hub.add_user(id, *w).await?;
         for &f in &trace.subscriptions[u] {
-            hub.registry.subscribe(id, &ids[f as usize]).await?;
+            hub.registry().subscribe(id, &ids[f as usize]).await?;
         }
     }
-    let (worker, _) = hub.register("replay", 1.0)?;
+    let (worker, _) = hub.register("replay", 1.0).await?;
 
     let mut log = ReplayLog {
         fetches: vec![Vec::new(); trace.feeds.len()],
@@ -166,10 +160,10 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             } else {
                 next_replan + step_ms
             };
-            hub.heartbeat(&worker, 0)?;
+            hub.heartbeat(&worker, 0).await?;
             hub.replan().await?;
             log.replans += 1;
-            if let Some(p) = hub.totals().last_plan {
+            if let Some(p) = hub.totals().await.last_plan {
                 let day = (t / 86_400_000) as usize;
                 log.shrinkage_by_day.resize(day + 1, f64::NAN);
                 log.shrinkage_by_day[day] = p.shrinkage_days;
@@ -178,8 +172,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 expected[day].1 += 1;
             }
             let mut upserts = Vec::new();
-            for (f, id) in ids.iter().enumerate() {
-                let spec = hub.feed_spec(id);
+            for (f, spec) in hub.feed_specs(ids.clone()).await.into_iter().enumerate() {
                 if spec == specs[f] {
                     continue;
                 }
@@ -209,11 +202,12 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
         if t == next_access {
             let a = &trace.accesses[access_i];
             access_i += 1;
-            hub.record_access(&[AccessEvent {
+            hub.record_access(vec![AccessEvent {
                 user_id: trace.users[a.user as usize].0.clone(),
                 feed_id: a.feed.map(|f| ids[f as usize].clone()).unwrap_or_default(),
                 unix_ms: ms(a.ts),
-            }]);
+            }])
+            .await;
             continue;
         }
         for due in schedule.pop_due(now) {
@@ -265,7 +259,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             log.fetches[f].push(t as f64 / 1000.0);
         }
     }
-    let totals = hub.totals();
+    let totals = hub.totals().await;
     log.postings_ingested = totals.postings_new;
     log.hub_avg_delay_min = if totals.delay_count > 0 {
         totals.delay_sum_ms / totals.delay_count as f64 / 60_000.0

@@ -9,7 +9,6 @@
 //! same server in-process with its workers. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
-use crate::access::AccessEvent;
 use crate::api::admin::AdminService;
 use crate::api::ingest::IngestService;
 use crate::api::postings::PostingsService;
@@ -132,14 +131,9 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
-    let sink_hub = hub.clone();
-    let ingest = IngestService::new(
-        hub.access.clone(),
-        Arc::new(move |events: &[AccessEvent]| sink_hub.record_access(events)),
-        o.clock,
-    );
+    let ingest = IngestService::new(hub.clone());
     let admin = AdminService::new(Registry::new(store.clone()), hub.clone());
-    let postings = PostingsService::new(hub.ingestor.clone(), Registry::new(store.clone()));
+    let postings = PostingsService::new(hub.ingestor().clone(), Registry::new(store.clone()));
     let client_certs = o.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
     if client_certs && (admin_listener.is_none() || public_listener.is_none()) {
         anyhow::bail!("--client-ca needs --admin-listen and --public-listen: client certificates are asked of workers only");
@@ -401,7 +395,7 @@ async fn serve_elected(
             }
         };
         if election.quota_bytes > 0 {
-            if let Err(e) = check_quota(&running.hub, &o, election.quota_bytes) {
+            if let Err(e) = check_quota(&running.hub, &o, election.quota_bytes).await {
                 let _ = running.shutdown().await;
                 leadership.resign().await;
                 return Err(e);
@@ -440,8 +434,8 @@ async fn serve_elected(
 
 /// Refuses to lead when the retention window cannot fit in half of etcd's quota (the other
 /// half holds the history kept between compactions and the slack etcd needs).
-fn check_quota<B: KvBackend>(hub: &Hub<B>, o: &ServerOptions, quota: u64) -> Result<()> {
-    let (feeds, per_day) = hub.posting_volume();
+async fn check_quota<B: KvBackend>(hub: &Hub<B>, o: &ServerOptions, quota: u64) -> Result<()> {
+    let (feeds, per_day) = hub.posting_volume().await;
     let r = &o.hub.retention;
     let need = r.window_bytes(feeds, per_day);
     metrics::gauge!(crate::metrics::STORE_WINDOW_BYTES).set(if need.is_finite() {

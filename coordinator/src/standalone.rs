@@ -272,7 +272,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
     tokio::pin!(deadline);
     loop {
         tokio::select! {
-            _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers, &mut history),
+            _ = hourly.tick() => print_line(&running.hub, demo.as_ref(), start_ms, a.workers, &mut history).await,
             _ = &mut deadline => break,
             _ = kairos_runtime::process::shutdown_signal() => break,
         }
@@ -326,7 +326,7 @@ async fn simulate_readers<B: KvBackend>(
             .collect();
         last = now;
         if !events.is_empty() {
-            hub.record_access(&events);
+            hub.record_access(events).await;
         }
     }
 }
@@ -336,14 +336,15 @@ type DelayHistory = std::collections::VecDeque<(i64, f64, u64)>;
 
 /// One hourly line: totals so far, and the realized delay of the last simulated day next
 /// to uniform polling's on the same postings (the learning shows in the trailing figure).
-fn print_line<B: KvBackend>(
+async fn print_line<B: KvBackend>(
     hub: &Hub<B>,
     demo: Option<&DemoFarm>,
     start_ms: i64,
     workers: usize,
     history: &mut DelayHistory,
 ) {
-    let t = hub.totals();
+    let t = hub.totals().await;
+    let (planned, live) = (hub.feeds_planned().await, hub.workers().await.len());
     let now = hub.clock().now_ms();
     let days = (now - start_ms) as f64 / DAY_MS as f64;
     let budget_per_day = t.last_plan.as_ref().map_or(0.0, |p| p.budget_per_day);
@@ -374,8 +375,8 @@ fn print_line<B: KvBackend>(
         .unwrap_or_default();
     println!(
         "[{when} sim, day {days:.2}] feeds {} | workers {}/{workers} | fetches {} (budget {:.0}) | delay {delay}{} | last day {last_day}{} | missed/access {:.3} | postings {} new, {} dup",
-        hub.feeds_planned(),
-        hub.workers().len(),
+        planned,
+        live,
         t.fetches,
         budget_per_day * days,
         uniform(start_ms),
@@ -421,7 +422,7 @@ async fn summarize<B: KvBackend>(
     workers: usize,
 ) -> Result<serde_json::Value> {
     let hub = &running.hub;
-    let t = hub.totals();
+    let t = hub.totals().await;
     let now = hub.clock().now_ms();
     let days = (now - start_ms) as f64 / DAY_MS as f64;
     let budget_per_day = t
@@ -430,7 +431,7 @@ async fn summarize<B: KvBackend>(
         .map(|p| p.budget_per_day)
         .unwrap_or(0.0);
     let mut s = serde_json::json!({
-        "feeds": hub.feeds_planned(),
+        "feeds": hub.feeds_planned().await,
         "workers": workers,
         "fetches": t.fetches,
         "budget_fetches": (budget_per_day * days).round(),
@@ -496,7 +497,7 @@ async fn summarize<B: KvBackend>(
                         feed_n += 1;
                     }
                 }
-                if let Some(v) = hub.inspect(&id) {
+                if let Some(v) = hub.inspect(&id).await {
                     gaps.push((
                         feed_sum - feed_n as f64 * v.expected_delay_seconds,
                         id.clone(),
@@ -588,7 +589,7 @@ async fn all_postings<B: KvBackend>(
     let mut out = Vec::new();
     let mut cursor = String::new();
     loop {
-        let page = hub.ingestor.list(feed, &cursor, 1000).await?;
+        let page = hub.ingestor().list(feed, &cursor, 1000).await?;
         if page.postings.is_empty() {
             return Ok(out);
         }

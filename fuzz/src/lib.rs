@@ -163,7 +163,7 @@ fn hub() -> &'static (Hub<MemoryBackend>, String) {
             .await
             .expect("hub opens on an empty store");
             for f in 0..3 {
-                hub.registry
+                hub.registry()
                     .add_feed(
                         Some(&format!("f{f}")),
                         &format!("http://h{f}.fuzz.invalid/feed"),
@@ -172,10 +172,13 @@ fn hub() -> &'static (Hub<MemoryBackend>, String) {
                     .await
                     .expect("feed added");
             }
-            hub.registry.add_user("u", 1.0).await.expect("user added");
-            hub.registry.subscribe("u", "f0").await.expect("subscribed");
-            let (worker, _) = hub.register("w", 1.0).expect("worker registers");
-            hub.heartbeat(&worker, 0).expect("heartbeat");
+            hub.registry().add_user("u", 1.0).await.expect("user added");
+            hub.registry()
+                .subscribe("u", "f0")
+                .await
+                .expect("subscribed");
+            let (worker, _) = hub.register("w", 1.0).await.expect("worker registers");
+            hub.heartbeat(&worker, 0).await.expect("heartbeat");
             hub.replan().await.expect("first plan");
             (hub, worker)
         })

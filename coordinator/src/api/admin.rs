@@ -2,7 +2,6 @@
 //! Settings (validated, persisted, applied on the next replan), per-feed plan inspection,
 //! stats and workers come from the live hub.
 
-use super::ingest::SharedAccessStats;
 use super::page_limit;
 use crate::hub::{Hub, SettingsRecord};
 use crate::registry::{FeedRecord, Registry, UserRecord};
@@ -12,29 +11,24 @@ use kairos_proto::v1::admin_server::Admin;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
-/// `Admin` over a registry; keeps the access statistics' view of users and feeds current,
-/// and answers settings, plan, stats and worker questions from the hub.
+/// `Admin` over a registry (reads and subscriptions) and the live hub (feeds and users
+/// come and go through it, so its access statistics stay in step; settings, plans, stats
+/// and workers are its answers).
 pub struct AdminService<B> {
     registry: Registry<B>,
-    access: SharedAccessStats,
     hub: Arc<Hub<B>>,
 }
 
 impl<B: KvBackend> AdminService<B> {
-    /// A service over `registry` and `hub` that also registers users and feeds in the
-    /// hub's access statistics.
+    /// A service over `registry` and `hub`.
     pub fn new(registry: Registry<B>, hub: Arc<Hub<B>>) -> Self {
-        AdminService {
-            registry,
-            access: hub.access.clone(),
-            hub,
-        }
+        AdminService { registry, hub }
     }
 
-    fn settings_view(&self) -> pb::Settings {
-        let s = self.hub.settings();
+    async fn settings_view(&self) -> pb::Settings {
+        let (s, planned) = self.hub.settings_and_feeds_planned().await;
         pb::Settings {
-            budget_fetches_per_day: s.budget.per_day(self.hub.feeds_planned()),
+            budget_fetches_per_day: s.budget.per_day(planned),
             metric: s.metric.name().into(),
             policy: s.policy.name().into(),
             min_fetches_per_day: s.min_fetches_per_day,
@@ -45,26 +39,31 @@ impl<B: KvBackend> AdminService<B> {
         }
     }
 
-    fn with_access(&self, f: impl FnOnce(&mut crate::access::AccessStats)) {
-        // A poisoned lock only means a panic elsewhere; the statistics themselves are fine.
-        let mut stats = self.access.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut stats);
-    }
-}
-
-impl<B: KvBackend> AdminService<B> {
     /// A feed record with its fetch health.
-    fn feed(&self, r: FeedRecord) -> pb::Feed {
-        let h = self.hub.feed_health(&r.id);
-        pb::Feed {
-            feed_id: r.id,
-            url: r.url,
-            weight: r.weight,
-            host: r.host,
-            status: h.status.into(),
-            consecutive_failures: h.consecutive_failures,
-            last_error: h.last_error,
-        }
+    async fn feed(&self, r: FeedRecord) -> pb::Feed {
+        self.feeds(vec![r])
+            .await
+            .pop()
+            .expect("one feed in, one out")
+    }
+
+    /// Feed records with their fetch health (one message to the hub for the page).
+    async fn feeds(&self, records: Vec<FeedRecord>) -> Vec<pb::Feed> {
+        let ids = records.iter().map(|r| r.id.clone()).collect();
+        let health = self.hub.feed_health_many(ids).await;
+        records
+            .into_iter()
+            .zip(health)
+            .map(|(r, h)| pb::Feed {
+                feed_id: r.id,
+                url: r.url,
+                weight: r.weight,
+                host: r.host,
+                status: h.status.into(),
+                consecutive_failures: h.consecutive_failures,
+                last_error: h.last_error,
+            })
+            .collect()
     }
 }
 
@@ -80,10 +79,8 @@ impl<B: KvBackend> Admin for AdminService<B> {
     async fn add_feed(&self, r: Request<pb::AddFeedRequest>) -> Result<Response<pb::Feed>, Status> {
         let r = r.into_inner();
         let id = (!r.feed_id.is_empty()).then_some(r.feed_id.as_str());
-        let added = self.registry.add_feed(id, &r.url, r.weight).await?;
-        self.with_access(|a| a.set_feed(&added.id));
-        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).increment(1.0);
-        Ok(Response::new(self.feed(added)))
+        let added = self.hub.add_feed(id, &r.url, r.weight).await?;
+        Ok(Response::new(self.feed(added).await))
     }
 
     async fn remove_feed(
@@ -91,9 +88,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         r: Request<pb::RemoveFeedRequest>,
     ) -> Result<Response<pb::RemoveFeedResponse>, Status> {
         let id = r.into_inner().feed_id;
-        self.registry.remove_feed(&id).await?;
-        self.with_access(|a| a.remove_feed(&id));
-        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).decrement(1.0);
+        self.hub.remove_feed(&id).await?;
         Ok(Response::new(pb::RemoveFeedResponse {}))
     }
 
@@ -107,7 +102,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             tracing::error!(feed = %id, error = %e, "resume failed");
             Status::unavailable(format!("could not store the feed's state: {e}"))
         })?;
-        Ok(Response::new(self.feed(rec)))
+        Ok(Response::new(self.feed(rec).await))
     }
 
     async fn list_feeds(
@@ -118,21 +113,18 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let after = (!r.after_feed_id.is_empty()).then_some(r.after_feed_id.as_str());
         let feeds = self.registry.list_feeds(after, page_limit(r.limit)).await?;
         Ok(Response::new(pb::ListFeedsResponse {
-            feeds: feeds.into_iter().map(|f| self.feed(f)).collect(),
+            feeds: self.feeds(feeds).await,
         }))
     }
 
     async fn get_feed(&self, r: Request<pb::GetFeedRequest>) -> Result<Response<pb::Feed>, Status> {
-        Ok(Response::new(self.feed(
-            self.registry.get_feed(&r.into_inner().feed_id).await?,
-        )))
+        let rec = self.registry.get_feed(&r.into_inner().feed_id).await?;
+        Ok(Response::new(self.feed(rec).await))
     }
 
     async fn add_user(&self, r: Request<pb::AddUserRequest>) -> Result<Response<pb::User>, Status> {
         let r = r.into_inner();
-        let added = self.registry.add_user(&r.user_id, r.weight).await?;
-        self.with_access(|a| a.set_user(&added.id, added.weight as f32));
-        metrics::gauge!(crate::metrics::REGISTRY_USERS).increment(1.0);
+        let added = self.hub.add_user(&r.user_id, r.weight).await?;
         Ok(Response::new(user(added)))
     }
 
@@ -141,9 +133,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         r: Request<pb::RemoveUserRequest>,
     ) -> Result<Response<pb::RemoveUserResponse>, Status> {
         let id = r.into_inner().user_id;
-        self.registry.remove_user(&id).await?;
-        self.with_access(|a| a.remove_user(&id));
-        metrics::gauge!(crate::metrics::REGISTRY_USERS).decrement(1.0);
+        self.hub.remove_user(&id).await?;
         Ok(Response::new(pb::RemoveUserResponse {}))
     }
 
@@ -229,10 +219,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
     ) -> Result<Response<pb::ImportOpmlResponse>, Status> {
         let r = r.into_inner();
         let user = (!r.user_id.is_empty()).then_some(r.user_id.as_str());
-        let got = self.registry.import_opml(&r.opml, user).await?;
-        // Imported feeds are new to the access statistics as well.
-        self.with_access(|a| got.added_ids.iter().for_each(|f| a.set_feed(f)));
-        metrics::gauge!(crate::metrics::REGISTRY_FEEDS).increment(got.added_ids.len() as f64);
+        let got = self.hub.import_opml(&r.opml, user).await?;
         Ok(Response::new(pb::ImportOpmlResponse {
             feeds_added: got.feeds_added,
             feeds_already_present: got.feeds_already_present,
@@ -245,7 +232,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         &self,
         _r: Request<pb::GetSettingsRequest>,
     ) -> Result<Response<pb::Settings>, Status> {
-        Ok(Response::new(self.settings_view()))
+        Ok(Response::new(self.settings_view().await))
     }
 
     async fn update_settings(
@@ -265,7 +252,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             )));
         }
         // Zero / empty fields keep their current value.
-        let mut rec = SettingsRecord::of(&self.hub.settings());
+        let mut rec = SettingsRecord::of(&self.hub.settings().await);
         if r.budget_fetches_per_day != 0.0 {
             rec.budget = r.budget_fetches_per_day;
             rec.per_feed = false;
@@ -289,7 +276,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             .update_settings(&rec)
             .await
             .map_err(Status::invalid_argument)?;
-        Ok(Response::new(self.settings_view()))
+        Ok(Response::new(self.settings_view().await))
     }
 
     async fn inspect_feed_plan(
@@ -299,14 +286,14 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let id = r.into_inner().feed_id;
         // Unknown feeds are NOT_FOUND; known but not yet planned ones are UNAVAILABLE.
         self.registry.get_feed(&id).await?;
-        let health = self.hub.feed_health(&id);
+        let health = self.hub.feed_health(&id).await;
         if health.status == "gone" {
             return Err(Status::failed_precondition(format!(
                 "feed `{id}` answered 410 Gone and is no longer planned ({}); ResumeFeed fetches it again",
                 health.last_error
             )));
         }
-        let v = self.hub.inspect(&id).ok_or_else(|| {
+        let v = self.hub.inspect(&id).await.ok_or_else(|| {
             Status::unavailable(format!(
                 "feed `{id}` is not planned yet; it will be after the next replan"
             ))
@@ -331,13 +318,13 @@ impl<B: KvBackend> Admin for AdminService<B> {
         &self,
         _r: Request<pb::GetStatsRequest>,
     ) -> Result<Response<pb::Stats>, Status> {
-        let t = self.hub.totals();
-        let workers = self.hub.workers();
+        let t = self.hub.totals().await;
+        let workers = self.hub.workers().await;
         let plan = t.last_plan.clone().unwrap_or_default();
         Ok(Response::new(pb::Stats {
             feeds: self.registry.all_feeds().await?.len() as u64,
             users: self.registry.all_users().await?.len() as u64,
-            subscriptions: self.hub.subscriptions() as u64,
+            subscriptions: self.hub.subscriptions().await as u64,
             workers: workers.len() as u32,
             budget_fetches_per_day: plan.budget_per_day,
             allocated_fetches_per_day: plan.fetches_per_day,
@@ -383,6 +370,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             limits: self
                 .hub
                 .host_limits()
+                .await
                 .into_iter()
                 .map(|l| pb::HostLimit {
                     host: l.host,
@@ -399,6 +387,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let workers = self
             .hub
             .workers()
+            .await
             .into_iter()
             .map(|w| pb::WorkerView {
                 worker_id: w.id,

@@ -5,30 +5,46 @@
 //! naming the counts, and records nothing. A stream is lenient, for firehoses: bad events
 //! are counted and skipped, and the reply says how many were accepted.
 
-use crate::access::{AccessCounts, AccessEvent, AccessStats};
+use crate::access::{AccessCounts, AccessEvent};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::ingest_server::Ingest;
-use kairos_runtime::clock::SimClock;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
 
-/// Access statistics shared by the services that see users and feeds come and go.
-pub type SharedAccessStats = Arc<Mutex<AccessStats>>;
+/// Where access events go: the live hub, which checks and records them in one step.
+#[tonic::async_trait]
+pub trait AccessRecorder: Send + Sync + 'static {
+    /// Records every event or none; `Err` carries the counts of why not.
+    async fn record_all_or_none(
+        &self,
+        events: Vec<AccessEvent>,
+    ) -> Result<AccessCounts, AccessCounts>;
+    /// Records the events that can be, counting and skipping the rest.
+    async fn record_each(&self, events: Vec<AccessEvent>) -> AccessCounts;
+}
 
-/// Where checked events go (the hub records them and feeds the miss measures).
-pub type AccessSink = Arc<dyn Fn(&[AccessEvent]) -> AccessCounts + Send + Sync>;
+#[tonic::async_trait]
+impl<B: crate::store::KvBackend> AccessRecorder for crate::hub::Hub<B> {
+    async fn record_all_or_none(
+        &self,
+        events: Vec<AccessEvent>,
+    ) -> Result<AccessCounts, AccessCounts> {
+        self.record_access_all_or_none(events).await
+    }
+    async fn record_each(&self, events: Vec<AccessEvent>) -> AccessCounts {
+        self.record_access(events).await
+    }
+}
 
-/// `Ingest` over shared access statistics.
+/// `Ingest` over a recorder.
 pub struct IngestService {
-    stats: SharedAccessStats,
-    sink: AccessSink,
-    clock: SimClock,
+    recorder: Arc<dyn AccessRecorder>,
 }
 
 impl IngestService {
-    /// A service that checks against `stats` and records through `sink`, on `clock`'s time.
-    pub fn new(stats: SharedAccessStats, sink: AccessSink, clock: SimClock) -> Self {
-        IngestService { stats, sink, clock }
+    /// A service that records through `recorder`.
+    pub fn new(recorder: Arc<dyn AccessRecorder>) -> Self {
+        IngestService { recorder }
     }
 }
 
@@ -43,12 +59,6 @@ fn events(batch: Vec<pb::AccessEvent>) -> Vec<AccessEvent> {
         .collect()
 }
 
-fn lock(stats: &SharedAccessStats) -> Result<std::sync::MutexGuard<'_, AccessStats>, Status> {
-    stats
-        .lock()
-        .map_err(|_| Status::internal("access statistics poisoned by a panic"))
-}
-
 #[tonic::async_trait]
 impl Ingest for IngestService {
     async fn record_accesses(
@@ -56,25 +66,24 @@ impl Ingest for IngestService {
         r: Request<pb::RecordAccessesRequest>,
     ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
         let batch = events(r.into_inner().events);
-        let now = self.clock.now_ms();
-        let c = lock(&self.stats)?.check(&batch, now);
-        if c.accepted as usize != batch.len() {
-            // The whole batch is refused: every event counts as skipped, by its reason.
-            crate::metrics::record_access(&AccessCounts { accepted: 0, ..c });
-            let AccessCounts {
-                unknown_user,
-                unknown_feed,
-                out_of_window,
-                ..
-            } = c;
-            return Err(Status::invalid_argument(format!(
+        match self.recorder.record_all_or_none(batch).await {
+            Ok(recorded) => Ok(Response::new(pb::RecordAccessesResponse {
+                accepted: recorded.accepted,
+            })),
+            Err(c) => {
+                // The whole batch is refused: every event counts as skipped, by its reason.
+                crate::metrics::record_access(&AccessCounts { accepted: 0, ..c });
+                let AccessCounts {
+                    unknown_user,
+                    unknown_feed,
+                    out_of_window,
+                    ..
+                } = c;
+                Err(Status::invalid_argument(format!(
                 "batch refused: {unknown_user} events from unknown users, {unknown_feed} for unknown feeds, {out_of_window} outside the accepted time window"
-            )));
+            )))
+            }
         }
-        let recorded = (self.sink)(&batch);
-        Ok(Response::new(pb::RecordAccessesResponse {
-            accepted: recorded.accepted,
-        }))
     }
 
     async fn stream_accesses(
@@ -85,7 +94,7 @@ impl Ingest for IngestService {
         let mut accepted = 0;
         while let Some(msg) = stream.message().await? {
             let batch = events(msg.events);
-            accepted += (self.sink)(&batch).accepted;
+            accepted += self.recorder.record_each(batch).await.accepted;
         }
         Ok(Response::new(pb::RecordAccessesResponse { accepted }))
     }

@@ -135,17 +135,18 @@ fn split(
 }
 
 /// The update that takes a worker from `sent` to `now`.
-fn delta<B: KvBackend>(
+async fn delta<B: KvBackend>(
     hub: &Hub<B>,
     sent: &BTreeMap<String, FeedSpec>,
     now: &BTreeMap<String, FeedSpec>,
 ) -> pb::AssignmentDelta {
+    let changed = now
+        .iter()
+        .filter(|(id, spec)| sent.get(*id) != Some(*spec))
+        .map(|(_, spec)| spec.clone())
+        .collect();
     pb::AssignmentDelta {
-        upserts: now
-            .iter()
-            .filter(|(id, spec)| sent.get(*id) != Some(*spec))
-            .map(|(_, spec)| hub.assignment(spec))
-            .collect(),
+        upserts: hub.assignments(changed).await,
         removed_feed_ids: sent
             .keys()
             .filter(|id| !now.contains_key(*id))
@@ -186,7 +187,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         } else {
             r.capacity_fetches_per_second
         };
-        let (worker_id, epoch) = self.hub.register(&r.worker_name, capacity)?;
+        let (worker_id, epoch) = self.hub.register(&r.worker_name, capacity).await?;
         let c = &self.hub.config().cluster;
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
@@ -204,7 +205,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
     ) -> Result<Response<Self::AssignmentsStream>, Status> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
-        let (epoch, mut rx) = self.hub.subscribe(&r.worker_id)?;
+        let (epoch, mut rx) = self.hub.subscribe(&r.worker_id).await?;
         let (tx, out) = tokio::sync::mpsc::channel(4);
         let hub = self.hub.clone();
         let worker = r.worker_id;
@@ -216,13 +217,15 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                     _ if now.version == 0 => None,
                     None => Some(pb::assignment_update::Update::Snapshot(
                         pb::AssignmentSnapshot {
-                            feeds: now.feeds.values().map(|s| hub.assignment(s)).collect(),
+                            feeds: hub.assignments(now.feeds.values().cloned().collect()).await,
                             more: false,
                         },
                     )),
-                    Some(prev) if prev.version != now.version => Some(
-                        pb::assignment_update::Update::Delta(delta(&hub, &prev.feeds, &now.feeds)),
-                    ),
+                    Some(prev) if prev.version != now.version => {
+                        Some(pb::assignment_update::Update::Delta(
+                            delta(&hub, &prev.feeds, &now.feeds).await,
+                        ))
+                    }
                     Some(_) => None,
                 };
                 if let Some(update) = update {
@@ -333,14 +336,17 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
-        let (epoch, version) = self.hub.heartbeat_observed(
-            &r.worker_id,
-            crate::control::cluster::Observed {
-                report_backlog: r.report_backlog,
-                in_flight: r.in_flight,
-                applied_version: r.applied_version,
-            },
-        )?;
+        let (epoch, version) = self
+            .hub
+            .heartbeat_observed(
+                &r.worker_id,
+                crate::control::cluster::Observed {
+                    report_backlog: r.report_backlog,
+                    in_flight: r.in_flight,
+                    applied_version: r.applied_version,
+                },
+            )
+            .await?;
         Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
     }
 }

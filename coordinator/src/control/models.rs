@@ -18,13 +18,15 @@ const BINS: usize = 24;
 
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
 /// reader accesses per hourly bin per day.
-pub fn models(
+pub fn models<S: std::borrow::Borrow<FeedState>>(
     feeds: &[FeedRecord],
-    states: &HashMap<String, FeedState>,
+    states: &HashMap<String, S>,
     access_bins: &dyn Fn(&str) -> Vec<f32>,
     now_ms: i64,
     s: &PlannerSettings,
 ) -> (Vec<FeedModel>, ModelCounts) {
+    // Owned states or shared ones (the live coordinator's snapshot), read alike.
+    let state_of = |id: &str| states.get(id).map(|st| st.borrow());
     let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
     let plan_cfg = s.plan_config(feeds.len());
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
@@ -34,7 +36,7 @@ pub fn models(
     let mut pooled_exposure = [0.0f64; BINS];
     let mut rates: Vec<f64> = Vec::new();
     for (f, feed) in feeds.iter().enumerate() {
-        let Some(st) = states.get(&feed.id) else {
+        let Some(st) = state_of(&feed.id) else {
             continue;
         };
         let Some(since) = st.observed_since_ms else {
@@ -94,7 +96,7 @@ pub fn models(
     let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
     let mut decided = ModelCounts::default();
     let tuned = if s.tune_shrinkage {
-        let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| states.get(&f.id)).collect();
+        let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| state_of(&f.id)).collect();
         let prior = shrink::Prior {
             shared: &shared,
             typical,
@@ -113,8 +115,7 @@ pub fn models(
         feeds
             .iter()
             .map(|feed| {
-                states
-                    .get(&feed.id)
+                state_of(&feed.id)
                     .and_then(|st| {
                         let until = st.observed_until_ms(now_ms)?;
                         Some(watched_days(st, window_start, until))
@@ -131,9 +132,7 @@ pub fn models(
         .iter()
         .enumerate()
         .map(|(f, feed)| {
-            let state = states
-                .get(&feed.id)
-                .filter(|st| st.observed_since_ms.is_some());
+            let state = state_of(&feed.id).filter(|st| st.observed_since_ms.is_some());
             let n: f64 = counts[f].iter().sum();
             // The rate, shrunk toward the typical feed's by the same pseudo-days as the
             // shape: a feed seen for a day or two with one posting is not taken for a quiet

@@ -48,7 +48,7 @@ impl<B: KvBackend> Hub<B> {
     /// Stores the histograms of users with accesses since the last call; returns how many.
     /// On failure they stay marked, for the next call.
     pub async fn persist_access(&self) -> Result<usize, StoreError> {
-        let dirty = self.access.lock().expect("access lock").take_dirty();
+        let dirty = self.actor.call(|s| s.access.take_dirty()).await;
         if dirty.is_empty() {
             return Ok(0);
         }
@@ -65,10 +65,8 @@ impl<B: KvBackend> Hub<B> {
         match self.store.batch(ops).await {
             Ok(()) => Ok(dirty.len()),
             Err(e) => {
-                self.access
-                    .lock()
-                    .expect("access lock")
-                    .mark_dirty(dirty.into_iter().map(|(u, _)| u));
+                let users: Vec<String> = dirty.into_iter().map(|(u, _)| u).collect();
+                self.actor.call(move |s| s.access.mark_dirty(users)).await;
                 Err(e)
             }
         }
@@ -99,39 +97,35 @@ mod tests {
             let t0 = 1_772_409_600_000;
             let clock = SimClock::manual(t0);
             let hub = open(&store, clock).await;
-            hub.registry
-                .add_feed(Some("f"), "https://f.example/rss", 1.0)
+            hub.add_feed(Some("f"), "https://f.example/rss", 1.0)
                 .await
                 .unwrap();
-            hub.registry.add_user("u", 2.0).await.unwrap();
-            hub.access.lock().unwrap().set_feed("f");
-            hub.access.lock().unwrap().set_user("u", 2.0);
+            hub.add_user("u", 2.0).await.unwrap();
             clock.set_ms(t0 + 10 * 86_400_000);
             let ev = |feed: &str, h: i64| AccessEvent {
                 user_id: "u".into(),
                 feed_id: feed.into(),
                 unix_ms: t0 + 10 * 86_400_000 - h * 3_600_000,
             };
-            let c = hub.record_access(&[ev("f", 2), ev("", 5), ev("", 5)]);
+            let c = hub
+                .record_access(vec![ev("f", 2), ev("", 5), ev("", 5)])
+                .await;
             assert_eq!(c.accepted, 3);
             assert_eq!(hub.persist_access().await.unwrap(), 1);
             assert_eq!(hub.persist_access().await.unwrap(), 0, "nothing new");
-            let (app, per_feed) = {
-                let a = hub.access.lock().unwrap();
+            let histograms = |s: &mut crate::hub::actor::State| {
                 (
-                    a.app_histogram("u").unwrap().to_vec(),
-                    a.feed_histogram("u", "f").unwrap().to_vec(),
+                    s.access.app_histogram("u").unwrap().to_vec(),
+                    s.access.feed_histogram("u", "f").unwrap().to_vec(),
                 )
             };
+            let (app, per_feed) = hub.with_state(histograms).await;
             assert_eq!(app.iter().sum::<f32>(), 4.0);
             drop(hub);
             // Restarted ten days later in simulated time: the same histograms, and the
             // exposure still counts from the first start.
             let again = open(&store, clock).await;
-            let a = again.access.lock().unwrap();
-            assert_eq!(a.app_histogram("u").unwrap(), app.as_slice());
-            assert_eq!(a.feed_histogram("u", "f").unwrap(), per_feed.as_slice());
-            drop(a);
+            assert_eq!(again.with_state(histograms).await, (app, per_feed));
             assert_eq!(again.access_since_ms, t0);
         });
     }

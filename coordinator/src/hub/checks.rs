@@ -91,12 +91,12 @@ mod tests {
                 SimClock::manual(1_700_000_000_000),
             )
             .await;
-            hub.registry
+            hub.registry()
                 .add_feed(Some("f"), "http://h.invalid/f", 1.0)
                 .await
                 .unwrap();
-            let (w, _) = hub.register("w", 1.0).unwrap();
-            hub.heartbeat(&w, 0).unwrap();
+            let (w, _) = hub.register("w", 1.0).await.unwrap();
+            hub.heartbeat(&w, 0).await.unwrap();
             hub.replan().await.unwrap();
             let msg = |seq: u64, r: pb::FetchReport| pb::ReportMessage {
                 worker_id: w.clone(),
@@ -124,7 +124,7 @@ mod tests {
                 "{:?}",
                 ack.rejected
             );
-            let t = hub.totals();
+            let t = hub.totals().await;
             assert_eq!(t.fetches, 2);
             assert_eq!(t.bytes, u64::MAX, "saturated, not wrapped");
         });
@@ -156,7 +156,7 @@ mod tests {
             )
             .await
             .unwrap();
-            hub.registry
+            hub.registry()
                 .add_feed(Some("f"), "http://h.invalid/f", 1.0)
                 .await
                 .unwrap();
@@ -169,19 +169,19 @@ mod tests {
                 })),
                 ..Default::default()
             };
-            let (a, _) = hub.register("a", 1.0).unwrap();
+            let (a, _) = hub.register("a", 1.0).await.unwrap();
             hub.replan().await.unwrap();
             let ack = hub.handle_reports(&a, vec![slot(&a, 1, 1)]).await.unwrap();
             assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
             std::thread::sleep(std::time::Duration::from_millis(120));
-            hub.expire_leases();
-            let (b, _) = hub.register("b", 1.0).unwrap();
+            hub.expire_leases().await;
+            let (b, _) = hub.register("b", 1.0).await.unwrap();
             let ack = hub.handle_reports(&b, vec![slot(&b, 1, 2)]).await.unwrap();
             assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
-            assert_eq!(hub.totals().fetches_same_slot, 1);
+            assert_eq!(hub.totals().await.fetches_same_slot, 1);
             hub.handle_reports(&b, vec![slot(&b, 2, 3)]).await.unwrap();
             assert_eq!(
-                hub.totals().fetches_same_slot,
+                hub.totals().await.fetches_same_slot,
                 1,
                 "b again: one fetch of b's"
             );

@@ -2,9 +2,9 @@
 //! [`Health`], holding throttling hosts, following permanent redirects in the registry,
 //! and turning all of it into bounds on the next plan and holds in the workers' schedules.
 
-use super::{figures::outcome_label, Hub};
+use super::{actor::State, figures::outcome_label, Hub};
 use crate::control::feedstate::FeedState;
-use crate::control::health::{self, Answer, Bounds, Change, Health, Hints};
+use crate::control::health::{self, Answer, Bounds, Change, Health, HealthPolicy, Hints};
 use crate::control::relearn::PlanOutcome;
 use crate::control::FeedSpec;
 use crate::metrics as m;
@@ -13,6 +13,7 @@ use crate::registry::{check_url, FeedRecord};
 use crate::store::KvBackend;
 use kairos_proto::v1 as pb;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// How a report's outcome counts for the feed's health.
 pub(super) fn answer_of(r: &pb::FetchReport) -> Answer {
@@ -57,25 +58,23 @@ pub(super) struct FeedBounds {
     pub host_rates: HashMap<String, f64>,
 }
 
-impl<B: KvBackend> Hub<B> {
-    /// After reports are durable: holds throttling hosts, says what changed in feeds' health
-    /// (once per change, not per fetch), and follows permanent redirects.
-    pub(super) async fn after_fetches(&self, done: &[(&pb::FetchReport, Change)]) {
+impl State {
+    /// After reports are durable: holds throttling hosts and says what changed in feeds'
+    /// health (once per change, not per fetch); returns the permanent redirects to follow
+    /// in the registry.
+    pub(super) fn after_fetches(
+        &mut self,
+        done: &[(&pb::FetchReport, Change)],
+    ) -> Vec<(String, String)> {
         let mut moves = Vec::new();
         for (r, change) in done {
             let feed = r.feed_id.as_str();
+            let spec = self.cluster.feeds().get(feed);
             if answer_of(r) == Answer::Throttled {
-                let host = self.feed_spec(feed).map(|s| s.host).unwrap_or_default();
+                let host = spec.map(|s| s.host.clone()).unwrap_or_default();
                 if !host.is_empty() {
-                    let planned = self
-                        .bounds
-                        .lock()
-                        .expect("bounds lock")
-                        .host_rates
-                        .get(&host)
-                        .copied()
-                        .unwrap_or(1.0);
-                    let mut t = self.throttles.lock().expect("throttles lock");
+                    let planned = self.bounds.host_rates.get(&host).copied().unwrap_or(1.0);
+                    let t = &mut self.throttles;
                     let fresh = t.get(&host).is_none();
                     t.throttled(&host, r.finished_unix_ms, r.retry_after_seconds, planned);
                     if fresh {
@@ -91,8 +90,17 @@ impl<B: KvBackend> Hub<B> {
                 }
             }
             if change.gone {
-                tracing::warn!(feed, url = %self.feed_spec(feed).map(|s| s.url).unwrap_or_default(),
-                    "feed answered 410 Gone: no longer fetched (ResumeFeed brings it back)");
+                let url = self
+                    .cluster
+                    .feeds()
+                    .get(feed)
+                    .map(|s| s.url.as_str())
+                    .unwrap_or_default();
+                tracing::warn!(
+                    feed,
+                    url,
+                    "feed answered 410 Gone: no longer fetched (ResumeFeed brings it back)"
+                );
                 metrics::counter!(m::FEED_HEALTH_EVENTS_TOTAL, "event" => "gone").increment(1);
             } else if change.started_failing {
                 tracing::info!(feed, error = %error_of(r), "feed started failing; backing off");
@@ -105,15 +113,15 @@ impl<B: KvBackend> Hub<B> {
                 moves.push((r.feed_id.clone(), r.redirected_to.clone()));
             }
         }
-        for (feed, to) in moves {
-            self.follow_move(&feed, &to).await;
-        }
+        moves
     }
+}
 
+impl<B: KvBackend> Hub<B> {
     /// A feed that moved for good (301/308 all the way): its stored URL follows, or, when
     /// another registered feed already has that URL, its subscribers move there and the
     /// duplicate is removed (its stored postings stay readable under its old id).
-    async fn follow_move(&self, feed: &str, to: &str) {
+    pub(super) async fn follow_move(&self, feed: &str, to: &str) {
         let result = async {
             let Ok((url, _)) = check_url(to) else {
                 return Ok::<&str, anyhow::Error>("refused");
@@ -162,15 +170,16 @@ impl<B: KvBackend> Hub<B> {
 
     /// Clears a feed's failure state so the next replan plans it again.
     pub async fn resume_feed(&self, feed: &str) -> anyhow::Result<()> {
-        let st = {
-            let mut feeds = self.feeds.lock().expect("feeds lock");
-            let st = feeds.entry(feed.to_string()).or_default();
-            let hints = st.health.hints.clone();
-            st.health = Health {
-                hints,
-                ..Health::default()
-            };
-            st.clone()
+        let _writer = self.learned_writes.lock().await;
+        let id = feed.to_string();
+        let current = self
+            .actor
+            .call(move |s| s.feeds.get(&id).map(|st| FeedState::clone(st)))
+            .await;
+        let mut st = current.unwrap_or_default();
+        st.health = Health {
+            hints: st.health.hints.clone(),
+            ..Health::default()
         };
         self.store
             .batch(vec![crate::store::Op::Put(
@@ -178,19 +187,27 @@ impl<B: KvBackend> Hub<B> {
                 serde_json::to_vec(&st).expect("feed state serializes"),
             )])
             .await?;
+        let id = feed.to_string();
+        self.actor
+            .call(move |s| {
+                s.feeds.insert(id, Arc::new(st));
+            })
+            .await;
         tracing::info!(feed, "feed resumed by an operator");
         Ok(())
     }
+}
 
+impl State {
     /// Drops gone feeds from what is planned; returns the bounds of the rest (same order),
     /// and the caps of throttled hosts by host name. Recovers hosts clear for a day.
     pub(super) fn plan_bounds(
-        &self,
+        &mut self,
         feeds: &mut Vec<FeedRecord>,
-        states: &HashMap<String, FeedState>,
         now_ms: i64,
+        policy: &HealthPolicy,
     ) -> (Vec<Bounds>, HashMap<String, f64>) {
-        let policy = &self.cfg.health;
+        let states = &self.feeds;
         let before = feeds.len();
         feeds.retain(|f| !states.get(&f.id).is_some_and(|s| s.health.is_gone()));
         let mut status: HashMap<&str, usize> = HashMap::new();
@@ -204,7 +221,7 @@ impl<B: KvBackend> Hub<B> {
         }
         *status.entry("gone").or_default() += before - feeds.len();
         m::gauge_feed_health(&status);
-        let mut throttles = self.throttles.lock().expect("throttles lock");
+        let throttles = &mut self.throttles;
         for host in throttles.recover(now_ms) {
             tracing::info!(%host, "throttled host back at its full rate");
         }
@@ -213,8 +230,8 @@ impl<B: KvBackend> Hub<B> {
             .iter()
             .map(|(h, t)| (h.clone(), t.cap_per_day()))
             .collect();
-        let limits = self.host_limits.lock().expect("host limits lock").clone();
-        for (h, &limit) in &limits {
+        let limits = &self.host_limits;
+        for (h, &limit) in limits {
             let cap = caps.entry(h.clone()).or_insert(limit);
             *cap = cap.min(limit);
         }
@@ -254,13 +271,13 @@ impl<B: KvBackend> Hub<B> {
     /// After a plan: every spec gets its hold and skip masks (offsets leave skipped hours),
     /// and the bounds and per-host rates are kept for inspection and throttling.
     pub(super) fn decorate(
-        &self,
+        &mut self,
         outcome: &mut PlanOutcome,
         feeds: &[FeedRecord],
         bounds: Vec<Bounds>,
-        states: &HashMap<String, FeedState>,
+        policy: &HealthPolicy,
     ) {
-        let policy = &self.cfg.health;
+        let states = &self.feeds;
         let mut host_rates: HashMap<String, f64> = HashMap::new();
         let mut kept = HashMap::with_capacity(feeds.len());
         for (f, b) in feeds.iter().zip(bounds) {
@@ -273,7 +290,7 @@ impl<B: KvBackend> Hub<B> {
         }
         let bounded = kept.values().filter(|b| b.max_per_day.is_some()).count();
         m::gauge_bounded_feeds(bounded);
-        *self.bounds.lock().expect("bounds lock") = FeedBounds {
+        self.bounds = FeedBounds {
             bounds: kept,
             host_rates,
         };

@@ -13,15 +13,16 @@ impl<B: KvBackend> Hub<B> {
         max_fetches_per_day: f64,
     ) -> Result<Option<crate::host_limits::HostLimit>, crate::registry::RegistryError> {
         let out = crate::host_limits::set(self.store.as_ref(), host, max_fetches_per_day).await?;
-        let mut limits = self.host_limits.lock().expect("host limits lock");
         match &out {
             Some(l) => {
-                limits.insert(l.host.clone(), l.max_fetches_per_day);
+                let (h, max) = (l.host.clone(), l.max_fetches_per_day);
+                self.actor.call(move |s| s.host_limits.insert(h, max)).await;
                 tracing::info!(host = %l.host, max_fetches_per_day = l.max_fetches_per_day, "host limit set");
             }
             None => {
                 let host = host.trim().to_ascii_lowercase();
-                limits.remove(&host);
+                let h = host.clone();
+                self.actor.call(move |s| s.host_limits.remove(&h)).await;
                 tracing::info!(%host, "host limit cleared");
             }
         }
@@ -29,17 +30,19 @@ impl<B: KvBackend> Hub<B> {
     }
 
     /// The operators' host limits in force, by host.
-    pub fn host_limits(&self) -> Vec<crate::host_limits::HostLimit> {
+    pub async fn host_limits(&self) -> Vec<crate::host_limits::HostLimit> {
         let mut out: Vec<_> = self
-            .host_limits
-            .lock()
-            .expect("host limits lock")
-            .iter()
-            .map(|(h, &m)| crate::host_limits::HostLimit {
-                host: h.clone(),
-                max_fetches_per_day: m,
+            .actor
+            .call(|s| {
+                s.host_limits
+                    .iter()
+                    .map(|(h, &m)| crate::host_limits::HostLimit {
+                        host: h.clone(),
+                        max_fetches_per_day: m,
+                    })
+                    .collect::<Vec<_>>()
             })
-            .collect();
+            .await;
         out.sort_by(|a, b| a.host.cmp(&b.host));
         out
     }

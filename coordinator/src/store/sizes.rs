@@ -27,29 +27,28 @@ fn record_sizes() {
         let clock = SimClock::manual(start);
         let hub = crate::hub::open_for_tests(store.clone(), clock).await;
         for f in 0..FEEDS {
-            hub.registry
-                .add_feed(
-                    None,
-                    &format!("https://blog{f}.example-publisher.com/feeds/posts/default.xml"),
-                    1.0,
-                )
-                .await
-                .unwrap();
+            hub.add_feed(
+                None,
+                &format!("https://blog{f}.example-publisher.com/feeds/posts/default.xml"),
+                1.0,
+            )
+            .await
+            .unwrap();
         }
         let feeds: Vec<String> = hub
-            .registry
+            .registry()
             .all_feeds()
             .await
             .unwrap()
             .into_iter()
             .map(|f| f.id)
             .collect();
-        hub.registry.add_user("reader-0001", 1.0).await.unwrap();
+        hub.add_user("reader-0001", 1.0).await.unwrap();
         for f in &feeds {
-            hub.registry.subscribe("reader-0001", f).await.unwrap();
+            hub.registry().subscribe("reader-0001", f).await.unwrap();
         }
-        let (w, _) = hub.register("w", 1.0).unwrap();
-        hub.heartbeat(&w, 0).unwrap();
+        let (w, _) = hub.register("w", 1.0).await.unwrap();
+        hub.heartbeat(&w, 0).await.unwrap();
         hub.replan().await.unwrap();
         // Every feed fetched every two hours for two weeks; four new postings every twelve
         // hours (eight a day per feed).
@@ -58,7 +57,7 @@ fn record_sizes() {
         for step in 0..DAYS * 12 {
             let now = start + step * DAY_MS / 12;
             clock.set_ms(now);
-            hub.heartbeat(&w, 0).unwrap();
+            hub.heartbeat(&w, 0).await.unwrap();
             let mut msgs = Vec::new();
             for f in &feeds {
                 let postings: Vec<pb::Posting> = (0..i64::from(step % 6 == 0) * 4)
@@ -101,15 +100,6 @@ fn record_sizes() {
         }
         // The reader read the app and each feed at several hours.
         let now = clock.now_ms();
-        {
-            // Registered through the registry directly, so the statistics learn them here
-            // (the Admin API does this itself).
-            let mut a = hub.access.lock().unwrap();
-            a.set_user("reader-0001", 1.0);
-            for f in &feeds {
-                a.set_feed(f);
-            }
-        }
         let mut events = Vec::new();
         for h in 0..8 {
             for f in feeds.iter().map(String::as_str).chain([""]) {
@@ -120,7 +110,8 @@ fn record_sizes() {
                 });
             }
         }
-        assert_eq!(hub.record_access(&events).accepted as usize, events.len());
+        let n = events.len();
+        assert_eq!(hub.record_access(events).await.accepted as usize, n);
         assert_eq!(hub.persist_access().await.unwrap(), 1);
         let mut by_family: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let all = store.range(Vec::new(), None, usize::MAX).await.unwrap();

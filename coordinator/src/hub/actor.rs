@@ -1,0 +1,195 @@
+//! The control-plane actor: one task owns the live state of a leader's term — the worker
+//! sessions, every feed's learned state, the replanner, the reader access statistics, the
+//! host throttles and limits, and the running totals — and everything else reaches it by
+//! message through [`Actor`], a cloneable handle.
+//!
+//! A message is a job run on the owning task with exclusive access to [`State`], and its
+//! reply goes back on a oneshot channel. Jobs are synchronous and short: nothing in a job
+//! awaits, reads the store or solves. Store I/O happens in the caller, before (to gather
+//! what a job needs) or after (to make a job's result durable), and the solve runs on the
+//! blocking pool with the replanner moved out of the state; its result comes back as a job.
+//! So no call waits on a lock held across a solve or a write, and the state has exactly one
+//! writer, which is what lets a term of leadership start and end cleanly: the state lives
+//! and dies with the task.
+
+use crate::access::AccessStats;
+use crate::control::cluster::Cluster;
+use crate::control::feedstate::FeedState;
+use crate::control::hosts::HostThrottles;
+use crate::control::relearn::{PlannerSettings, Replanner};
+use crate::metrics as m;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+use super::health::FeedBounds;
+use super::{PlanView, Totals};
+
+/// Jobs queued at most before callers wait their turn to send (back-pressure instead of
+/// unbounded memory when a burst of reports meets a slow moment).
+const QUEUE: usize = 4096;
+
+/// The replanner between rounds, with the generation of the settings it was given. A round
+/// moves it out of the state for the solve and its result job puts it back.
+pub(super) struct Parked {
+    pub generation: u64,
+    pub replanner: Replanner,
+}
+
+/// Everything the actor owns.
+pub(super) struct State {
+    /// Worker sessions, leases and the feeds' assignment to them.
+    pub cluster: Cluster,
+    /// Every feed's learned state, shared with the rounds that read a snapshot of it (a
+    /// snapshot clones pointers, not postings, so taking it stalls no other message).
+    pub feeds: HashMap<String, Arc<FeedState>>,
+    /// Subscribers per feed at the last round, for the missed-postings measure.
+    pub subscribers: HashMap<String, Vec<String>>,
+    /// Each user's latest accesses, for the missed-postings measure.
+    pub recent_access: HashMap<String, VecDeque<i64>>,
+    /// Reader access statistics (persisted each minute).
+    pub access: AccessStats,
+    /// The planner settings in force and their generation (bumped by every update).
+    pub settings: (u64, PlannerSettings),
+    /// The replanner, absent while a round solves.
+    pub replanner: Option<Parked>,
+    /// Every feed's model and plan from the last round, for inspection.
+    pub plan_view: PlanView,
+    /// Hosts that throttled us.
+    pub throttles: HostThrottles,
+    /// Operators' per-host limits, fetches per day.
+    pub host_limits: HashMap<String, f64>,
+    /// What bounded the last plan.
+    pub bounds: FeedBounds,
+    /// Running totals.
+    pub totals: Totals,
+}
+
+type Job = Box<dyn FnOnce(&mut State) + Send>;
+
+/// The handle: sends jobs to the task that owns [`State`].
+#[derive(Clone)]
+pub(super) struct Actor {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Actor {
+    /// Starts the owning task; it ends when the last handle is dropped.
+    pub fn spawn(state: State) -> Self {
+        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
+        tokio::spawn(async move {
+            let mut state = state;
+            while let Some(job) = rx.recv().await {
+                // A bug in one job must not take the whole control plane down with it:
+                // the job's caller sees the failure, later messages are served.
+                let ran =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut state)));
+                if let Err(panic) = ran {
+                    m::record_control_plane_panic();
+                    tracing::error!(
+                        panic = %panic_text(&panic),
+                        "a control-plane message panicked; its caller gets an error, the state serves on"
+                    );
+                }
+            }
+        });
+        Actor { tx }
+    }
+
+    /// Runs `f` on the owning task and returns its result.
+    ///
+    /// # Panics
+    /// If `f` panics (caught and logged on the owning task), the panic is raised again in
+    /// the caller, as a poisoned lock would have; the state stays usable for other callers.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut State) -> T + Send + 'static,
+    ) -> T {
+        let (reply, answer) = oneshot::channel();
+        let job: Job = Box::new(move |s| {
+            let _ = reply.send(f(s));
+        });
+        if self.tx.send(job).await.is_err() {
+            // The task ends only when every handle is gone, and `self` is one.
+            unreachable!("the control-plane task outlives its handles");
+        }
+        match answer.await {
+            Ok(v) => v,
+            Err(_) => panic!("a control-plane message panicked (logged by the control plane)"),
+        }
+    }
+
+    /// Queues `f` without waiting for it to run (for results coming back from the blocking
+    /// pool, which must not block on a full queue).
+    pub fn post(&self, f: impl FnOnce(&mut State) + Send + 'static) {
+        let tx = self.tx.clone();
+        let job: Job = Box::new(f);
+        match tx.try_send(job) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(job)) => {
+                tokio::spawn(async move {
+                    let _ = tx.send(job).await;
+                });
+            }
+            // The term ended: nothing is left to update.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+}
+
+/// The text of a caught panic.
+pub(super) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::cluster::ClusterConfig;
+
+    fn state() -> State {
+        State {
+            cluster: Cluster::new(ClusterConfig::default(), 1),
+            feeds: HashMap::new(),
+            subscribers: HashMap::new(),
+            recent_access: HashMap::new(),
+            access: AccessStats::new(24, 86_400_000),
+            settings: (0, PlannerSettings::default()),
+            replanner: None,
+            plan_view: Arc::default(),
+            throttles: Default::default(),
+            host_limits: HashMap::new(),
+            bounds: Default::default(),
+            totals: Totals::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn messages_run_in_order_and_a_panicking_one_leaves_the_state_serving() {
+        let a = Actor::spawn(state());
+        for _ in 0..100 {
+            let b = a.clone();
+            b.post(|s| s.totals.fetches += 1);
+        }
+        assert_eq!(a.call(|s| s.totals.fetches).await, 100);
+        let b = a.clone();
+        let failed = tokio::spawn(async move {
+            b.call(|s| {
+                s.totals.plans = 7;
+                panic!("a bug in one message")
+            })
+            .await
+        })
+        .await;
+        assert!(failed.is_err(), "the caller of the panicking message fails");
+        assert_eq!(
+            a.call(|s| (s.totals.fetches, s.totals.plans)).await,
+            (100, 7),
+            "later messages are served on the same state"
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! Fetch reports into postings and learned state, in three steps around the actor: the
+//! actor checks each report (times, the sender owns the feed) and records relayed reader
+//! accesses; the caller writes the new postings and the feeds' next learned state in one
+//! atomic batch; the actor then installs the state and moves the measures. Only once the
+//! batch is durable does anything in memory change, so a failed write leaves no trace.
+
+use super::actor::State;
+use super::figures::outcome_label;
+use super::{checks, health, Hub, DAY_MS};
+use crate::access::AccessEvent;
+use crate::control::feedstate::{FeedState, FetchObservation};
+use crate::control::health::Change;
+use crate::ingest::{IngestError, PostingRecord};
+use crate::metrics as m;
+use crate::store::keys::Key;
+use crate::store::{KvBackend, Op};
+use kairos_proto::v1 as pb;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One fetch report after the ownership check.
+pub(super) struct Accepted {
+    pub report: pb::FetchReport,
+    pub postings: Vec<PostingRecord>,
+}
+
+/// What one accepted report changed, once durable.
+struct Learned {
+    feed: String,
+    state: Arc<FeedState>,
+    delays_ms: Vec<i64>,
+    overflowed: bool,
+    change: Change,
+}
+
+impl<B: KvBackend> Hub<B> {
+    /// Ingests a batch of report messages from session `worker`; answers with the ack.
+    pub async fn handle_reports(
+        &self,
+        worker: &str,
+        msgs: Vec<pb::ReportMessage>,
+    ) -> Result<pb::ReportAck, IngestError> {
+        let now = self.clock.now_ms();
+        let who = worker.to_string();
+        let (ack, accepted) = self
+            .actor
+            .call(move |s| s.check_reports(&who, msgs, now))
+            .await;
+        if accepted.is_empty() {
+            return Ok(ack);
+        }
+        let _writer = self.learned_writes.lock().await;
+        let mut ids: Vec<String> = accepted.iter().map(|a| a.report.feed_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        let base: HashMap<String, Arc<FeedState>> = self
+            .actor
+            .call(move |s| {
+                ids.into_iter()
+                    .filter_map(|f| s.feeds.get(&f).map(|st| (f, st.clone())))
+                    .collect()
+            })
+            .await;
+        let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
+        let refs: Vec<(&str, &[PostingRecord])> = accepted
+            .iter()
+            .map(|a| (a.report.feed_id.as_str(), a.postings.as_slice()))
+            .collect();
+        let mut learned: Vec<Learned> = Vec::with_capacity(accepted.len());
+        let mut same_slot: Vec<(String, i64)> = Vec::new();
+        let (counts, _) = self
+            .ingestor
+            .ingest_many_with(&refs, |fresh| {
+                let mut next: HashMap<&str, FeedState> = HashMap::new();
+                let mut steps = Vec::with_capacity(accepted.len());
+                for (a, flags) in accepted.iter().zip(fresh) {
+                    let feed = a.report.feed_id.as_str();
+                    let st = next.entry(feed).or_insert_with(|| {
+                        base.get(feed)
+                            .map(|s| FeedState::clone(s))
+                            .unwrap_or_default()
+                    });
+                    let o = FetchObservation {
+                        finished_ms: a.report.finished_unix_ms,
+                        answered: matches!(outcome_label(a.report.outcome), "ok" | "not_modified"),
+                        etag: Some(a.report.etag.clone()).filter(|s| !s.is_empty()),
+                        last_modified: Some(a.report.last_modified.clone())
+                            .filter(|s| !s.is_empty()),
+                        new_items: a
+                            .postings
+                            .iter()
+                            .zip(flags)
+                            .filter(|(_, &f)| f)
+                            .map(|(p, _)| (p.item_id_hash, p.published_unix_ms))
+                            .collect(),
+                        items_in_document: a.report.items_in_document as usize,
+                    };
+                    if st.record_slot(a.report.scheduled_unix_ms, worker) {
+                        same_slot.push((feed.to_string(), a.report.scheduled_unix_ms));
+                    }
+                    let observed = st.observe(&o, window_ms);
+                    let change = st.health.record(
+                        health::answer_of(&a.report),
+                        a.report.finished_unix_ms,
+                        &health::error_of(&a.report),
+                        health::hints_of(&a.report),
+                    );
+                    steps.push((
+                        feed,
+                        observed.trusted_delays_ms,
+                        observed.overflowed,
+                        change,
+                    ));
+                }
+                let mut ops = Vec::with_capacity(next.len());
+                for (feed, st) in &next {
+                    ops.push(Op::Put(
+                        Key::Learned(feed).encode()?,
+                        serde_json::to_vec(st).expect("feed state serializes"),
+                    ));
+                }
+                // Every report of a feed in this batch ends at the feed's last state.
+                let finals: HashMap<&str, Arc<FeedState>> =
+                    next.into_iter().map(|(f, st)| (f, Arc::new(st))).collect();
+                for (feed, delays_ms, overflowed, change) in steps {
+                    learned.push(Learned {
+                        feed: feed.to_string(),
+                        state: finals[feed].clone(),
+                        delays_ms,
+                        overflowed,
+                        change,
+                    });
+                }
+                Ok(ops)
+            })
+            .await?;
+        // Durable: now the in-memory state and the measures may move.
+        if !same_slot.is_empty() {
+            tracing::debug!(worker, slots = ?same_slot, "planned slots fetched by a second worker");
+        }
+        let moves = self
+            .actor
+            .call(move |s| s.install_reports(accepted, learned, counts, same_slot.len()))
+            .await;
+        drop(_writer);
+        for (feed, to) in moves {
+            self.follow_move(&feed, &to).await;
+        }
+        Ok(ack)
+    }
+}
+
+impl State {
+    /// Checks each message of a batch: fetch reports must be in range and from the feed's
+    /// owner; relayed accesses are recorded here and now.
+    fn check_reports(
+        &mut self,
+        worker: &str,
+        msgs: Vec<pb::ReportMessage>,
+        now_ms: i64,
+    ) -> (pb::ReportAck, Vec<Accepted>) {
+        let mut ack = pb::ReportAck::default();
+        let mut accepted = Vec::new();
+        let mut accesses = Vec::new();
+        for msg in msgs {
+            ack.acked_seq = ack.acked_seq.max(msg.seq);
+            match msg.body {
+                Some(pb::report_message::Body::Fetch(mut r)) => {
+                    match checks::check_times(&mut r)
+                        .and_then(|()| self.cluster.check_owner(worker, &r.feed_id))
+                    {
+                        Ok(()) => {
+                            let postings = r
+                                .new_postings
+                                .iter()
+                                .map(|p| PostingRecord {
+                                    item_id_hash: p.item_id_hash,
+                                    link: Some(p.link.clone()).filter(|s| !s.is_empty()),
+                                    title: Some(p.title.clone()).filter(|s| !s.is_empty()),
+                                    published_unix_ms: p.published_unix_ms,
+                                    discovered_unix_ms: p.discovered_unix_ms,
+                                })
+                                .collect();
+                            accepted.push(Accepted {
+                                report: r,
+                                postings,
+                            });
+                        }
+                        Err(reason) => ack.rejected.push(pb::RejectedReport {
+                            seq: msg.seq,
+                            reason,
+                        }),
+                    }
+                }
+                Some(pb::report_message::Body::Accesses(b)) => {
+                    accesses.extend(b.events.into_iter().map(|e| AccessEvent {
+                        user_id: e.user_id,
+                        feed_id: e.feed_id,
+                        unix_ms: e.unix_ms,
+                    }))
+                }
+                None => ack.rejected.push(pb::RejectedReport {
+                    seq: msg.seq,
+                    reason: "empty report message".into(),
+                }),
+            }
+        }
+        if !accesses.is_empty() {
+            self.record_access(&accesses, now_ms);
+        }
+        if !ack.rejected.is_empty() {
+            tracing::debug!(worker, rejected = ack.rejected.len(), "reports rejected");
+            metrics::counter!(m::REPORTS_REJECTED_TOTAL).increment(ack.rejected.len() as u64);
+            self.totals.reports_rejected += ack.rejected.len() as u64;
+        }
+        (ack, accepted)
+    }
+
+    /// Installs the learned state of durable reports and moves the measures; returns the
+    /// permanent redirects to follow in the registry.
+    fn install_reports(
+        &mut self,
+        accepted: Vec<Accepted>,
+        learned: Vec<Learned>,
+        counts: crate::ingest::IngestCounts,
+        same_slot: usize,
+    ) -> Vec<(String, String)> {
+        if same_slot > 0 {
+            metrics::counter!(m::FETCHES_SAME_SLOT_TOTAL).increment(same_slot as u64);
+            self.totals.fetches_same_slot += same_slot as u64;
+        }
+        for l in &learned {
+            self.feeds.insert(l.feed.clone(), l.state.clone());
+        }
+        let mut misses: Vec<(String, i64, i64)> = Vec::new();
+        for (a, l) in accepted.iter().zip(&learned) {
+            let r = &a.report;
+            if l.overflowed {
+                m::record_document_overflow();
+            }
+            m::record_fetch(
+                outcome_label(r.outcome),
+                r.body_bytes,
+                (r.started_unix_ms - r.scheduled_unix_ms) as f64 / 1000.0,
+            );
+            if r.items_unread > 0 {
+                metrics::counter!(m::ITEMS_UNREAD_TOTAL).increment(r.items_unread as u64);
+            }
+            for &d in &l.delays_ms {
+                metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
+                misses.push((
+                    r.feed_id.clone(),
+                    r.finished_unix_ms - d,
+                    r.finished_unix_ms,
+                ));
+            }
+        }
+        let (missed, missed_age_ms) = self.charge_misses(&misses);
+        let t = &mut self.totals;
+        for (a, l) in accepted.iter().zip(&learned) {
+            let r = &a.report;
+            let label = outcome_label(r.outcome);
+            t.fetches += 1;
+            *t.outcomes.entry(label.to_string()).or_default() += 1;
+            *t.fetches_per_feed.entry(r.feed_id.clone()).or_default() += 1;
+            if matches!(label, "ok" | "not_modified") {
+                t.last_fetch_started
+                    .insert(r.feed_id.clone(), r.started_unix_ms);
+            }
+            t.bytes = t.bytes.saturating_add(r.body_bytes);
+            t.delay_count += l.delays_ms.len() as u64;
+            t.delay_sum_ms += l.delays_ms.iter().map(|&d| d as f64).sum::<f64>();
+        }
+        t.postings_new += counts.new;
+        t.postings_duplicate += counts.duplicates;
+        t.missed += missed;
+        t.access_delay_sum_ms += missed_age_ms;
+        m::record_postings(counts.new, counts.duplicates, missed, missed_age_ms);
+        let done: Vec<_> = accepted
+            .iter()
+            .map(|a| &a.report)
+            .zip(learned.iter().map(|l| l.change))
+            .collect();
+        self.after_fetches(&done)
+    }
+
+    /// For postings published at `p` and discovered at `d`, every access of a subscriber in
+    /// `[p, d)` missed them: returns (missed postings, summed age at those accesses in ms).
+    fn charge_misses(&self, postings: &[(String, i64, i64)]) -> (u64, f64) {
+        let (mut n, mut age) = (0u64, 0.0f64);
+        for (feed, p, d) in postings {
+            for user in self.subscribers.get(feed).into_iter().flatten() {
+                for &t in self.recent_access.get(user).into_iter().flatten() {
+                    if t >= *p && t < *d {
+                        n += 1;
+                        age += (t - p) as f64;
+                    }
+                }
+            }
+        }
+        (n, age)
+    }
+}

@@ -1,0 +1,352 @@
+//! Relearn + replan rounds and the coordinator's periodic loops.
+//!
+//! A round reads the registry, takes a snapshot of the learned state and the replanner out
+//! of the actor, solves on the blocking pool, and sends the result back as a message that
+//! installs the plan. The snapshot shares the feeds' states by pointer, and the readers'
+//! access rates are gathered in chunks of feeds, so no single message holds the actor long
+//! while 100k feeds are planned.
+
+use super::actor::{panic_text, Parked, State};
+use super::figures::warn_unspent;
+use super::{health, Hub, PlanFigures, PlanView, DAY_MS};
+use crate::control::health::{Bounds, HealthPolicy};
+use crate::control::readers;
+use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
+use crate::metrics as m;
+use crate::registry::FeedRecord;
+use crate::store::KvBackend;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Feeds whose readers' access histograms one message sums: small enough that a message
+/// takes well under a millisecond with a few subscribers per feed.
+const ACCESS_CHUNK: usize = 2_000;
+
+/// Discovery index entries a retention pass reads per horizon: 10k feeds posting 10 times
+/// a day add about 70 a minute.
+const PRUNE_BUDGET: usize = 5_000;
+
+/// Runs `f` on the replanner, containing a panic inside it: the panic becomes an error of
+/// this round and the replanner comes back fresh (the next round solves afresh from the
+/// same settings). Without this, one panic in the solver would lose the replanner and every
+/// later round would fail until a restart, with the process still up.
+fn guarded<T>(
+    mut replanner: Replanner,
+    f: impl FnOnce(&mut Replanner) -> T,
+) -> (Replanner, Result<T, String>) {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut replanner)));
+    match out {
+        Ok(v) => (replanner, Ok(v)),
+        Err(panic) => {
+            let fresh = Replanner::new(replanner.settings().clone());
+            m::record_planner_panic();
+            (
+                fresh,
+                Err(format!(
+                    "the planner panicked ({}); the next round solves afresh",
+                    panic_text(&panic)
+                )),
+            )
+        }
+    }
+}
+
+/// What the solve hands back besides the replanner.
+struct Solved {
+    outcome: PlanOutcome,
+    counts: ModelCounts,
+    view: PlanView,
+}
+
+/// What a round carries from its start to the plan's installation.
+struct Round {
+    feeds: Arc<Vec<FeedRecord>>,
+    bounds: Vec<Bounds>,
+    settings: PlannerSettings,
+    policy: HealthPolicy,
+    now_ms: i64,
+}
+
+impl<B: KvBackend> Hub<B> {
+    /// One relearn + replan round: models from the learned state, the plan solved on the
+    /// blocking pool, and the new fetch times handed to the cluster.
+    pub async fn replan(&self) -> anyhow::Result<PlanOutcome> {
+        let _round = self.rounds.lock().await;
+        let mut feeds = self.registry.all_feeds().await?;
+        let registered = feeds.len();
+        let mut subs = HashMap::with_capacity(feeds.len());
+        for f in &feeds {
+            subs.insert(f.id.clone(), self.registry.subscribers(&f.id).await?);
+        }
+        let users: HashMap<String, f64> = self
+            .registry
+            .all_users()
+            .await?
+            .into_iter()
+            .map(|u| (u.id, u.weight))
+            .collect();
+        m::gauge_registry(registered, users.len());
+        let now = self.clock.now_ms();
+        // Out of the state only while a round solves: a round whose caller went away may
+        // still be solving, and its result message puts the replanner back.
+        let parked = loop {
+            if let Some(p) = self.actor.call(|s| s.replanner.take()).await {
+                break p;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let policy = self.cfg.health.clone();
+        let (feeds, bounds, caps, states, (generation, settings)) = self
+            .actor
+            .call(move |s| {
+                // Gone feeds leave the plan here; the rest carry their back-off and hint
+                // bounds.
+                let (bounds, caps) = s.plan_bounds(&mut feeds, now, &policy);
+                s.subscribers = subs;
+                (feeds, bounds, caps, s.feeds.clone(), s.settings.clone())
+            })
+            .await;
+        let feeds = Arc::new(feeds);
+        let users = Arc::new(users);
+        let mut observed = Vec::with_capacity(feeds.len());
+        for start in (0..feeds.len()).step_by(ACCESS_CHUNK) {
+            let (feeds, users) = (feeds.clone(), users.clone());
+            let end = (start + ACCESS_CHUNK).min(feeds.len());
+            observed.extend(
+                self.actor
+                    .call(move |s| s.feed_access(&feeds[start..end], &users))
+                    .await,
+            );
+        }
+        // Hours the access statistics have watched: the prior's weight falls as they grow.
+        let exposure = relearn::hour_exposure(self.access_since_ms, now);
+        let round = Round {
+            feeds: feeds.clone(),
+            bounds: bounds.clone(),
+            settings: settings.clone(),
+            policy: self.cfg.health.clone(),
+            now_ms: now,
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let actor = self.actor.clone();
+        let started = Instant::now();
+        tokio::task::spawn_blocking(move || {
+            let (replanner, out) = guarded(parked.replanner, |r| {
+                if parked.generation != generation {
+                    r.set_settings(settings);
+                }
+                let rates = readers::access_rates(&observed, &exposure, r.settings().shrinkage);
+                let rates: HashMap<&str, Vec<f32>> =
+                    feeds.iter().map(|f| f.id.as_str()).zip(rates).collect();
+                let access_bins =
+                    |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
+                let (mut models, counts) =
+                    relearn::models(&feeds, &states, &access_bins, now, r.settings());
+                let days = r.settings().days_per_period();
+                let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
+                r.plan_with_caps(&feeds, models, caps)
+                    .map(|outcome| Solved {
+                        outcome,
+                        counts,
+                        view: r.view(),
+                    })
+            });
+            let solve_seconds = started.elapsed().as_secs_f64();
+            // The result comes back as a message, whether or not the caller still waits:
+            // the replanner returns to the state and a plan solved is installed.
+            actor.post(move |s| {
+                s.replanner = Some(Parked {
+                    generation,
+                    replanner,
+                });
+                let result = match out {
+                    Ok(Ok(solved)) => Ok(s.install_plan(solved, round, solve_seconds)),
+                    Ok(Err(e)) => Err(anyhow::anyhow!("planning failed: {e}")),
+                    Err(e) => Err(anyhow::anyhow!("planning failed: {e}")),
+                };
+                let _ = reply.send(result);
+            });
+        });
+        answer.await.map_err(|_| {
+            anyhow::anyhow!("the planning round was lost: the control plane stopped")
+        })?
+    }
+
+    /// Replans every `replan_interval` and expires leases every half second until `stop`
+    /// fires.
+    pub async fn run_loops(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut replan = tokio::time::interval(self.cfg.replan_interval);
+        let mut leases = tokio::time::interval(Duration::from_millis(500));
+        let mut persist = tokio::time::interval(Duration::from_secs(60));
+        let mut prune_cursor = crate::retention::Cursor::default();
+        let mut prune = tokio::time::interval(self.cfg.retention.every);
+        let mut compact = tokio::time::interval(self.cfg.retention.compact_every);
+        // A plan's next hour moves with the clock (compressed in demos and tests).
+        let mut capacity = tokio::time::interval(Duration::from_secs(15));
+        loop {
+            tokio::select! {
+                _ = persist.tick() => {
+                    if let Err(e) = self.persist_access().await {
+                        tracing::warn!(error = %e, "access statistics not stored; retrying in a minute");
+                    }
+                }
+                _ = prune.tick() => self.prune_postings(&mut prune_cursor).await,
+                _ = compact.tick() => match self.store.compact().await {
+                    Ok(Some(rev)) => tracing::info!(revision = rev, "store history compacted"),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "store compaction failed; retrying next interval"),
+                },
+                _ = replan.tick() => {
+                    if let Err(e) = self.replan().await {
+                        // Keep the previous plan; the next round tries again.
+                        m::record_replan_failure();
+                        tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                    }
+                }
+                _ = leases.tick() => self.expire_leases().await,
+                _ = capacity.tick() => {
+                    self.record_capacity().await;
+                }
+                _ = stop.changed() => break,
+            }
+        }
+        // What a graceful stop would otherwise lose.
+        if let Err(e) = self.persist_access().await {
+            tracing::error!(error = %e, "access statistics of the last minute not stored at shutdown");
+        }
+    }
+
+    /// One retention pass: postings and item markers past their horizon go, at most
+    /// [`PRUNE_BUDGET`] index entries per horizon (the rest next minute).
+    async fn prune_postings(&self, cursor: &mut crate::retention::Cursor) {
+        let now = self.clock.now_ms();
+        match self
+            .ingestor
+            .prune(now, self.cfg.retention, cursor, PRUNE_BUDGET)
+            .await
+        {
+            Ok(p) => {
+                m::record_pruned(p.postings, p.markers);
+                if p.postings + p.markers > 0 {
+                    tracing::info!(
+                        postings = p.postings,
+                        markers = p.markers,
+                        "retention: old postings removed"
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "retention pass failed; retrying in a minute")
+            }
+        }
+    }
+}
+
+impl State {
+    /// The weighted access histograms of each feed's subscribers (at the last round).
+    fn feed_access(
+        &self,
+        feeds: &[FeedRecord],
+        users: &HashMap<String, f64>,
+    ) -> Vec<readers::FeedAccess> {
+        feeds
+            .iter()
+            .map(|f| {
+                let mut a = readers::FeedAccess {
+                    observed: vec![0.0f32; 24],
+                    subscriber_weight: 0.0,
+                };
+                for u in self.subscribers.get(&f.id).into_iter().flatten() {
+                    a.subscriber_weight += users.get(u).copied().unwrap_or(0.0);
+                    for h in [
+                        self.access.app_histogram(u),
+                        self.access.feed_histogram(u, &f.id),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        for (b, v) in a.observed.iter_mut().zip(h) {
+                            *b += v;
+                        }
+                    }
+                }
+                a
+            })
+            .collect()
+    }
+
+    /// Installs a solved plan: bounds and skip masks on its specs, the figures, the fetch
+    /// times handed to the cluster; returns the outcome.
+    fn install_plan(&mut self, solved: Solved, round: Round, solve_seconds: f64) -> PlanOutcome {
+        let Solved {
+            mut outcome,
+            counts,
+            view,
+        } = solved;
+        self.plan_view = view;
+        self.decorate(&mut outcome, &round.feeds, round.bounds, &round.policy);
+        let now = round.now_ms;
+        let posts_per_day: f64 = self
+            .feeds
+            .values()
+            .map(|s| {
+                s.observed_postings() as f64
+                    / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
+            })
+            .sum();
+        let settings = &round.settings;
+        let figures = PlanFigures {
+            fetches_per_day: outcome.fetches_per_day,
+            budget_per_day: outcome.budget_per_day,
+            expected_cost: outcome.expected_cost,
+            expected_delay_seconds: if posts_per_day > 0.0 {
+                outcome.expected_cost / posts_per_day
+            } else {
+                0.0
+            },
+            resolved: outcome.resolved,
+            solve_seconds,
+            unspent_per_day: outcome.host_limited.unspent_per_day,
+            hosts_at_cap: outcome.host_limited.hosts_at_cap,
+            host_cap_per_day: settings.host_fetches_per_day,
+            capacity_floors: counts.capacity_floors,
+            shrinkage_days: counts.shrinkage,
+            shrinkage_held_out_days: counts.held_out_days,
+            week_shapes: settings.weekly.then_some(counts.week_shapes),
+        };
+        m::record_plan(&figures);
+        warn_unspent(&figures, &outcome);
+        let c = &mut self.cluster;
+        let before = c.moves_total();
+        c.set_feeds(outcome.specs.clone());
+        m::record_membership(c.workers().len(), c.moves_total() - before);
+        self.totals.plans += 1;
+        self.totals.last_plan = Some(figures);
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planner_panic_is_an_error_of_the_round_and_leaves_a_usable_replanner() {
+        let settings = PlannerSettings {
+            slots: 96,
+            ..PlannerSettings::default()
+        };
+        let r = Replanner::new(settings);
+        let (r, out) = guarded(r, |_| -> u32 { panic!("boom") });
+        let err = out.unwrap_err();
+        assert!(err.contains("boom"), "{err}");
+        assert_eq!(
+            r.settings().slots,
+            96,
+            "the fresh replanner keeps the settings"
+        );
+        let (_, out) = guarded(r, |_| 7);
+        assert_eq!(out.unwrap(), 7);
+    }
+}
