@@ -74,6 +74,7 @@ pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
             kairos_runtime::telemetry::LATENESS_BUCKETS,
         ),
         (PLAN_SOLVE_SECONDS, SOLVE_BUCKETS),
+        (CONTROL_PLANE_MESSAGE_SECONDS, MESSAGE_BUCKETS),
     ]
     .into_iter()
     .collect()
@@ -101,6 +102,12 @@ pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
 pub const PRUNED_TOTAL: &str = "kairos_retention_removed_total";
 /// Counter: panics inside the planner, contained to their round.
 pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
+/// Histogram: how long each control-plane message held the actor (every other call waits
+/// behind it).
+pub const CONTROL_PLANE_MESSAGE_SECONDS: &str = "kairos_control_plane_message_seconds";
+/// Buckets of [`CONTROL_PLANE_MESSAGE_SECONDS`]: most messages take microseconds; one over
+/// 100 ms delays every Admin call and heartbeat behind it.
+const MESSAGE_BUCKETS: &[f64] = &[0.0001, 0.001, 0.005, 0.02, 0.1, 0.5, 2.0];
 /// Counter: control-plane messages that panicked (their caller failed; the state served on).
 pub const CONTROL_PLANE_PANICS_TOTAL: &str = "kairos_control_plane_panics_total";
 /// Counter: TLS handshakes that failed or timed out.
@@ -279,6 +286,10 @@ pub fn describe() {
     describe_counter!(
         PLANNER_PANICS_TOTAL,
         "Panics inside the planner, contained to their round (a bug: please report it with the log line)."
+    );
+    describe_histogram!(
+        CONTROL_PLANE_MESSAGE_SECONDS,
+        "How long each control-plane message held the actor; calls queue behind a long one."
     );
     describe_counter!(
         CONTROL_PLANE_PANICS_TOTAL,

@@ -14,7 +14,7 @@
 
 use super::FeedSpec;
 use crate::shard::{self, Host, Worker};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -117,10 +117,87 @@ pub struct Cluster {
     next_id: u64,
     sessions: BTreeMap<String, Session>,
     feeds: BTreeMap<String, FeedSpec>,
-    /// Host → owning session id.
-    owner: HashMap<String, String>,
+    /// The hosts of `feeds`.
+    hosts: Arc<BTreeSet<String>>,
+    /// Host → owning session id (shared with [`ShardView`]s; replaced, never edited).
+    owner: Arc<HashMap<String, String>>,
     /// Hosts that changed owner since start (joins, leaves, expired leases).
     moves_total: u64,
+    /// Bumped by every change of sessions, owners or desired states, so a plan prepared
+    /// against a [`ShardView`] is installed only onto the cluster it was prepared for.
+    generation: u64,
+}
+
+/// What a plan's desired states are computed against away from the cluster: the owners,
+/// the hosts, and each session's current desired state, at one generation.
+#[derive(Clone)]
+pub struct ShardView {
+    generation: u64,
+    hosts: Arc<BTreeSet<String>>,
+    owner: Arc<HashMap<String, String>>,
+    current: Vec<(String, Desired)>,
+}
+
+/// A plan's desired states, prepared against a [`ShardView`] (see [`Cluster::install`]).
+pub struct Prepared {
+    generation: u64,
+    feeds: BTreeMap<String, FeedSpec>,
+    hosts: Arc<BTreeSet<String>>,
+    /// Sessions whose desired state changes, with the new one.
+    changed: Vec<(String, Desired)>,
+}
+
+/// What an installation replaced, to be dropped away from the caller (freeing 100k specs
+/// takes a while).
+pub struct Replaced {
+    _feeds: BTreeMap<String, FeedSpec>,
+    _desired: Vec<Desired>,
+}
+
+impl ShardView {
+    /// The desired states `feeds` give each session, computed here rather than on the
+    /// cluster. `None` when the plan's hosts differ from the cluster's: the hosts must be
+    /// re-dealt, which [`Cluster::set_feeds`] does.
+    pub fn prepare(
+        &self,
+        feeds: BTreeMap<String, FeedSpec>,
+    ) -> Result<Prepared, BTreeMap<String, FeedSpec>> {
+        let hosts: BTreeSet<String> = feeds.values().map(|f| f.host.clone()).collect();
+        if hosts != *self.hosts {
+            return Err(feeds);
+        }
+        let mut per_worker: HashMap<&str, BTreeMap<String, FeedSpec>> = HashMap::new();
+        for f in feeds.values() {
+            if let Some(w) = self.owner.get(&f.host) {
+                per_worker
+                    .entry(w.as_str())
+                    .or_default()
+                    .insert(f.id.clone(), f.clone());
+            }
+        }
+        let changed = self
+            .current
+            .iter()
+            .filter_map(|(id, current)| {
+                let mine = per_worker.remove(id.as_str()).unwrap_or_default();
+                (current.version == 0 || *current.feeds != mine).then(|| {
+                    (
+                        id.clone(),
+                        Desired {
+                            version: current.version + 1,
+                            feeds: Arc::new(mine),
+                        },
+                    )
+                })
+            })
+            .collect();
+        Ok(Prepared {
+            generation: self.generation,
+            feeds,
+            hosts: Arc::new(hosts),
+            changed,
+        })
+    }
 }
 
 impl Cluster {
@@ -132,8 +209,52 @@ impl Cluster {
             next_id: 1,
             sessions: BTreeMap::new(),
             feeds: BTreeMap::new(),
-            owner: HashMap::new(),
+            hosts: Arc::default(),
+            owner: Arc::default(),
             moves_total: 0,
+            generation: 0,
+        }
+    }
+
+    /// What a plan's desired states can be prepared against away from the cluster (cheap:
+    /// shared pointers and one entry per session).
+    pub fn shard_view(&self) -> ShardView {
+        ShardView {
+            generation: self.generation,
+            hosts: self.hosts.clone(),
+            owner: self.owner.clone(),
+            current: self
+                .sessions
+                .iter()
+                .map(|(id, s)| (id.clone(), s.tx.borrow().clone()))
+                .collect(),
+        }
+    }
+
+    /// Installs a plan prepared against [`Cluster::shard_view`]: the same as
+    /// [`Cluster::set_feeds`] when nothing changed in between, at the cost of a few pointer
+    /// moves. When sessions, owners or desired states changed since the view was taken, the
+    /// plan is installed the slow way. Returns what was replaced, for the caller to drop.
+    pub fn install(&mut self, p: Prepared) -> Replaced {
+        if p.generation != self.generation {
+            self.set_feeds(p.feeds);
+            return Replaced {
+                _feeds: BTreeMap::new(),
+                _desired: Vec::new(),
+            };
+        }
+        let old = std::mem::replace(&mut self.feeds, p.feeds);
+        self.hosts = p.hosts;
+        let mut desired = Vec::with_capacity(p.changed.len());
+        for (id, d) in p.changed {
+            if let Some(s) = self.sessions.get(&id) {
+                desired.push(s.tx.send_replace(d));
+            }
+        }
+        self.generation += 1;
+        Replaced {
+            _feeds: old,
+            _desired: desired,
         }
     }
 
@@ -260,6 +381,7 @@ impl Cluster {
             old != new
         };
         self.feeds = feeds;
+        self.hosts = Arc::new(self.feeds.values().map(|f| f.host.clone()).collect());
         if hosts_changed {
             self.reshard();
         } else {
@@ -339,12 +461,13 @@ impl Cluster {
             .iter()
             .filter(|(h, w)| self.owner.get(*h).is_some_and(|old| old != *w))
             .count() as u64;
-        self.owner = owner;
+        self.owner = Arc::new(owner);
         self.publish();
     }
 
     /// Sends every session whose feed set or fetch times changed its new desired state.
     fn publish(&mut self) {
+        self.generation += 1;
         let mut per_worker: HashMap<&str, BTreeMap<String, FeedSpec>> = HashMap::new();
         for f in self.feeds.values() {
             if let Some(w) = self.owner.get(&f.host) {
@@ -400,6 +523,64 @@ mod tests {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// A session's desired state: (id, version, feeds with their offsets).
+    type SessionDesired = (String, u64, Vec<(String, Vec<f64>)>);
+
+    /// Desired states of every session.
+    fn all_desired(c: &Cluster) -> Vec<SessionDesired> {
+        c.workers()
+            .into_iter()
+            .map(|w| {
+                let d = c.subscribe(&w.id).unwrap().borrow().clone();
+                let feeds = d
+                    .feeds
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.offsets_seconds.clone()))
+                    .collect();
+                (w.id, d.version, feeds)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plan_prepared_apart_installs_as_set_feeds_would_and_falls_back_when_the_cluster_moved() {
+        let t = Instant::now();
+        let fresh = || {
+            let mut c = Cluster::new(ClusterConfig::default(), 1);
+            c.register("a", 1.0, t).unwrap();
+            c.register("b", 2.0, t).unwrap();
+            c.set_feeds(plan(40, 7, 10.0));
+            c
+        };
+        // Same hosts, new times: the prepared plan matches the in-place one exactly.
+        let (mut direct, mut apart) = (fresh(), fresh());
+        let versions = |c: &Cluster| all_desired(c).iter().map(|d| d.1).collect::<Vec<_>>();
+        let before = versions(&apart);
+        direct.set_feeds(plan(40, 7, 20.0));
+        let prepared = apart.shard_view().prepare(plan(40, 7, 20.0)).ok().unwrap();
+        let _ = apart.install(prepared);
+        assert_eq!(all_desired(&apart), all_desired(&direct));
+        let bumped: Vec<u64> = before.iter().map(|v| v + 1).collect();
+        assert_eq!(versions(&apart), bumped, "new times: one new version each");
+        // An unchanged plan publishes nothing new.
+        let prepared = apart.shard_view().prepare(plan(40, 7, 20.0)).ok().unwrap();
+        let _ = apart.install(prepared);
+        assert_eq!(versions(&apart), bumped);
+        // Other hosts cannot be prepared apart (they must be re-dealt).
+        assert!(apart.shard_view().prepare(plan(40, 9, 30.0)).is_err());
+        // A worker joined after the view was taken: installed the slow way, onto the
+        // three sessions, as set_feeds would.
+        let view = apart.shard_view();
+        apart.register("c", 1.0, t).unwrap();
+        direct.register("c", 1.0, t).unwrap();
+        let _ = apart.install(view.prepare(plan(40, 7, 30.0)).ok().unwrap());
+        direct.set_feeds(plan(40, 7, 30.0));
+        assert_eq!(all_desired(&apart), all_desired(&direct));
+        assert_eq!(all_desired(&apart).len(), 3);
+        let owned: usize = all_desired(&apart).iter().map(|(_, _, f)| f.len()).sum();
+        assert_eq!(owned, 40, "every feed owned once");
     }
 
     #[test]

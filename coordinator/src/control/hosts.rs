@@ -38,7 +38,7 @@ impl Throttle {
 }
 
 /// Throttle state of every host that throttled recently.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct HostThrottles {
     hosts: HashMap<String, Throttle>,
 }

@@ -29,6 +29,9 @@ use super::{PlanView, Totals};
 /// unbounded memory when a burst of reports meets a slow moment).
 const QUEUE: usize = 4096;
 
+/// A message that holds the actor longer than this is logged with where it came from.
+const SLOW: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The replanner between rounds, with the generation of the settings it was given. A round
 /// moves it out of the state for the solve and its result job puts it back.
 pub(super) struct Parked {
@@ -65,7 +68,12 @@ pub(super) struct State {
     pub totals: Totals,
 }
 
-type Job = Box<dyn FnOnce(&mut State) + Send>;
+/// A message: what to run on the state, and where it comes from (the closure's type name,
+/// which names the hub method that sent it) for the slow-message log.
+struct Job {
+    run: Box<dyn FnOnce(&mut State) + Send>,
+    from: &'static str,
+}
 
 /// The handle: sends jobs to the task that owns [`State`].
 #[derive(Clone)]
@@ -80,10 +88,22 @@ impl Actor {
         tokio::spawn(async move {
             let mut state = state;
             while let Some(job) = rx.recv().await {
+                let started = std::time::Instant::now();
+                let Job { run, from } = job;
                 // A bug in one job must not take the whole control plane down with it:
                 // the job's caller sees the failure, later messages are served.
                 let ran =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut state)));
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut state)));
+                let took = started.elapsed();
+                metrics::histogram!(m::CONTROL_PLANE_MESSAGE_SECONDS).record(took.as_secs_f64());
+                if took > SLOW {
+                    // Every call queued behind it waited as long: worth a line each time.
+                    tracing::warn!(
+                        took_ms = took.as_millis() as u64,
+                        message = from,
+                        "a control-plane message held the actor long"
+                    );
+                }
                 if let Err(panic) = ran {
                     m::record_control_plane_panic();
                     tracing::error!(
@@ -101,14 +121,17 @@ impl Actor {
     /// # Panics
     /// If `f` panics (caught and logged on the owning task), the panic is raised again in
     /// the caller, as a poisoned lock would have; the state stays usable for other callers.
-    pub async fn call<T: Send + 'static>(
+    pub async fn call<T: Send + 'static, F: FnOnce(&mut State) -> T + Send + 'static>(
         &self,
-        f: impl FnOnce(&mut State) -> T + Send + 'static,
+        f: F,
     ) -> T {
         let (reply, answer) = oneshot::channel();
-        let job: Job = Box::new(move |s| {
-            let _ = reply.send(f(s));
-        });
+        let job = Job {
+            run: Box::new(move |s| {
+                let _ = reply.send(f(s));
+            }),
+            from: std::any::type_name::<F>(),
+        };
         if self.tx.send(job).await.is_err() {
             // The task ends only when every handle is gone, and `self` is one.
             unreachable!("the control-plane task outlives its handles");
@@ -121,9 +144,12 @@ impl Actor {
 
     /// Queues `f` without waiting for it to run (for results coming back from the blocking
     /// pool, which must not block on a full queue).
-    pub fn post(&self, f: impl FnOnce(&mut State) + Send + 'static) {
+    pub fn post<F: FnOnce(&mut State) + Send + 'static>(&self, f: F) {
         let tx = self.tx.clone();
-        let job: Job = Box::new(f);
+        let job = Job {
+            run: Box::new(f),
+            from: std::any::type_name::<F>(),
+        };
         match tx.try_send(job) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(job)) => {

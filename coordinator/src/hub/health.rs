@@ -5,6 +5,7 @@
 use super::{actor::State, figures::outcome_label, Hub};
 use crate::control::feedstate::FeedState;
 use crate::control::health::{self, Answer, Bounds, Change, Health, HealthPolicy, Hints};
+use crate::control::hosts::HostThrottles;
 use crate::control::relearn::PlanOutcome;
 use crate::control::FeedSpec;
 use crate::metrics as m;
@@ -199,43 +200,52 @@ impl<B: KvBackend> Hub<B> {
 }
 
 impl State {
-    /// Drops gone feeds from what is planned; returns the bounds of the rest (same order),
-    /// and the caps of throttled hosts by host name. Recovers hosts clear for a day.
-    pub(super) fn plan_bounds(
+    /// Hosts clear of throttling for a day recover; returns a copy of the throttles and the
+    /// operators' limits for a round's bounds.
+    pub(super) fn throttles_for_round(
         &mut self,
-        feeds: &mut Vec<FeedRecord>,
         now_ms: i64,
-        policy: &HealthPolicy,
-    ) -> (Vec<Bounds>, HashMap<String, f64>) {
-        let states = &self.feeds;
-        let before = feeds.len();
-        feeds.retain(|f| !states.get(&f.id).is_some_and(|s| s.health.is_gone()));
-        let mut status: HashMap<&str, usize> = HashMap::new();
-        for f in feeds.iter() {
-            let s = states.get(&f.id);
-            let st = s.map_or("new", |s| {
-                s.health
-                    .status(s.last_answered_ms.is_some(), now_ms, policy)
-            });
-            *status.entry(st).or_default() += 1;
-        }
-        *status.entry("gone").or_default() += before - feeds.len();
-        m::gauge_feed_health(&status);
-        let throttles = &mut self.throttles;
-        for host in throttles.recover(now_ms) {
+    ) -> (HostThrottles, HashMap<String, f64>) {
+        for host in self.throttles.recover(now_ms) {
             tracing::info!(%host, "throttled host back at its full rate");
         }
-        m::gauge_hosts_throttled(throttles.len());
-        let mut caps: HashMap<String, f64> = throttles
-            .iter()
-            .map(|(h, t)| (h.clone(), t.cap_per_day()))
-            .collect();
-        let limits = &self.host_limits;
-        for (h, &limit) in limits {
-            let cap = caps.entry(h.clone()).or_insert(limit);
-            *cap = cap.min(limit);
-        }
-        let bounds = feeds
+        m::gauge_hosts_throttled(self.throttles.len());
+        (self.throttles.clone(), self.host_limits.clone())
+    }
+}
+
+/// Drops gone feeds from what is planned; returns the bounds of the rest (same order), and
+/// the caps of throttled or limited hosts by host name.
+pub(super) fn plan_bounds(
+    feeds: &mut Vec<FeedRecord>,
+    states: &HashMap<String, Arc<FeedState>>,
+    throttles: &HostThrottles,
+    limits: &HashMap<String, f64>,
+    now_ms: i64,
+    policy: &HealthPolicy,
+) -> (Vec<Bounds>, HashMap<String, f64>) {
+    let before = feeds.len();
+    feeds.retain(|f| !states.get(&f.id).is_some_and(|s| s.health.is_gone()));
+    let mut status: HashMap<&str, usize> = HashMap::new();
+    for f in feeds.iter() {
+        let s = states.get(&f.id);
+        let st = s.map_or("new", |s| {
+            s.health
+                .status(s.last_answered_ms.is_some(), now_ms, policy)
+        });
+        *status.entry(st).or_default() += 1;
+    }
+    *status.entry("gone").or_default() += before - feeds.len();
+    m::gauge_feed_health(&status);
+    let mut caps: HashMap<String, f64> = throttles
+        .iter()
+        .map(|(h, t)| (h.clone(), t.cap_per_day()))
+        .collect();
+    for (h, &limit) in limits {
+        let cap = caps.entry(h.clone()).or_insert(limit);
+        *cap = cap.min(limit);
+    }
+    let bounds = feeds
             .iter()
             .map(|f| {
                 let mut b = states
@@ -265,35 +275,33 @@ impl State {
                 b
             })
             .collect();
-        (bounds, caps)
-    }
+    (bounds, caps)
+}
 
-    /// After a plan: every spec gets its hold and skip masks (offsets leave skipped hours),
-    /// and the bounds and per-host rates are kept for inspection and throttling.
-    pub(super) fn decorate(
-        &mut self,
-        outcome: &mut PlanOutcome,
-        feeds: &[FeedRecord],
-        bounds: Vec<Bounds>,
-        policy: &HealthPolicy,
-    ) {
-        let states = &self.feeds;
-        let mut host_rates: HashMap<String, f64> = HashMap::new();
-        let mut kept = HashMap::with_capacity(feeds.len());
-        for (f, b) in feeds.iter().zip(bounds) {
-            if let Some(spec) = outcome.specs.get_mut(&f.id) {
-                decorate_spec(spec, &b, states.get(&f.id).map(|s| &s.health), policy);
-                *host_rates.entry(spec.host.clone()).or_default() +=
-                    spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
-            }
-            kept.insert(f.id.clone(), b);
+/// After a plan: every spec gets its hold and skip masks (offsets leave skipped hours);
+/// returns the bounds and per-host rates, kept for inspection and throttling.
+pub(super) fn decorate(
+    outcome: &mut PlanOutcome,
+    feeds: &[FeedRecord],
+    bounds: Vec<Bounds>,
+    states: &HashMap<String, Arc<FeedState>>,
+    policy: &HealthPolicy,
+) -> FeedBounds {
+    let mut host_rates: HashMap<String, f64> = HashMap::new();
+    let mut kept = HashMap::with_capacity(feeds.len());
+    for (f, b) in feeds.iter().zip(bounds) {
+        if let Some(spec) = outcome.specs.get_mut(&f.id) {
+            decorate_spec(spec, &b, states.get(&f.id).map(|s| &s.health), policy);
+            *host_rates.entry(spec.host.clone()).or_default() +=
+                spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
         }
-        let bounded = kept.values().filter(|b| b.max_per_day.is_some()).count();
-        m::gauge_bounded_feeds(bounded);
-        self.bounds = FeedBounds {
-            bounds: kept,
-            host_rates,
-        };
+        kept.insert(f.id.clone(), b);
+    }
+    let bounded = kept.values().filter(|b| b.max_per_day.is_some()).count();
+    m::gauge_bounded_feeds(bounded);
+    FeedBounds {
+        bounds: kept,
+        host_rates,
     }
 }
 

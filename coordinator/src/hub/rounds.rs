@@ -8,14 +8,18 @@
 
 use super::actor::{panic_text, Parked, State};
 use super::figures::warn_unspent;
+use super::health::FeedBounds;
 use super::{health, Hub, PlanFigures, PlanView, DAY_MS};
-use crate::control::health::{Bounds, HealthPolicy};
+use crate::control::cluster::Prepared;
+use crate::control::feedstate::FeedState;
 use crate::control::readers;
 use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
+use crate::control::FeedSpec;
 use crate::metrics as m;
+use crate::plan::alloc::AllocError;
 use crate::registry::FeedRecord;
 use crate::store::KvBackend;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,20 +56,16 @@ fn guarded<T>(
     }
 }
 
-/// What the solve hands back besides the replanner.
+/// What the blocking task hands back besides the replanner: the plan, decorated, with
+/// everything its installation needs prepared, so installing it is a few pointer moves.
 struct Solved {
     outcome: PlanOutcome,
-    counts: ModelCounts,
     view: PlanView,
-}
-
-/// What a round carries from its start to the plan's installation.
-struct Round {
-    feeds: Arc<Vec<FeedRecord>>,
-    bounds: Vec<Bounds>,
-    settings: PlannerSettings,
-    policy: HealthPolicy,
-    now_ms: i64,
+    bounds: FeedBounds,
+    figures: PlanFigures,
+    /// The workers' desired states, prepared against the cluster as the round found it; or
+    /// the plan's specs when its hosts must be re-dealt on the cluster itself.
+    desired: Result<Prepared, BTreeMap<String, FeedSpec>>,
 }
 
 impl<B: KvBackend> Hub<B> {
@@ -73,7 +73,7 @@ impl<B: KvBackend> Hub<B> {
     /// blocking pool, and the new fetch times handed to the cluster.
     pub async fn replan(&self) -> anyhow::Result<PlanOutcome> {
         let _round = self.rounds.lock().await;
-        let mut feeds = self.registry.all_feeds().await?;
+        let feeds = self.registry.all_feeds().await?;
         let registered = feeds.len();
         let mut subs = HashMap::with_capacity(feeds.len());
         for f in &feeds {
@@ -96,20 +96,25 @@ impl<B: KvBackend> Hub<B> {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let policy = self.cfg.health.clone();
-        let (feeds, bounds, caps, states, (generation, settings)) = self
+        // Everything the solve reads, taken in one short message: the states are shared by
+        // pointer, the cluster's owners likewise, throttles and limits are small.
+        let (states, (generation, settings), (throttles, limits), shard, old_subs) = self
             .actor
             .call(move |s| {
-                // Gone feeds leave the plan here; the rest carry their back-off and hint
-                // bounds.
-                let (bounds, caps) = s.plan_bounds(&mut feeds, now, &policy);
-                s.subscribers = subs;
-                (feeds, bounds, caps, s.feeds.clone(), s.settings.clone())
+                (
+                    s.feeds.clone(),
+                    s.settings.clone(),
+                    s.throttles_for_round(now),
+                    s.cluster.shard_view(),
+                    // Freed here, not on the actor.
+                    std::mem::replace(&mut s.subscribers, subs),
+                )
             })
             .await;
+        drop(old_subs);
         let feeds = Arc::new(feeds);
         let users = Arc::new(users);
-        let mut observed = Vec::with_capacity(feeds.len());
+        let mut observed = HashMap::with_capacity(feeds.len());
         for start in (0..feeds.len()).step_by(ACCESS_CHUNK) {
             let (feeds, users) = (feeds.clone(), users.clone());
             let end = (start + ACCESS_CHUNK).min(feeds.len());
@@ -121,21 +126,31 @@ impl<B: KvBackend> Hub<B> {
         }
         // Hours the access statistics have watched: the prior's weight falls as they grow.
         let exposure = relearn::hour_exposure(self.access_since_ms, now);
-        let round = Round {
-            feeds: feeds.clone(),
-            bounds: bounds.clone(),
-            settings: settings.clone(),
-            policy: self.cfg.health.clone(),
-            now_ms: now,
-        };
+        let policy = self.cfg.health.clone();
         let (reply, answer) = tokio::sync::oneshot::channel();
         let actor = self.actor.clone();
-        let started = Instant::now();
         tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
             let (replanner, out) = guarded(parked.replanner, |r| {
                 if parked.generation != generation {
-                    r.set_settings(settings);
+                    r.set_settings(settings.clone());
                 }
+                let mut feeds = Arc::unwrap_or_clone(feeds);
+                // Gone feeds leave the plan here; the rest carry their back-off, hint and
+                // host bounds.
+                let (bounds, caps) =
+                    health::plan_bounds(&mut feeds, &states, &throttles, &limits, now, &policy);
+                let observed: Vec<readers::FeedAccess> = feeds
+                    .iter()
+                    .map(|f| {
+                        observed
+                            .remove(&f.id)
+                            .unwrap_or_else(|| readers::FeedAccess {
+                                observed: vec![0.0; 24],
+                                subscriber_weight: 0.0,
+                            })
+                    })
+                    .collect();
                 let rates = readers::access_rates(&observed, &exposure, r.settings().shrinkage);
                 let rates: HashMap<&str, Vec<f32>> =
                     feeds.iter().map(|f| f.id.as_str()).zip(rates).collect();
@@ -145,14 +160,18 @@ impl<B: KvBackend> Hub<B> {
                     relearn::models(&feeds, &states, &access_bins, now, r.settings());
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
-                r.plan_with_caps(&feeds, models, caps)
-                    .map(|outcome| Solved {
-                        outcome,
-                        counts,
-                        view: r.view(),
-                    })
+                let mut outcome = r.plan_with_caps(&feeds, models, caps)?;
+                let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
+                let figures = figures_of(&outcome, &counts, r.settings(), &states, now, started);
+                let desired = shard.prepare(outcome.specs.clone());
+                Ok::<_, AllocError>(Solved {
+                    outcome,
+                    view: r.view(),
+                    bounds,
+                    figures,
+                    desired,
+                })
             });
-            let solve_seconds = started.elapsed().as_secs_f64();
             // The result comes back as a message, whether or not the caller still waits:
             // the replanner returns to the state and a plan solved is installed.
             actor.post(move |s| {
@@ -161,7 +180,7 @@ impl<B: KvBackend> Hub<B> {
                     replanner,
                 });
                 let result = match out {
-                    Ok(Ok(solved)) => Ok(s.install_plan(solved, round, solve_seconds)),
+                    Ok(Ok(solved)) => Ok(s.install_plan(solved)),
                     Ok(Err(e)) => Err(anyhow::anyhow!("planning failed: {e}")),
                     Err(e) => Err(anyhow::anyhow!("planning failed: {e}")),
                 };
@@ -244,12 +263,13 @@ impl<B: KvBackend> Hub<B> {
 }
 
 impl State {
-    /// The weighted access histograms of each feed's subscribers (at the last round).
+    /// The weighted access histograms of each feed's subscribers (at the last round), by
+    /// feed.
     fn feed_access(
         &self,
         feeds: &[FeedRecord],
         users: &HashMap<String, f64>,
-    ) -> Vec<readers::FeedAccess> {
+    ) -> Vec<(String, readers::FeedAccess)> {
         feeds
             .iter()
             .map(|f| {
@@ -271,59 +291,76 @@ impl State {
                         }
                     }
                 }
-                a
+                (f.id.clone(), a)
             })
             .collect()
     }
 
-    /// Installs a solved plan: bounds and skip masks on its specs, the figures, the fetch
-    /// times handed to the cluster; returns the outcome.
-    fn install_plan(&mut self, solved: Solved, round: Round, solve_seconds: f64) -> PlanOutcome {
+    /// Installs a solved plan: its view and bounds for inspection, the figures, the fetch
+    /// times handed to the cluster. What it replaces is freed on the blocking pool (freeing
+    /// 100k specs and models would hold up every other message).
+    fn install_plan(&mut self, solved: Solved) -> PlanOutcome {
         let Solved {
-            mut outcome,
-            counts,
+            outcome,
             view,
+            bounds,
+            figures,
+            desired,
         } = solved;
-        self.plan_view = view;
-        self.decorate(&mut outcome, &round.feeds, round.bounds, &round.policy);
-        let now = round.now_ms;
-        let posts_per_day: f64 = self
-            .feeds
-            .values()
-            .map(|s| {
-                s.observed_postings() as f64
-                    / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
-            })
-            .sum();
-        let settings = &round.settings;
-        let figures = PlanFigures {
-            fetches_per_day: outcome.fetches_per_day,
-            budget_per_day: outcome.budget_per_day,
-            expected_cost: outcome.expected_cost,
-            expected_delay_seconds: if posts_per_day > 0.0 {
-                outcome.expected_cost / posts_per_day
-            } else {
-                0.0
-            },
-            resolved: outcome.resolved,
-            solve_seconds,
-            unspent_per_day: outcome.host_limited.unspent_per_day,
-            hosts_at_cap: outcome.host_limited.hosts_at_cap,
-            host_cap_per_day: settings.host_fetches_per_day,
-            capacity_floors: counts.capacity_floors,
-            shrinkage_days: counts.shrinkage,
-            shrinkage_held_out_days: counts.held_out_days,
-            week_shapes: settings.weekly.then_some(counts.week_shapes),
-        };
         m::record_plan(&figures);
         warn_unspent(&figures, &outcome);
+        let old_view = std::mem::replace(&mut self.plan_view, view);
+        let old_bounds = std::mem::replace(&mut self.bounds, bounds);
         let c = &mut self.cluster;
         let before = c.moves_total();
-        c.set_feeds(outcome.specs.clone());
+        let replaced = match desired {
+            Ok(prepared) => Some(c.install(prepared)),
+            Err(specs) => {
+                c.set_feeds(specs);
+                None
+            }
+        };
         m::record_membership(c.workers().len(), c.moves_total() - before);
         self.totals.plans += 1;
         self.totals.last_plan = Some(figures);
+        tokio::task::spawn_blocking(move || drop((old_view, old_bounds, replaced)));
         outcome
+    }
+}
+
+/// The figures of a plan, as reported.
+fn figures_of(
+    outcome: &PlanOutcome,
+    counts: &ModelCounts,
+    settings: &PlannerSettings,
+    states: &HashMap<String, Arc<FeedState>>,
+    now: i64,
+    started: Instant,
+) -> PlanFigures {
+    let posts_per_day: f64 = states
+        .values()
+        .map(|s| {
+            s.observed_postings() as f64 / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
+        })
+        .sum();
+    PlanFigures {
+        fetches_per_day: outcome.fetches_per_day,
+        budget_per_day: outcome.budget_per_day,
+        expected_cost: outcome.expected_cost,
+        expected_delay_seconds: if posts_per_day > 0.0 {
+            outcome.expected_cost / posts_per_day
+        } else {
+            0.0
+        },
+        resolved: outcome.resolved,
+        solve_seconds: started.elapsed().as_secs_f64(),
+        unspent_per_day: outcome.host_limited.unspent_per_day,
+        hosts_at_cap: outcome.host_limited.hosts_at_cap,
+        host_cap_per_day: settings.host_fetches_per_day,
+        capacity_floors: counts.capacity_floors,
+        shrinkage_days: counts.shrinkage,
+        shrinkage_held_out_days: counts.held_out_days,
+        week_shapes: settings.weekly.then_some(counts.week_shapes),
     }
 }
 
