@@ -9,6 +9,8 @@
 //! * The leader is paused (SIGSTOP) past its lease while the farm publishes, the standby
 //!   takes over, and the old leader is resumed (SIGCONT): it steps down at once, answers as a
 //!   standby naming the new leader, and nothing it held is lost or stored twice.
+//! * A worker is killed with SIGKILL mid-crawl: its hosts are dealt to the other two within
+//!   two worker leases, and nothing is lost or fetched twice.
 
 mod common;
 
@@ -47,7 +49,7 @@ struct Rig {
     b_url: String,
     b_metrics: String,
     _farm: Child,
-    _workers: Vec<Child>,
+    workers: Vec<Child>,
 }
 
 impl Rig {
@@ -209,7 +211,7 @@ impl Rig {
             b_url,
             b_metrics,
             _farm: farm,
-            _workers: running,
+            workers: running,
         })
     }
 
@@ -241,14 +243,20 @@ impl Rig {
         admin_b
     }
 
-    /// Runs until the farm has been quiet for a simulated day, then checks that every
-    /// published posting is in B's Postings API exactly once and no planned slot was
-    /// fetched twice.
+    /// [`Rig::every_posting_once_on`] B.
     async fn every_posting_once_on_b(&self, what: &str) {
+        let (url, metrics) = (self.b_url.clone(), self.b_metrics.clone());
+        self.every_posting_once_on(&url, &metrics, what).await
+    }
+
+    /// Runs until the farm has been quiet for a simulated day, then checks that every
+    /// published posting is in the Postings API at `url` exactly once and that no planned
+    /// slot was fetched twice (by the metrics at `metrics`).
+    async fn every_posting_once_on(&self, url: &str, metrics: &str, what: &str) {
         let end = self.anchor + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
         let wait = (end - unix_ms()).max(0) as u64;
         tokio::time::sleep(Duration::from_millis(wait)).await;
-        let mut postings = PostingsClient::connect(self.b_url.clone()).await.unwrap();
+        let mut postings = PostingsClient::connect(url.to_string()).await.unwrap();
         let mut found = 0;
         for (i, times) in &self.published {
             let got = postings_of(&mut postings, &format!("f{i}")).await;
@@ -266,9 +274,9 @@ impl Rig {
         assert_eq!(found, self.total);
         // Each feed's last slot is stored with its state, so B compares against A's too.
         assert_eq!(
-            sample(&scrape(&self.b_metrics), "kairos_fetches_same_slot_total"),
+            sample(&scrape(metrics), "kairos_fetches_same_slot_total"),
             Some(0.0),
-            "a planned slot was fetched by two workers across the failover"
+            "a planned slot was fetched by two workers across {what}"
         );
         eprintln!("{} postings, each exactly once, through {what}", self.total);
     }
@@ -401,4 +409,52 @@ async fn a_paused_leader_resumed_after_its_lease_steps_down_and_loses_nothing() 
     );
     rig.every_posting_once_on_b(&format!("a leader paused at simulated day {paused_at:.2}"))
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_crawl_has_its_hosts_dealt_again_within_two_leases() {
+    /// The coordinators' `--worker-lease`.
+    const WORKER_LEASE: Duration = Duration::from_secs(3);
+    let Some(mut rig) = Rig::start("worker-kill", 1, "6s", &["w1", "w2", "w3"]).await else {
+        return;
+    };
+    let admin = AdminClient::connect(rig.a.url.clone()).await.unwrap();
+    // A fifth of a simulated day of crawling on three workers, then w1 dies without a word.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let killed_at = rig.sim_day();
+    assert!(
+        killed_at < POSTING_DAYS * 0.8,
+        "the kill comes while the farm publishes (day {killed_at:.2})"
+    );
+    rig.workers[0].0.kill().unwrap();
+    rig.workers[0].0.wait().unwrap();
+    let killed = Instant::now();
+    wait_for(
+        "w1's hosts dealt to w2 and w3",
+        Duration::from_secs(30),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                let w = workers(&mut admin).await;
+                (w.len() == 2
+                    && w.iter().all(|w| !w.worker_name.starts_with("w1"))
+                    && w.iter().map(|w| w.hosts).sum::<u32>() == 6)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    let took = killed.elapsed();
+    eprintln!("a killed worker's hosts were dealt again {took:.1?} after the kill (worker lease {WORKER_LEASE:?})");
+    assert!(
+        took <= 2 * WORKER_LEASE,
+        "hosts re-dealt {took:?} after the kill, more than two worker leases"
+    );
+    let (url, metrics) = (rig.a.url.clone(), rig.a.metrics.clone());
+    rig.every_posting_once_on(
+        &url,
+        &metrics,
+        &format!("a worker kill at simulated day {killed_at:.2}"),
+    )
+    .await;
 }
