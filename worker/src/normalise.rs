@@ -11,10 +11,13 @@
 //! * the Atom 1.0 namespace written in another letter case → the exact URI;
 //! * RSS 2.0 under the old UserLand namespace (`http://backend.userland.com/rss2`) → RSS 2.0
 //!   without a namespace;
-//! * RSS 0.90 (`http://my.netscape.com/rdf/simple/0.9/`) → RSS 1.0, its direct successor.
+//! * RSS 0.90 (`http://my.netscape.com/rdf/simple/0.9/`) → RSS 1.0, its direct successor;
+//! * `<rss>` of version 0.93 or 0.94, or with no `version` at all → version 2.0: the parser
+//!   refuses the whole document otherwise, and 0.93/0.94 are the drafts 2.0 grew from (their
+//!   elements are a subset of 2.0's, with the same meaning).
 //!
-//! The rewrite runs only after a first parse found no item while the document holds
-//! item-like elements, so documents that parse are never touched.
+//! The rewrite runs only after a first parse was refused, or found no item while the
+//! document holds item-like elements, so documents that parse are never touched.
 
 /// The rewritten document, or `None` when no rewrite applies.
 pub fn normalise(body: &[u8]) -> Option<Vec<u8>> {
@@ -51,7 +54,42 @@ pub fn normalise(body: &[u8]) -> Option<Vec<u8>> {
         out.splice(i..i + 38, b"http://purl.org/rss/1.0/".iter().copied());
         changed = true;
     }
+    changed |= rss_version_to_2(&mut out);
     changed.then_some(out)
+}
+
+/// Sets the `version` of the first `<rss>` start tag to 2.0 when it is 0.93, 0.94 or absent.
+fn rss_version_to_2(doc: &mut Vec<u8>) -> bool {
+    let mut from = 0;
+    let start = loop {
+        let Some(i) = find(&doc[from..], b"<rss").map(|i| i + from) else {
+            return false;
+        };
+        // `<rss` itself, not `<rssfoo`.
+        if doc
+            .get(i + 4)
+            .is_some_and(|&c| c.is_ascii_whitespace() || c == b'>' || c == b'/')
+        {
+            break i;
+        }
+        from = i + 4;
+    };
+    let Some(len) = find(&doc[start..], b">") else {
+        return false;
+    };
+    let tag = &doc[start..start + len];
+    let Some(v) = find(tag, b"version=") else {
+        doc.splice(start + 4..start + 4, b" version=\"2.0\"".iter().copied());
+        return true;
+    };
+    let value = start + v + 8;
+    for old in [&b"\"0.93\""[..], b"'0.93'", b"\"0.94\"", b"'0.94'"] {
+        if doc[value..].starts_with(old) {
+            doc.splice(value..value + old.len(), b"\"2.0\"".iter().copied());
+            return true;
+        }
+    }
+    false
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -123,5 +161,33 @@ mod tests {
             None
         );
         assert_eq!(normalise(b"<rss version=\"2.0\"><channel/></rss>"), None);
+        assert_eq!(normalise(b"<rss version=\"0.91\"><channel/></rss>"), None);
+    }
+
+    #[test]
+    fn rss_093_094_and_unversioned_become_2_0() {
+        for (doc, want) in [
+            (
+                &br#"<?xml version="1.0"?><rss version="0.93"><channel/></rss>"#[..],
+                &br#"<?xml version="1.0"?><rss version="2.0"><channel/></rss>"#[..],
+            ),
+            (
+                br#"<rss version='0.94' xmlns:x="y"><channel/></rss>"#,
+                br#"<rss version="2.0" xmlns:x="y"><channel/></rss>"#,
+            ),
+            (
+                b"<rss><channel/></rss>",
+                br#"<rss version="2.0"><channel/></rss>"#,
+            ),
+            (
+                b"<rssx/><rss\n><channel/></rss>",
+                b"<rssx/><rss version=\"2.0\"\n><channel/></rss>",
+            ),
+        ] {
+            assert_eq!(
+                String::from_utf8(normalise(doc).unwrap()).unwrap(),
+                String::from_utf8(want.to_vec()).unwrap()
+            );
+        }
     }
 }

@@ -177,11 +177,27 @@ pub enum ParseError {
 /// Marker the id generator returns when an item has neither a link nor a title.
 const NO_LINK_OR_TITLE: &str = "kairos:no-link-or-title";
 
-/// Parses a feed document. A document the parser reads as empty although it holds
-/// item-like elements is rewritten into a format the parser knows (see
+/// Parses a feed document. A document the parser refuses, or reads as empty although it
+/// holds item-like elements, is rewritten into a format the parser knows (see
 /// [`crate::normalise`]) and parsed again; the result says so in `normalised`.
 pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
-    let first = parse_once(body)?;
+    let first = match parse_once(body) {
+        Ok(first) => first,
+        // Refused whole: an older RSS version the parser does not know is read as 2.0.
+        Err(refused @ ParseError::Malformed(_)) => {
+            let Some(rewritten) = crate::normalise::normalise(body) else {
+                return Err(refused);
+            };
+            return match parse_once(&rewritten) {
+                Ok(mut second) => {
+                    second.normalised = true;
+                    Ok(second)
+                }
+                Err(_) => Err(refused),
+            };
+        }
+        Err(e) => return Err(e),
+    };
     if !first.items.is_empty() || first.item_like == 0 {
         return Ok(first);
     }
@@ -316,6 +332,35 @@ mod tests {
         let p = parse(unknown.as_bytes()).unwrap();
         assert!(p.items.is_empty() && !p.normalised);
         assert_eq!(p.items_unread(), 1);
+    }
+
+    /// Documents the parser refuses whole for their RSS version (0.93, 0.94, none): read as
+    /// RSS 2.0 after the rewrite; a refused document the rewrite cannot help keeps the
+    /// parser's own error.
+    #[test]
+    fn rss_versions_the_parser_refuses_are_read_as_2_0() {
+        let body = r#"<channel><title>t</title><item><title>a</title><link>http://x.test/a</link><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item><item><title>b</title><link>http://x.test/b</link></item></channel></rss>"#;
+        for head in [
+            r#"<?xml version="1.0"?><rss version="0.93">"#,
+            r#"<rss version='0.94'>"#,
+            r#"<rss>"#,
+        ] {
+            let doc = format!("{head}{body}");
+            assert!(
+                parse_once(doc.as_bytes()).is_err(),
+                "the parser alone refuses {head}"
+            );
+            let p = parse(doc.as_bytes()).unwrap();
+            assert!(p.normalised, "{head}");
+            assert_eq!(p.format, Format::Rss2, "{head}");
+            assert_eq!(p.items.len(), 2, "{head}");
+            assert!(p.items[0].published_unix_ms.is_some(), "{head}: dates kept");
+        }
+        let broken = r#"<rss version="0.93"><channel><item><title>a</ti"#;
+        assert!(matches!(
+            parse(broken.as_bytes()),
+            Err(ParseError::Malformed(_))
+        ));
     }
 
     #[test]

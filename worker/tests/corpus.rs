@@ -93,12 +93,18 @@ fn every_corpus_document_gets_a_defined_answer() {
     );
     // Before the rewrite, 280 documents here parsed to no item while holding some (259 of
     // them Atom 0.3) and 539 items were read in all; after it, 190 of them are read. The
-    // rest must still be caught (each would otherwise be a silent `ok`).
+    // rest must still be caught (each would otherwise be a silent `ok`). Reading RSS 0.93,
+    // 0.94 and unversioned `<rss>` as 2.0 then took the refused documents from 467 to 137,
+    // the normalised ones to 520 and the items to 764.
     assert!(
-        normalised >= 180,
+        normalised >= 500,
         "only {normalised} documents read after normalising"
     );
-    assert!(items >= 700, "only {items} items read");
+    assert!(items >= 750, "only {items} items read");
+    assert!(
+        outcome.get("malformed").copied().unwrap_or(0) <= 150,
+        "more documents refused whole than before: {outcome:?}"
+    );
     assert!(
         unread_empty > 0 && unread_empty <= 100,
         "{unread_empty} documents read as empty"
