@@ -2,8 +2,9 @@
 //! strictly against the Kubernetes schemas (`kubernetes-validate --strict`, offline); and
 //! `deploy/lint.py` finds nothing that schemas cannot see (HPA bounds, hardening, pinned
 //! images, grace periods, disruption budgets, monitors that select nothing, the
-//! PrometheusRule drifting from the rules file). Skipped without the tools, except under CI,
-//! where their absence is a failure.
+//! PrometheusRule drifting from the rules file). The Prometheus Operator's kinds are checked
+//! strictly against the operator's published schemas (`deploy/validate_crds.py`). Skipped
+//! without the tools, except under CI, where their absence is a failure.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,15 +17,25 @@ fn deploy() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
 }
 
+/// Whether python3 has the Prometheus Operator's schemas (PyPI's
+/// cloudcoil-models-prometheus-operator, which .ci/run installs pinned).
+fn have_operator_schemas() -> bool {
+    Command::new("python3")
+        .args(["-c", "import cloudcoil.models.prometheus_operator, yaml"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 fn tools_or_skip() -> bool {
-    if have("kubectl") && have("kubernetes-validate") && have("python3") {
+    if have("kubectl") && have("kubernetes-validate") && have_operator_schemas() {
         return true;
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "kubectl, kubernetes-validate and python3 are needed (.ci/run installs kubernetes-validate)"
+        "kubectl, kubernetes-validate and python3 with cloudcoil-models-prometheus-operator \
+         are needed (.ci/run installs them)"
     );
-    eprintln!("skipped: kubectl, kubernetes-validate or python3 is not installed");
+    eprintln!("skipped: kubectl, kubernetes-validate or the operator's schemas are not installed");
     false
 }
 
@@ -63,8 +74,32 @@ fn lint(text: &str, tag: &str) -> (bool, String) {
     (out.status.success(), report)
 }
 
+/// Validates the Prometheus Operator objects of `text` strictly against the operator's
+/// published schemas (deploy/validate_crds.py); returns (passed objects, report) or panics
+/// with the report when `must_pass` and something failed.
+fn validate_operator_kinds(text: &str, tag: &str) -> (bool, usize, String) {
+    let dir = std::env::temp_dir().join(format!("kairos-crds-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rendered.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new("python3")
+        .arg(deploy().join("validate_crds.py"))
+        .arg(&file)
+        .output()
+        .expect("run deploy/validate_crds.py");
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed = report.lines().filter(|l| l.ends_with(": passed")).count();
+    (out.status.success(), passed, report)
+}
+
 /// Validates the core objects of `text` strictly; returns how many passed. Prometheus
-/// Operator objects are left to the lint (kubernetes-validate has no schemas for CRDs).
+/// Operator objects go to [`validate_operator_kinds`] (kubernetes-validate has no schemas
+/// for CRDs).
 fn validate_core(text: &str, tag: &str) -> usize {
     let core: Vec<&str> = text
         .split("\n---\n")
@@ -103,13 +138,19 @@ fn every_overlay_builds_validates_and_passes_the_lint() {
     if !tools_or_skip() {
         return;
     }
-    for (overlay, core_objects) in [("base", 11), ("overlays/dev", 11), ("overlays/prod", 16)] {
+    for (overlay, core_objects, operator_objects) in [
+        ("base", 11, 0),
+        ("overlays/dev", 11, 0),
+        ("overlays/prod", 16, 3),
+    ] {
         let text = render(overlay);
         assert_eq!(
             validate_core(&text, &overlay.replace('/', "-")),
             core_objects,
             "{overlay}"
         );
+        let (ok, passed, report) = validate_operator_kinds(&text, &overlay.replace('/', "-"));
+        assert!(ok && passed == operator_objects, "{overlay}: {report}");
         let (ok, report) = lint(&text, &overlay.replace('/', "-"));
         assert!(ok, "{overlay}: {report}");
         // Every role needs credentials: the coordinator reads a token file, workers a token.
@@ -202,5 +243,48 @@ fn the_lint_catches_values_that_make_no_sense() {
         let broken = format!("{}{to}{}", &prod[..at], &prod[at + from.len()..]);
         let (ok, report) = lint(&broken, "broken");
         assert!(!ok && report.contains(expect), "{to}: {report}");
+    }
+}
+
+/// The operator's kinds are held to their published schemas: a wrong type, a malformed
+/// duration and a field the schema does not name (which the API server would prune without a
+/// word) each fail, and a field that exists but the manifests do not use passes.
+#[test]
+fn operator_objects_are_held_to_the_published_schemas() {
+    if !tools_or_skip() {
+        return;
+    }
+    let prod = render("overlays/prod");
+    for (from, to, expect) in [
+        (
+            "  - interval: 30s\n    port: metrics\n",
+            "  - interval: thirty\n    port: metrics\n",
+            "interval: String should match pattern",
+        ),
+        (
+            "  - interval: 30s\n    port: metrics\n",
+            "  - intervall: 30s\n    port: metrics\n",
+            "intervall: not a field of the schema",
+        ),
+        (
+            "  - interval: 30s\n    port: metrics\n",
+            "  - interval: 30s\n    port: 9100\n",
+            "port: Input should be a valid string",
+        ),
+        (
+            "  - interval: 30s\n    port: metrics\n",
+            "  - interval: 30s\n    honorLabels: true\n    port: metrics\n",
+            "",
+        ),
+    ] {
+        assert!(prod.contains(from), "{from} not in the prod render");
+        let at = prod.rfind(from).unwrap();
+        let changed = format!("{}{to}{}", &prod[..at], &prod[at + from.len()..]);
+        let (ok, passed, report) = validate_operator_kinds(&changed, "changed");
+        if expect.is_empty() {
+            assert!(ok && passed == 3, "{to}: {report}");
+        } else {
+            assert!(!ok && report.contains(expect), "{to}: {report}");
+        }
     }
 }
