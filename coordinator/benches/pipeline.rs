@@ -62,6 +62,7 @@ fn main() {
                 items_per_doc: 15,
                 pad_bytes: 600,
                 seed: 1,
+                faults: Default::default(),
             },
             clock,
         ));

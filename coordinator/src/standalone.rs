@@ -93,6 +93,7 @@ async fn setup_demo<B: KvBackend>(
             items_per_doc: 20,
             pad_bytes: 200,
             seed: a.demo_seed,
+            faults: Default::default(),
         },
         clock,
     ));

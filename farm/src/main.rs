@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use kairos_farm::farm::{Farm, FarmConfig};
+use kairos_farm::farm::{Farm, FarmConfig, Faults};
 use kairos_farm::fixtures::Fixtures;
 use kairos_runtime::clock::ClockArgs;
 use kairos_runtime::process::shutdown_signal;
@@ -44,6 +44,18 @@ struct FarmArgs {
     /// Write every posting here as `feed_index,unix_ms` lines.
     #[arg(long)]
     postings_out: Option<PathBuf>,
+    /// Fault bursts per host per simulated day (503s or held requests; 0 = none).
+    #[arg(long, default_value_t = 0.0)]
+    fault_bursts_per_host_per_day: f64,
+    /// Length of a fault burst, simulated minutes.
+    #[arg(long, default_value_t = 30.0)]
+    fault_burst_minutes: f64,
+    /// Share of fault bursts that hold requests instead of answering 503.
+    #[arg(long, default_value_t = 0.0)]
+    fault_hang_share: f64,
+    /// How long a held request is held (wall time) before a 503.
+    #[arg(long, default_value = "60s")]
+    fault_hang: humantime::Duration,
     /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
     #[arg(long)]
     fixtures_dir: Option<PathBuf>,
@@ -78,13 +90,19 @@ async fn farm(a: FarmArgs) -> Result<()> {
     let farm = Arc::new(Farm::generate(
         FarmConfig {
             feeds: a.feeds.max(1),
-            hosts: a.hosts.clamp(1, 250),
+            hosts: a.hosts.clamp(1, 250 * 256),
             mean_posts_per_day: a.posts_per_day,
             days: a.days,
             history_days: a.history_days,
             items_per_doc: a.items_per_doc.max(1),
             pad_bytes: 0,
             seed: a.seed,
+            faults: Faults {
+                bursts_per_host_per_day: a.fault_bursts_per_host_per_day.max(0.0),
+                burst_minutes: a.fault_burst_minutes.max(0.0),
+                hang_share: a.fault_hang_share.clamp(0.0, 1.0),
+                hang: a.fault_hang.into(),
+            },
         },
         clock,
     ));
@@ -118,8 +136,9 @@ async fn farm(a: FarmArgs) -> Result<()> {
         }
         out.flush()?;
     }
+    let (burst_minutes, bursts) = farm.burst_totals();
     println!(
-        "kairos-farm ready: {} feeds on {} hosts",
+        "kairos-farm ready: {} feeds on {} hosts ({bursts} fault bursts, {burst_minutes:.0} simulated host-minutes)",
         serving.urls.len(),
         serving.hosts.len()
     );

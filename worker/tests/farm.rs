@@ -16,6 +16,7 @@ async fn farm_documents_fetch_parse_and_revalidate() {
         hosts: 4,
         days: 10.0,
         seed: 5,
+        faults: Default::default(),
         ..FarmConfig::default()
     };
     let farm = Arc::new(Farm::generate(
@@ -72,6 +73,7 @@ fn documents_hold_the_last_items_and_grow_with_time() {
             hosts: 1,
             pad_bytes: 600,
             seed: 9,
+            faults: Default::default(),
             ..FarmConfig::default()
         },
         SimClock::new(0, 1.0),

@@ -19,6 +19,7 @@ pub async fn farm() -> (Arc<Farm>, RunningFarm) {
             history_days: 10.0,
             pad_bytes: 520,
             seed: 3,
+            faults: Default::default(),
             ..FarmConfig::default()
         },
         SimClock::new(0, 1.0),

@@ -1,0 +1,686 @@
+//! Soak under faults, with the real binaries on loopback: a farm of N feeds over H hosts
+//! (each its own loopback address) publishing on a compressed clock, one coordinator on its
+//! embedded store, W workers, for a set wall time covering several simulated weeks.
+//! Meanwhile workers are SIGKILLed and restarted, one is stopped with SIGTERM as a rollout
+//! would and started again, and the farm's hosts go through scheduled bursts of 503s and of
+//! requests held past the fetch timeout.
+//!
+//! Every 30 s it prints one line of samples: fetches per simulated day against what the plan
+//! schedules, the workers' fetch lateness (p99 over the interval, from their histograms),
+//! coordinator and worker RSS, and the store's size on disk. Every few simulated days (less
+//! than the postings' retention) it reads every feed's postings through the Postings API;
+//! at the end it compares them with every posting the farm published: lost (published before
+//! the farm went quiet, never listed) and duplicated (one item listed as two postings).
+//! The farm stops publishing some simulated days before the end, so every feed is fetched
+//! again after its last posting.
+//!
+//! Run (docs/BENCHMARKS.md has the figures):
+//! `cargo build --release --workspace --bins && cargo bench -p kairos-tests --bench soak -- \
+//!   --feeds 100000 --hosts 500 --workers 4 --minutes 30 --sim-days 14`
+//! The exit status is non-zero if anything was lost or duplicated.
+
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::postings_client::PostingsClient;
+use kairos_tests::{spawn_until, start_coordinator, try_scrape, unix_ms, Child, TempDir};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+/// Items in each served document.
+const ITEMS_PER_DOC: usize = 40;
+
+/// Settings, from `--name value` pairs.
+#[derive(Clone, Debug)]
+struct Soak {
+    feeds: usize,
+    hosts: usize,
+    workers: usize,
+    minutes: f64,
+    sim_days: f64,
+    /// Simulated days at the end with nothing published.
+    quiet_days: f64,
+    posts_per_day: f64,
+    fetches_per_feed_per_day: f64,
+    /// Wall minutes between worker kills.
+    kill_every: f64,
+    /// Fault bursts per host per simulated day.
+    bursts: f64,
+    seed: u64,
+}
+
+impl Soak {
+    fn from_args() -> Soak {
+        let mut s = Soak {
+            feeds: 100_000,
+            hosts: 500,
+            workers: 4,
+            minutes: 30.0,
+            sim_days: 14.0,
+            quiet_days: 2.0,
+            posts_per_day: 1.0,
+            fetches_per_feed_per_day: 1.5,
+            kill_every: 5.0,
+            bursts: 0.5,
+            seed: 7,
+        };
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let mut i = 0;
+        while i < args.len() {
+            let (k, v) = (args[i].as_str(), args.get(i + 1).map(String::as_str));
+            let num = || -> f64 {
+                v.and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{k} needs a number"))
+            };
+            match k {
+                "--feeds" => s.feeds = num() as usize,
+                "--hosts" => s.hosts = num() as usize,
+                "--workers" => s.workers = num() as usize,
+                "--minutes" => s.minutes = num(),
+                "--sim-days" => s.sim_days = num(),
+                "--quiet-days" => s.quiet_days = num(),
+                "--posts-per-day" => s.posts_per_day = num(),
+                "--fetches-per-feed-per-day" => s.fetches_per_feed_per_day = num(),
+                "--kill-every" => s.kill_every = num(),
+                "--bursts" => s.bursts = num(),
+                "--seed" => s.seed = num() as u64,
+                // `cargo bench` passes --bench to every bench binary.
+                "--bench" => {
+                    i += 1;
+                    continue;
+                }
+                other => panic!("unknown option {other}"),
+            }
+            i += 2;
+        }
+        assert!(s.workers >= 2, "faults need at least two workers");
+        assert!(s.sim_days > s.quiet_days && s.minutes > 0.0);
+        s
+    }
+
+    /// Simulated seconds per wall second.
+    fn scale(&self) -> f64 {
+        self.sim_days * 86_400.0 / (self.minutes * 60.0)
+    }
+}
+
+/// Resident set size of process `pid`, MB (0 once it is gone).
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Sum of every sample of `name` (all label sets) in a scrape.
+fn total(scrape: &str, name: &str) -> f64 {
+    scrape
+        .lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Cumulative bucket counts of histogram `name` in a scrape, by upper bound.
+fn buckets(scrape: &str, name: &str) -> Vec<(f64, f64)> {
+    let prefix = format!("{name}_bucket{{");
+    let mut v: Vec<(f64, f64)> = scrape
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(&prefix)?;
+            let le = rest.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, l.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// Quantile `q` of a histogram given by cumulative counts: the first bucket bound holding
+/// it (as `histogram_quantile` would, without interpolation).
+fn quantile(cum: &[(f64, f64)], q: f64) -> Option<f64> {
+    let n = cum.last()?.1;
+    if n <= 0.0 {
+        return None;
+    }
+    cum.iter().find(|(_, c)| *c >= q * n).map(|(le, _)| *le)
+}
+
+/// One worker process and what it last exported.
+struct Worker {
+    name: String,
+    child: Option<Child>,
+    metrics: String,
+    /// Lateness buckets at the previous sample (this incarnation).
+    last: Vec<(f64, f64)>,
+}
+
+fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> Worker {
+    let mut args: Vec<String> = [
+        "run",
+        "--coordinator",
+        coordinator,
+        "--name",
+        name,
+        "--allow-private",
+        "127.0.0.0/8",
+        "--host-gap",
+        "20ms",
+        "--capacity",
+        "600",
+        "--max-in-flight",
+        "128",
+        "--fetch-timeout",
+        "10s",
+        "--drain-timeout",
+        "5s",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(clock.iter().cloned());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Each incarnation logs to its own file, so a kill leaves the evidence.
+    let log = dir.join(format!("{name}-{}.log", unix_ms()));
+    let (child, found) = spawn_until("kairos-worker", &refs, &log, &["kairos-worker metrics on "]);
+    Worker {
+        name: name.to_string(),
+        child: Some(child),
+        metrics: found[0].clone(),
+        last: Vec::new(),
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([sig, &child.0.id().to_string()])
+        .status();
+}
+
+/// What one feed's postings looked like: item index → first discovery time.
+type Seen = HashMap<u32, i64>;
+
+/// Reads every feed's postings and folds them into `seen`; returns duplicates found (an
+/// item listed twice in one read, or again with another discovery time).
+async fn sweep(url: &str, feeds: usize, seen: &mut [Seen]) -> (u64, Duration) {
+    let started = Instant::now();
+    let channel = Channel::from_shared(url.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect for postings");
+    let lanes = 16;
+    let mut tasks = tokio::task::JoinSet::new();
+    for lane in 0..lanes {
+        let mut client = PostingsClient::new(channel.clone());
+        tasks.spawn(async move {
+            let mut out: Vec<(usize, Vec<(u32, i64)>)> = Vec::new();
+            for i in (lane..feeds).step_by(lanes) {
+                let mut items = Vec::new();
+                let mut cursor = String::new();
+                loop {
+                    let mut tries = 0;
+                    let page = loop {
+                        match client
+                            .list_postings(pb::ListPostingsRequest {
+                                scope: Some(pb::list_postings_request::Scope::FeedId(format!(
+                                    "f{i}"
+                                ))),
+                                cursor: cursor.clone(),
+                                limit: 1000,
+                            })
+                            .await
+                        {
+                            Ok(p) => break p.into_inner(),
+                            Err(e) if tries < 5 => {
+                                tries += 1;
+                                eprintln!("postings of f{i}: {e}; again");
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                            }
+                            Err(e) => panic!("postings of f{i}: {e}"),
+                        }
+                    };
+                    if page.postings.is_empty() {
+                        break;
+                    }
+                    for p in page.postings.into_iter().filter_map(|p| p.posting) {
+                        // Titles are "Post K of feed I".
+                        let k = p
+                            .title
+                            .strip_prefix("Post ")
+                            .and_then(|r| r.split(' ').next())
+                            .and_then(|k| k.parse().ok())
+                            .unwrap_or_else(|| panic!("f{i}: unexpected title {:?}", p.title));
+                        items.push((k, p.discovered_unix_ms));
+                    }
+                    cursor = page.next_cursor;
+                }
+                out.push((i, items));
+            }
+            out
+        });
+    }
+    let mut duplicates = 0;
+    while let Some(done) = tasks.join_next().await {
+        for (i, items) in done.expect("sweep lane") {
+            let mut this_read: HashMap<u32, i64> = HashMap::new();
+            for (k, at) in items {
+                if this_read.insert(k, at).is_some() {
+                    duplicates += 1;
+                }
+                match seen[i].get(&k) {
+                    Some(&first) if first != at => duplicates += 1,
+                    Some(_) => {}
+                    None => {
+                        seen[i].insert(k, at);
+                    }
+                }
+            }
+        }
+    }
+    (duplicates, started.elapsed())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let s = Soak::from_args();
+    let scale = s.scale();
+    println!("soak: {s:?}, {scale:.0}x simulated time");
+    let dir = TempDir::new("soak");
+    let anchor = unix_ms();
+    let clock: Vec<String> = [
+        "--time-scale".to_string(),
+        scale.to_string(),
+        "--clock-start".into(),
+        "2026-03-02T00:00:00Z".into(),
+        "--clock-anchor-unix-ms".into(),
+        anchor.to_string(),
+    ]
+    .to_vec();
+    let sim_day = move || (unix_ms() - anchor) as f64 * scale / 86_400_000.0;
+
+    // The farm publishes until the quiet days; its hosts misbehave throughout.
+    let urls_file = dir.path().join("urls.txt");
+    let postings_file = dir.path().join("postings.csv");
+    let mut farm_args: Vec<String> = [
+        "--feeds",
+        &s.feeds.to_string(),
+        "--hosts",
+        &s.hosts.to_string(),
+        "--posts-per-day",
+        &s.posts_per_day.to_string(),
+        "--days",
+        &(s.sim_days - s.quiet_days).to_string(),
+        "--items-per-doc",
+        &ITEMS_PER_DOC.to_string(),
+        "--seed",
+        &s.seed.to_string(),
+        "--urls-out",
+        &urls_file.display().to_string(),
+        "--postings-out",
+        &postings_file.display().to_string(),
+        "--fault-bursts-per-host-per-day",
+        &s.bursts.to_string(),
+        "--fault-burst-minutes",
+        "60",
+        "--fault-hang-share",
+        "0.3",
+        "--fault-hang",
+        "15s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    farm_args.extend(clock.iter().cloned());
+    let refs: Vec<&str> = farm_args.iter().map(String::as_str).collect();
+    let (farm, ready) = spawn_until(
+        "kairos-farm",
+        &refs,
+        &dir.path().join("farm.log"),
+        &["kairos-farm ready: "],
+    );
+    println!("farm: {}", ready[0]);
+    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    // Every posting's time, by feed (the farm writes them in order).
+    let mut published: Vec<Vec<i64>> = vec![Vec::new(); s.feeds];
+    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
+        let (f, t) = line.split_once(',').unwrap();
+        published[f.parse::<usize>().unwrap()].push(t.parse().unwrap());
+    }
+    let total_published: usize = published.iter().map(Vec::len).sum();
+    let farm_get = {
+        let host = urls[0]
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        move |path: &str| -> String {
+            use std::io::{Read, Write};
+            let Ok(mut c) = std::net::TcpStream::connect(&host) else {
+                return String::new();
+            };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(30)));
+            let _ = c.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes());
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+        }
+    };
+
+    let data = dir.path().join("data");
+    let mut coord_args: Vec<String> = [
+        "--data-dir",
+        &data.display().to_string(),
+        "--worker-lease",
+        "10s",
+        "--fetches-per-feed-per-day",
+        &s.fetches_per_feed_per_day.to_string(),
+        "--min-fetches-per-day",
+        "1",
+        "--postings-retention",
+        "7d",
+        // The workers' politeness gap, so the plan caps hosts where the workers will.
+        "--host-gap",
+        "20ms",
+        "--max-worker-capacity",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    coord_args.extend(clock.iter().cloned());
+    let refs: Vec<&str> = coord_args.iter().map(String::as_str).collect();
+    let coordinator = start_coordinator(&refs, &dir.path().join("coordinator.log"));
+    let cpid = coordinator.child.0.id();
+
+    // Register the feeds, 16 calls in flight.
+    let t = Instant::now();
+    let admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
+    let urls = Arc::new(urls);
+    let mut adds = tokio::task::JoinSet::new();
+    for lane in 0..16 {
+        let (mut admin, urls) = (admin.clone(), urls.clone());
+        adds.spawn(async move {
+            for i in (lane..urls.len()).step_by(16) {
+                admin
+                    .add_feed(pb::AddFeedRequest {
+                        feed_id: format!("f{i}"),
+                        url: urls[i].clone(),
+                        weight: 1.0,
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("add f{i}: {e}"));
+            }
+        });
+    }
+    while let Some(r) = adds.join_next().await {
+        r.unwrap();
+    }
+    println!(
+        "registered {} feeds in {:.1} s (simulated day {:.2})",
+        s.feeds,
+        t.elapsed().as_secs_f64(),
+        sim_day()
+    );
+
+    let mut workers: Vec<Worker> = (0..s.workers)
+        .map(|i| start_worker(&format!("w{i}"), &coordinator.url, &clock, dir.path()))
+        .collect();
+
+    let started = Instant::now();
+    let run = Duration::from_secs_f64(s.minutes * 60.0);
+    let sample_every = Duration::from_secs(30);
+    // Read the postings every 3 simulated days: well inside the 7-day retention.
+    let sweep_every = Duration::from_secs_f64(3.0 * 86_400.0 / scale);
+    let kill_every = Duration::from_secs_f64(s.kill_every * 60.0);
+    let mut seen: Vec<Seen> = vec![HashMap::new(); s.feeds];
+    let mut duplicates = 0u64;
+    let mut next_sample = started + sample_every;
+    let mut next_sweep = started + sweep_every;
+    let mut next_kill = started + kill_every;
+    let mut kills = 0usize;
+    let mut restart_at: Option<(usize, Instant)> = None;
+    let mut last_fetches = (0.0f64, 0.0f64, Instant::now());
+    let mut rows: Vec<String> = Vec::new();
+    println!(
+        "{:>6} {:>6} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8}",
+        "wall_m",
+        "sim_d",
+        "fetch/d",
+        "plan/d",
+        "held",
+        "late_p99",
+        "coord_MB",
+        "work_MB",
+        "store_MB",
+        "postings"
+    );
+    while started.elapsed() < run {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = Instant::now();
+        if let Some((w, at)) = restart_at {
+            if now >= at {
+                let name = workers[w].name.clone();
+                workers[w] = start_worker(&name, &coordinator.url, &clock, dir.path());
+                println!("  restarted {name}");
+                restart_at = None;
+            }
+        }
+        if now >= next_kill && restart_at.is_none() {
+            let w = kills % workers.len();
+            // Every third fault is a rollout's SIGTERM (drain, then exit); the rest SIGKILL.
+            let sig = if kills % 3 == 2 { "-TERM" } else { "-KILL" };
+            if let Some(child) = &workers[w].child {
+                signal(child, sig);
+            }
+            println!(
+                "  {sig} {} at simulated day {:.2}",
+                workers[w].name,
+                sim_day()
+            );
+            // Keep the process handle until it has exited, then start it again.
+            restart_at = Some((w, now + Duration::from_secs(20)));
+            kills += 1;
+            next_kill = now + kill_every;
+        }
+        if now >= next_sweep {
+            let (d, took) = sweep(&coordinator.url, s.feeds, &mut seen).await;
+            duplicates += d;
+            println!(
+                "  postings read at simulated day {:.2}: {} items seen so far, {d} duplicated, {:.0} s",
+                sim_day(),
+                seen.iter().map(|m| m.len()).sum::<usize>(),
+                took.as_secs_f64()
+            );
+            next_sweep = Instant::now() + sweep_every;
+        }
+        if now >= next_sample {
+            next_sample = now + sample_every;
+            let Some(cs) = try_scrape(&coordinator.metrics) else {
+                println!("  coordinator metrics did not answer");
+                continue;
+            };
+            let fetches = total(&cs, "kairos_fetches_total");
+            let planned_hour = total(&cs, "kairos_plan_fetches_next_hour");
+            let wall = now.duration_since(last_fetches.2).as_secs_f64();
+            let per_day = (fetches - last_fetches.0) / (wall * scale / 86_400.0);
+            let planned_day = (planned_hour + last_fetches.1) / 2.0 * 24.0;
+            last_fetches = (fetches, planned_hour, now);
+            // Lateness over the interval, summed over the workers' histograms.
+            let mut merged: Vec<(f64, f64)> = Vec::new();
+            let mut worker_mb = 0.0;
+            for w in &mut workers {
+                if let Some(child) = &w.child {
+                    worker_mb += rss_mb(child.0.id());
+                }
+                let Some(ws) = try_scrape(&w.metrics) else {
+                    continue;
+                };
+                let now_b = buckets(&ws, "kairos_worker_fetch_lateness_seconds");
+                let delta: Vec<(f64, f64)> = now_b
+                    .iter()
+                    .map(|&(le, c)| {
+                        let before = w.last.iter().find(|b| b.0 == le).map_or(0.0, |b| b.1);
+                        (le, if c >= before { c - before } else { c })
+                    })
+                    .collect();
+                w.last = now_b;
+                for (le, c) in delta {
+                    match merged.iter_mut().find(|b| b.0 == le) {
+                        Some(b) => b.1 += c,
+                        None => merged.push((le, c)),
+                    }
+                }
+            }
+            merged.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let p99 = quantile(&merged, 0.99).map_or("-".to_string(), |v| format!("{v}s"));
+            let row = format!(
+                "{:>6.1} {:>6.2} {:>9.0} {:>9.0} {:>7.3} {:>9} {:>8.0} {:>8.0} {:>9.1} {:>8.0}",
+                started.elapsed().as_secs_f64() / 60.0,
+                sim_day(),
+                per_day,
+                planned_day,
+                if planned_day > 0.0 {
+                    per_day / planned_day
+                } else {
+                    0.0
+                },
+                p99,
+                rss_mb(cpid),
+                worker_mb,
+                dir_bytes(&data) as f64 / 1e6,
+                total(&cs, "kairos_postings_ingested_total"),
+            );
+            println!("{row}");
+            rows.push(row);
+        }
+        // A killed worker's handle goes once it has exited.
+        for w in &mut workers {
+            if let Some(c) = &mut w.child {
+                if matches!(c.0.try_wait(), Ok(Some(_))) {
+                    w.child = None;
+                }
+            }
+        }
+    }
+    let end_day = sim_day();
+    // What the farm last served each feed, then a few seconds for reports in flight.
+    let mut last_ok = vec![0i64; s.feeds];
+    for line in farm_get("/farm/fetched").lines() {
+        if let Some((i, t)) = line.split_once(' ') {
+            last_ok[i.parse::<usize>().unwrap()] = t.parse().unwrap();
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (d, took) = sweep(&coordinator.url, s.feeds, &mut seen).await;
+    duplicates += d;
+    println!(
+        "  final read at simulated day {end_day:.2}: {:.0} s",
+        took.as_secs_f64()
+    );
+    // A posting not listed is lost if a client was served a document holding it (published
+    // by the feed's last 200/304 and among that document's items); otherwise it was never
+    // fetched (published after the feed's last fetch) or scrolled off between two fetches.
+    let (mut lost, mut unfetched, mut scrolled) = (0u64, 0u64, 0u64);
+    let mut lost_feeds = Vec::new();
+    for (i, times) in published.iter().enumerate() {
+        let held = times.partition_point(|&t| t <= last_ok[i]);
+        let oldest_in_doc = held.saturating_sub(ITEMS_PER_DOC);
+        let mut missing = 0;
+        for (k, &t) in times.iter().enumerate() {
+            if seen[i].contains_key(&(k as u32)) {
+                continue;
+            }
+            if t > last_ok[i] {
+                unfetched += 1;
+            } else if k < oldest_in_doc {
+                scrolled += 1;
+            } else {
+                missing += 1;
+            }
+        }
+        if missing > 0 {
+            lost += missing;
+            if lost_feeds.len() < 10 {
+                lost_feeds.push(format!("f{i}: {missing} of {}", times.len()));
+            }
+        }
+    }
+    let cs = try_scrape(&coordinator.metrics).unwrap_or_default();
+    println!(
+        "farm served: {}",
+        farm_get("/farm/stats").replace('\n', " ")
+    );
+    println!(
+        "coordinator: fetches by outcome {}",
+        cs.lines()
+            .filter(|l| l.starts_with("kairos_fetches_total{"))
+            .map(|l| l.trim_start_matches("kairos_fetches_total"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "same-slot fetches {}, retention removed {}, reports rejected {}",
+        total(&cs, "kairos_fetches_same_slot_total"),
+        total(&cs, "kairos_retention_removed_total"),
+        cs.lines()
+            .filter(|l| l.starts_with("kairos_reports_rejected_total"))
+            .map(|l| l.trim_start_matches("kairos_reports_rejected_total"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "published {total_published}, lost {lost}, duplicated {duplicates}; not fetched since \
+         published {unfetched}, scrolled off between fetches {scrolled}; worker faults {kills}, \
+         {:.1} simulated days in {:.1} wall minutes",
+        end_day,
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    if !lost_feeds.is_empty() {
+        println!("lost in: {}", lost_feeds.join("; "));
+    }
+    drop(workers);
+    drop(coordinator);
+    drop(farm);
+    if lost > 0 || duplicates > 0 {
+        println!("logs kept in {}", dir.path().display());
+        std::mem::forget(dir);
+        std::process::exit(1);
+    }
+}
