@@ -177,13 +177,17 @@ pub enum ParseError {
 /// Marker the id generator returns when an item has neither a link nor a title.
 const NO_LINK_OR_TITLE: &str = "kairos:no-link-or-title";
 
-/// Parses a feed document. A document the parser refuses, or reads as empty although it
-/// holds item-like elements, is rewritten into a format the parser knows (see
-/// [`crate::normalise`]) and parsed again; the result says so in `normalised`.
+/// Parses a feed document. Bytes in an undeclared wrapping (gzip, UTF-16 without a BOM)
+/// are unwrapped first ([`crate::decode`]). A document the parser refuses, or reads leaving
+/// item-like elements unread, is rewritten into a form the parser knows (see
+/// [`crate::normalise`]) and parsed again; the second reading is kept when it reads more
+/// items, and says so in `normalised`.
 pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
+    let (body, _) = crate::decode::unwrap(body);
+    let body = body.as_ref();
     let first = match parse_once(body) {
         Ok(first) => first,
-        // Refused whole: an older RSS version the parser does not know is read as 2.0.
+        // Refused whole: an older RSS version, a bad attribute, a stray `&`, ...
         Err(refused @ ParseError::Malformed(_)) => {
             let Some(rewritten) = crate::normalise::normalise(body) else {
                 return Err(refused);
@@ -198,15 +202,17 @@ pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
         }
         Err(e) => return Err(e),
     };
-    if !first.items.is_empty() || first.item_like == 0 {
+    if first.items_unread() == 0 {
         return Ok(first);
     }
     let Some(rewritten) = crate::normalise::normalise(body) else {
         return Ok(first);
     };
     match parse_once(&rewritten) {
-        Ok(mut second) if !second.items.is_empty() => {
+        Ok(mut second) if second.items.len() > first.items.len() => {
             second.normalised = true;
+            // The count of item-like elements is the original document's.
+            second.item_like = first.item_like;
             Ok(second)
         }
         // The rewrite did not help: the first answer stands (and says what was lost).

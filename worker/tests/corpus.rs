@@ -95,14 +95,17 @@ fn every_corpus_document_gets_a_defined_answer() {
     // them Atom 0.3) and 539 items were read in all; after it, 190 of them are read. The
     // rest must still be caught (each would otherwise be a silent `ok`). Reading RSS 0.93,
     // 0.94 and unversioned `<rss>` as 2.0 then took the refused documents from 467 to 137,
-    // the normalised ones to 520 and the items to 764.
+    // the normalised ones to 520 and the items to 764. The repairs of single attributes and
+    // characters (text construct types, stray `&`, link-less RSS 1.0 items, `<rss>` without
+    // `<channel>`, prefixed UserLand RSS) took them to 63 refused, 679 normalised and 867
+    // items.
     assert!(
-        normalised >= 500,
+        normalised >= 650,
         "only {normalised} documents read after normalising"
     );
-    assert!(items >= 750, "only {items} items read");
+    assert!(items >= 860, "only {items} items read");
     assert!(
-        outcome.get("malformed").copied().unwrap_or(0) <= 150,
+        outcome.get("malformed").copied().unwrap_or(0) <= 70,
         "more documents refused whole than before: {outcome:?}"
     );
     assert!(
