@@ -229,12 +229,22 @@ fn attribute(
 }
 
 /// Applies `(range, replacement)` edits, given in ascending order and not overlapping.
+/// One pass over the document, so a document full of repairs stays linear.
 fn apply(doc: &mut Vec<u8>, edits: Vec<(std::ops::Range<usize>, Vec<u8>)>) -> bool {
-    let changed = !edits.is_empty();
-    for (range, with) in edits.into_iter().rev() {
-        doc.splice(range, with);
+    if edits.is_empty() {
+        return false;
     }
-    changed
+    let grow: usize = edits.iter().map(|(_, w)| w.len()).sum();
+    let mut out = Vec::with_capacity(doc.len() + grow);
+    let mut at = 0;
+    for (range, with) in edits {
+        out.extend_from_slice(&doc[at..range.start]);
+        out.extend_from_slice(&with);
+        at = range.end;
+    }
+    out.extend_from_slice(&doc[at..]);
+    *doc = out;
+    true
 }
 
 /// Text constructs whose `type` the parser checks, by local name.
