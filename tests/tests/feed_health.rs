@@ -1,8 +1,9 @@
 //! Failing feeds and server hints through the real binaries: `serve` and one `kairos-worker`
 //! fetch misbehaving loopback servers on a fast shared clock, and the Admin API and the
 //! metrics must show a back-off that frees budget, a 410 that stops a feed, permanent
-//! redirects that move or merge feeds, publisher hints and a throttling host as bounds on
-//! the plan.
+//! redirects that move or merge feeds, web pages followed to the feed they announce
+//! (discovery, moving or merging the same way), publisher hints and a throttling host as
+//! bounds on the plan.
 
 use kairos_farm::fixtures::Fixtures;
 use kairos_proto::v1 as pb;
@@ -63,6 +64,20 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("hinted.xml"), HINTED).unwrap();
     std::fs::write(docs.join("unreadable.xml"), UNREADABLE).unwrap();
+    std::fs::write(docs.join("announced.xml"), HINTED.replace("h1", "a1")).unwrap();
+    // Web pages where feeds were registered: one announces a feed nobody registered, one
+    // announces the feed registered as `ok` (relative and absolute links).
+    std::fs::write(
+        docs.join("blog.html"),
+        r#"<!DOCTYPE html><html><head><link rel="stylesheet" href="/s.css">
+<link rel="alternate" type="application/rss+xml" title="Posts" href="announced.xml"></head><body>blog</body></html>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("home.html"),
+        r#"<html><head><link rel=alternate type=application/atom+xml href=/feed></head></html>"#,
+    )
+    .unwrap();
     // Two hosts: one with every kind of trouble but throttling, one that throttles.
     let a = Fixtures::start(Some(docs)).await.unwrap();
     let b = Fixtures::start(None).await.unwrap();
@@ -102,6 +117,8 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         ("dup", a.url("/moved")),
         ("relocated", a.url("/old-home")),
         ("detour", a.url("/moved-then-temp")),
+        ("blog", a.url("/s/blog.html")),
+        ("home", a.url("/s/home.html")),
         ("throttler", b.url("/throttle")),
         ("b-ok", b.url("/feed")),
     ];
@@ -177,6 +194,22 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     })
     .await;
     assert_eq!(moved.status, "ok");
+    // Discovery: the blog page's feed replaces its URL; the home page announces a feed that
+    // is registered already, so it merges into it.
+    let blog = wait_for("the blog page's feed", Duration::from_secs(20), || {
+        let mut admin = admin.clone();
+        async move {
+            let f = get(&mut admin, "blog").await.ok()?;
+            f.url.ends_with("/s/announced.xml").then_some(f)
+        }
+    })
+    .await;
+    assert_eq!(blog.status, "ok");
+    wait_for("the home page merged", Duration::from_secs(20), || {
+        let mut admin = admin.clone();
+        async move { (get(&mut admin, "home").await.err()?.code() == Code::NotFound).then_some(()) }
+    })
+    .await;
     assert!(get(&mut admin, "detour")
         .await
         .unwrap()
@@ -260,11 +293,11 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     );
     assert_eq!(
         sample(&metrics, "kairos_feed_redirects_total{result=\"merged\"}"),
-        Some(1.0)
+        Some(2.0)
     );
     assert_eq!(
         sample(&metrics, "kairos_feed_redirects_total{result=\"moved\"}"),
-        Some(1.0)
+        Some(2.0)
     );
     assert!(
         sample(&metrics, "kairos_fetches_total{outcome=\"ok\"}").unwrap()

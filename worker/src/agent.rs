@@ -701,6 +701,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
     let mut unread = 0usize;
     let mut ttl = None;
     let mut hints = crate::hints::DocHints::default();
+    let mut discovered: Option<String> = None;
     if let Outcome::Ok { body, .. } = &fetched.outcome {
         match parse::parse(body) {
             Ok(doc) => {
@@ -723,8 +724,23 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
                 hints = crate::hints::scan(body);
             }
             Err(e) => {
-                outcome = pb::FetchOutcome::Malformed;
-                error = e.to_string();
+                // A web page where a feed was expected: follow the feed it announces.
+                match crate::discover::announced_feed(body, &fetched.final_url)
+                    .filter(|f| *f != url && *f != fetched.final_url)
+                {
+                    Some(feed_url) => {
+                        tracing::info!(feed, page = %fetched.final_url, %feed_url, "a web page, not a feed: following the feed it announces");
+                        discovered = Some(feed_url);
+                    }
+                    None => {
+                        outcome = pb::FetchOutcome::Malformed;
+                        error = if crate::discover::looks_like_html(body) {
+                            format!("a web page announcing no feed ({e})")
+                        } else {
+                            e.to_string()
+                        };
+                    }
+                }
             }
         }
     }
@@ -756,7 +772,11 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         new_postings: Vec::new(),
         etag: String::new(),
         last_modified: String::new(),
-        redirected_to: if fetched.final_url != url {
+        // A discovered feed is reported as a permanent move: the coordinator's move handling
+        // updates the registered URL, or merges into a feed already registered there.
+        redirected_to: if let Some(found) = &discovered {
+            found.clone()
+        } else if fetched.final_url != url {
             fetched.final_url.clone()
         } else {
             String::new()
@@ -769,7 +789,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         update_period_seconds: hints.update_period_seconds,
         skip_hours_mask: hints.skip_hours,
         skip_days_mask: hints.skip_days,
-        redirect_permanent: fetched.permanent_redirect,
+        redirect_permanent: fetched.permanent_redirect || discovered.is_some(),
         items_unread: unread.min(u32::MAX as usize) as u32,
     };
     telemetry::record_fetch(

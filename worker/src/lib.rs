@@ -17,6 +17,7 @@
 pub mod agent;
 pub use kairos_runtime::credentials;
 pub mod decode;
+pub mod discover;
 pub mod fetch;
 pub mod hints;
 pub mod normalise;
