@@ -128,7 +128,8 @@ fn feed_json(f: &pb::Feed) -> Value {
     json!({
         "feed_id": f.feed_id, "url": f.url, "weight": f.weight, "host": f.host,
         "status": f.status, "consecutive_failures": f.consecutive_failures,
-        "last_error": f.last_error,
+        "last_error": f.last_error, "title": f.title, "site_url": f.site_url,
+        "format": f.format,
     })
 }
 
@@ -140,11 +141,16 @@ fn feed_rows(feeds: &[pb::Feed]) -> String {
                 f.feed_id.clone(),
                 f.status.clone(),
                 format!("{}", f.weight),
+                f.format.clone(),
                 f.url.clone(),
+                f.title.chars().take(40).collect(),
             ]
         })
         .collect();
-    table(&["FEED", "STATUS", "WEIGHT", "URL"], &rows)
+    table(
+        &["FEED", "STATUS", "WEIGHT", "FORMAT", "URL", "TITLE"],
+        &rows,
+    )
 }
 
 /// Every feed, paged.
@@ -187,7 +193,10 @@ pub async fn feeds(admin: &mut Admin, out: Format, c: Feeds) -> Result<(), Failu
             print(out, feed_json(&f), || {
                 pairs(&[
                     ("feed", f.feed_id.clone()),
+                    ("title", f.title.clone()),
                     ("url", f.url.clone()),
+                    ("site", f.site_url.clone()),
+                    ("format", f.format.clone()),
                     ("host", f.host.clone()),
                     ("weight", f.weight.to_string()),
                     ("status", f.status.clone()),

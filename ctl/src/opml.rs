@@ -105,9 +105,21 @@ pub fn document(feeds: &[pb::Feed], user: Option<&str>) -> String {
         escape(title.as_str())
     ));
     for f in feeds {
-        let id = escape(f.feed_id.as_str());
+        // The feed's own title when a document was read (readers show `text`), else its id;
+        // import reads only `xmlUrl`, so either round-trips.
+        let name = if f.title.is_empty() {
+            &f.feed_id
+        } else {
+            &f.title
+        };
+        let name = escape(name.as_str());
+        let site = if f.site_url.is_empty() {
+            String::new()
+        } else {
+            format!(" htmlUrl=\"{}\"", escape(f.site_url.as_str()))
+        };
         s.push_str(&format!(
-            "    <outline type=\"rss\" text=\"{id}\" title=\"{id}\" xmlUrl=\"{}\"/>\n",
+            "    <outline type=\"rss\" text=\"{name}\" title=\"{name}\" xmlUrl=\"{}\"{site}/>\n",
             escape(f.url.as_str())
         ));
     }

@@ -200,11 +200,16 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         let mut admin = admin.clone();
         async move {
             let f = get(&mut admin, "blog").await.ok()?;
-            f.url.ends_with("/s/announced.xml").then_some(f)
+            (f.url.ends_with("/s/announced.xml") && !f.format.is_empty()).then_some(f)
         }
     })
     .await;
     assert_eq!(blog.status, "ok");
+    // What the feed says of itself, from its document.
+    assert_eq!(
+        (blog.title.as_str(), blog.format.as_str()),
+        ("h", "rss-2.0")
+    );
     wait_for("the home page merged", Duration::from_secs(20), || {
         let mut admin = admin.clone();
         async move { (get(&mut admin, "home").await.err()?.code() == Code::NotFound).then_some(()) }

@@ -702,6 +702,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
     let mut ttl = None;
     let mut hints = crate::hints::DocHints::default();
     let mut discovered: Option<String> = None;
+    let mut meta: Option<(Option<String>, Option<String>, String)> = None;
     if let Outcome::Ok { body, .. } = &fetched.outcome {
         match parse::parse(body) {
             Ok(doc) => {
@@ -720,6 +721,11 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
                     metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "partly")
                         .increment(1);
                 }
+                meta = Some((
+                    doc.title.clone(),
+                    doc.site_url.clone(),
+                    doc.format_seen.clone(),
+                ));
                 items = doc.items;
                 hints = crate::hints::scan(body);
             }
@@ -791,6 +797,17 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         skip_days_mask: hints.skip_days,
         redirect_permanent: fetched.permanent_redirect || discovered.is_some(),
         items_unread: unread.min(u32::MAX as usize) as u32,
+        feed_title: meta
+            .as_ref()
+            .and_then(|m| m.0.as_deref())
+            .map(|t| clip(t, 512))
+            .unwrap_or_default(),
+        site_url: meta
+            .as_ref()
+            .and_then(|m| m.1.as_deref())
+            .map(|u| clip(u, 2048))
+            .unwrap_or_default(),
+        format: meta.map(|m| m.2).unwrap_or_default(),
     };
     telemetry::record_fetch(
         report.outcome,
@@ -841,6 +858,15 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         "fetched"
     );
     push_report(shared, Body::Fetch(report)).await;
+}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+fn clip(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }
 
 /// Queues a report, waiting while the buffer is full (back-pressure, never a drop).

@@ -60,6 +60,12 @@ pub struct ParsedFeed {
     pub item_like: usize,
     /// Read only after rewriting an older or mislabelled format ([`crate::normalise`]).
     pub normalised: bool,
+    /// The feed's own title, if it has one.
+    pub title: Option<String>,
+    /// The site the feed belongs to (its `alternate` or first link), if given.
+    pub site_url: Option<String>,
+    /// Format and version as written ([`format_seen`]).
+    pub format_seen: String,
 }
 
 impl ParsedFeed {
@@ -174,6 +180,59 @@ pub enum ParseError {
     Malformed(String),
 }
 
+/// The format and version a document was written in, as far as its opening says:
+/// `rss-2.0`, `rss-0.91`, `rss-1.0`, `rss-1.1`, `rss-0.90`, `atom-1.0`, `atom-0.3`,
+/// `json-feed-1.1`, … (`format` is what the parser read it as, after any rewrite).
+pub fn format_seen(body: &[u8], format: Format) -> String {
+    let head = &body[..body.len().min(64 << 10)];
+    let has = |needle: &[u8]| memchr::memmem::find(head, needle).is_some();
+    match format {
+        Format::Json => {
+            let text = String::from_utf8_lossy(head);
+            let version = text
+                .split("jsonfeed.org/version/")
+                .nth(1)
+                .map(|r| {
+                    r.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                        .collect::<String>()
+                })
+                .filter(|v| !v.is_empty());
+            match version {
+                Some(v) => format!("json-feed-{v}"),
+                None => "json-feed".into(),
+            }
+        }
+        _ if has(b"http://purl.org/net/rss1.1#") => "rss-1.1".into(),
+        _ if has(b"http://my.netscape.com/rdf/simple/0.9/") => "rss-0.90".into(),
+        _ if has(b"http://purl.org/atom/ns#") => "atom-0.3".into(),
+        Format::Atom => "atom-1.0".into(),
+        Format::Rss1 => "rss-1.0".into(),
+        Format::Rss2 | Format::Rss0 => {
+            // The `version` of the `<rss …>` start tag.
+            let Some(at) = memchr::memmem::find(head, b"<rss") else {
+                return "rss".into();
+            };
+            let tag = &head[at..head.len().min(at + 1024)];
+            let tag = &tag[..memchr::memchr(b'>', tag).unwrap_or(tag.len())];
+            let version = memchr::memmem::find(tag, b"version=").and_then(|v| {
+                let rest = &tag[v + 8..];
+                let q = *rest.first()?;
+                let end = memchr::memchr(q, &rest[1..])?;
+                std::str::from_utf8(&rest[1..1 + end])
+                    .ok()
+                    .map(str::to_string)
+            });
+            match version.filter(|v| {
+                !v.is_empty() && v.len() <= 8 && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+            }) {
+                Some(v) => format!("rss-{v}"),
+                None => "rss".into(),
+            }
+        }
+    }
+}
+
 /// Marker the id generator returns when an item has neither a link nor a title.
 const NO_LINK_OR_TITLE: &str = "kairos:no-link-or-title";
 
@@ -185,6 +244,14 @@ const NO_LINK_OR_TITLE: &str = "kairos:no-link-or-title";
 pub fn parse(body: &[u8]) -> Result<ParsedFeed, ParseError> {
     let (body, _) = crate::decode::unwrap(body);
     let body = body.as_ref();
+    parse_document(body).map(|mut f| {
+        f.format_seen = format_seen(body, f.format);
+        f
+    })
+}
+
+/// [`parse`] after unwrapping: the plain reading, then the rewritten one if needed.
+fn parse_document(body: &[u8]) -> Result<ParsedFeed, ParseError> {
     let first = match parse_once(body) {
         Ok(first) => first,
         // Refused whole: an older RSS version, a bad attribute, a stray `&`, ...
@@ -269,6 +336,17 @@ fn parse_once(body: &[u8]) -> Result<ParsedFeed, ParseError> {
         ttl_minutes: feed.ttl,
         item_like: item_like_elements(body),
         normalised: false,
+        title: feed
+            .title
+            .as_ref()
+            .map(|t| t.content.trim().to_string())
+            .filter(|t| !t.is_empty()),
+        site_url: feed
+            .links
+            .iter()
+            .find(|l| l.rel.as_deref().is_none_or(|r| r == "alternate"))
+            .map(|l| l.href.clone()),
+        format_seen: String::new(),
     })
 }
 

@@ -154,3 +154,54 @@ fn documents_that_parse_are_not_rewritten() {
     assert!(!f.normalised);
     assert_eq!(f.items.len(), 1);
 }
+
+/// A document, and the format, title and site it should say it has.
+type Described<'a> = (&'a [u8], &'a str, Option<&'a str>, Option<&'a str>);
+
+#[test]
+fn the_document_says_what_it_is() {
+    let cases: [Described; 6] = [
+        (
+            br#"<rss version="2.0"><channel><title> Blog </title><link>https://b.test/</link><item><guid>1</guid></item></channel></rss>"#,
+            "rss-2.0",
+            Some("Blog"),
+            Some("https://b.test/"),
+        ),
+        (
+            br#"<rss version="0.91"><channel><title>Old</title><item><title>a</title><link>http://x.test/a</link></item></channel></rss>"#,
+            "rss-0.91",
+            Some("Old"),
+            None,
+        ),
+        (
+            br#"<feed xmlns="http://www.w3.org/2005/Atom"><title>A</title><link rel="self" href="https://a.test/feed"/><link href="https://a.test/"/><id>urn:a</id><entry><id>1</id></entry></feed>"#,
+            "atom-1.0",
+            Some("A"),
+            Some("https://a.test/"),
+        ),
+        (
+            br#"<feed version="0.3" xmlns="http://purl.org/atom/ns#"><title>Z</title><entry><id>tag:1</id><title>t</title></entry></feed>"#,
+            "atom-0.3",
+            Some("Z"),
+            None,
+        ),
+        (
+            br#"{"version":"https://jsonfeed.org/version/1.1","title":"J","home_page_url":"https://j.test/","items":[{"id":"1","content_text":"x"}]}"#,
+            "json-feed-1.1",
+            Some("J"),
+            Some("https://j.test/"),
+        ),
+        (
+            br#"<rss><item><title>no channel</title></item></rss>"#,
+            "rss",
+            None,
+            None,
+        ),
+    ];
+    for (doc, format, title, site) in cases {
+        let f = parse(doc).unwrap();
+        assert_eq!(f.format_seen, format, "{}", String::from_utf8_lossy(doc));
+        assert_eq!(f.title.as_deref(), title, "{format}");
+        assert_eq!(f.site_url.as_deref(), site, "{format}");
+    }
+}

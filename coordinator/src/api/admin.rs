@@ -62,6 +62,9 @@ impl<B: KvBackend> AdminService<B> {
                 status: h.status.into(),
                 consecutive_failures: h.consecutive_failures,
                 last_error: h.last_error,
+                title: h.meta.title,
+                site_url: h.meta.site_url,
+                format: h.meta.format,
             })
             .collect()
     }

@@ -84,6 +84,46 @@ pub struct FeedState {
     /// sees the old one's last slot.
     #[serde(default)]
     pub last_slot: Option<(i64, String)>,
+    /// What the last parsed document said of itself.
+    #[serde(default)]
+    pub meta: FeedMeta,
+}
+
+/// A feed's own description, from its last parsed document.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeedMeta {
+    /// The feed's title.
+    pub title: String,
+    /// The site it belongs to.
+    pub site_url: String,
+    /// Format and version as written (`rss-2.0`, `atom-0.3`, ...).
+    pub format: String,
+}
+
+impl FeedMeta {
+    /// Longest title and URL kept: a report is input, and a feed's state is stored.
+    const MAX_TITLE: usize = 512;
+    const MAX_URL: usize = 2048;
+
+    /// The description a report carries, if any (reports of fetches that read no document
+    /// carry none and leave the last one standing).
+    pub fn of_report(title: &str, site_url: &str, format: &str) -> Option<FeedMeta> {
+        if format.is_empty() {
+            return None;
+        }
+        let clip = |s: &str, max: usize| {
+            let mut end = s.len().min(max);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s[..end].to_string()
+        };
+        Some(FeedMeta {
+            title: clip(title, Self::MAX_TITLE),
+            site_url: clip(site_url, Self::MAX_URL),
+            format: clip(format, 32),
+        })
+    }
 }
 
 impl FeedState {

@@ -198,6 +198,8 @@ pub struct HealthView {
     pub consecutive_failures: u32,
     /// The last failure.
     pub last_error: String,
+    /// What the feed's last parsed document said of itself.
+    pub meta: crate::control::feedstate::FeedMeta,
 }
 
 pub(super) use kairos_proto::outcome_label;

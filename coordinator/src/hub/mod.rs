@@ -646,6 +646,7 @@ impl State {
                     .status(st.last_answered_ms.is_some(), now_ms, policy),
                 consecutive_failures: st.health.consecutive_failures,
                 last_error: st.health.last_error.clone(),
+                meta: st.meta.clone(),
             },
             None => HealthView {
                 status: "new",

@@ -99,6 +99,13 @@ impl<B: KvBackend> Hub<B> {
                         same_slot.push((feed.to_string(), a.report.scheduled_unix_ms));
                     }
                     let observed = st.observe(&o, window_ms);
+                    if let Some(meta) = crate::control::feedstate::FeedMeta::of_report(
+                        &a.report.feed_title,
+                        &a.report.site_url,
+                        &a.report.format,
+                    ) {
+                        st.meta = meta;
+                    }
                     let change = st.health.record(
                         health::answer_of(&a.report),
                         a.report.finished_unix_ms,
