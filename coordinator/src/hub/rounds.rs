@@ -31,6 +31,9 @@ const ACCESS_CHUNK: usize = 2_000;
 /// a day add about 70 a minute.
 const PRUNE_BUDGET: usize = 5_000;
 
+/// Batches one retention pass runs at most while it finds a backlog.
+const PRUNE_BATCHES: usize = 40;
+
 /// Runs `f` on the replanner, containing a panic inside it: the panic becomes an error of
 /// this round and the replanner comes back fresh (the next round solves afresh from the
 /// same settings). Without this, one panic in the solver would lose the replanner and every
@@ -236,28 +239,35 @@ impl<B: KvBackend> Hub<B> {
         }
     }
 
-    /// One retention pass: postings and item markers past their horizon go, at most
-    /// [`PRUNE_BUDGET`] index entries per horizon (the rest next minute).
+    /// One retention pass: postings and item markers past their horizon go, in batches of
+    /// at most [`PRUNE_BUDGET`] index entries per horizon, batch after batch while a batch
+    /// came back full (a backlog: a burst of postings a week ago, or a compressed clock), up
+    /// to [`PRUNE_BATCHES`] batches; the rest next interval.
     async fn prune_postings(&self, cursor: &mut crate::retention::Cursor) {
-        let now = self.clock.now_ms();
-        match self
-            .ingestor
-            .prune(now, self.cfg.retention, cursor, PRUNE_BUDGET)
-            .await
-        {
-            Ok(p) => {
-                m::record_pruned(p.postings, p.markers);
-                if p.postings + p.markers > 0 {
-                    tracing::info!(
-                        postings = p.postings,
-                        markers = p.markers,
-                        "retention: old postings removed"
-                    );
+        let (mut postings, mut markers) = (0, 0);
+        for _ in 0..PRUNE_BATCHES {
+            let now = self.clock.now_ms();
+            match self
+                .ingestor
+                .prune(now, self.cfg.retention, cursor, PRUNE_BUDGET)
+                .await
+            {
+                Ok(p) => {
+                    m::record_pruned(p.postings, p.markers);
+                    postings += p.postings;
+                    markers += p.markers;
+                    if (p.postings as usize) < PRUNE_BUDGET && (p.markers as usize) < PRUNE_BUDGET {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention pass failed; retrying next interval");
+                    break;
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "retention pass failed; retrying in a minute")
-            }
+        }
+        if postings + markers > 0 {
+            tracing::info!(postings, markers, "retention: old postings removed");
         }
     }
 }
