@@ -17,6 +17,7 @@
 //!   elements are a subset of 2.0's, with the same meaning).
 //!
 //! * a `<rss>` whose items sit directly under it, with no `<channel>` → wrapped in one;
+//! * an `<rdf:RDF>` with no default namespace → RSS 1.0's declared on it;
 //! * RSS 1.1 (`http://purl.org/net/rss1.1#`) → RSS 2.0: its `Channel` and `items`
 //!   collection become `<rss><channel>` with the items inside;
 //!
@@ -74,6 +75,7 @@ pub fn normalise(body: &[u8]) -> Option<Vec<u8>> {
         changed = true;
     }
     changed |= rss_version_to_2(&mut out);
+    changed |= rdf_default_namespace(&mut out);
     changed |= wrap_channel(&mut out);
     changed |= text_types(&mut out);
     changed |= rdf_about_links(&mut out);
@@ -302,6 +304,30 @@ fn text_types(doc: &mut Vec<u8>) -> bool {
         }
     }
     apply(doc, edits)
+}
+
+/// An `<rdf:RDF>` document with no default namespace (its `channel` and `item` in no
+/// namespace at all): RSS 1.0's namespace is declared on the root, as its authors meant.
+fn rdf_default_namespace(doc: &mut Vec<u8>) -> bool {
+    let tags = start_tags(doc);
+    let Some(root) = tags.first().filter(|t| &doc[t.name.clone()] == b"rdf:RDF") else {
+        return false;
+    };
+    if attribute(doc, root, b"xmlns").is_some() {
+        return false;
+    }
+    let has_items = tags
+        .iter()
+        .any(|t| matches!(&doc[t.name.clone()], b"item" | b"channel"));
+    if !has_items {
+        return false;
+    }
+    let at = root.name.end;
+    doc.splice(
+        at..at,
+        b" xmlns=\"http://purl.org/rss/1.0/\"".iter().copied(),
+    );
+    true
 }
 
 /// An `<rss>` holding items with no `<channel>`: the items are wrapped in one.

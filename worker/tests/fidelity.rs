@@ -81,6 +81,18 @@ fn rss_1_0_items_without_a_link_are_identified_by_rdf_about() {
 }
 
 #[test]
+fn rdf_without_the_rss_namespace_is_read_as_rss_1_0() {
+    let doc =
+        br#"<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<channel rdf:about="http://x.test/"><title>f</title><link>http://x.test/</link></channel>
+<item rdf:about="http://x.test/1"><title>One</title><link>http://x.test/1</link></item>
+<item rdf:about="http://x.test/2"><title>Two</title></item></rdf:RDF>"#;
+    let f = parse(doc).unwrap();
+    assert_eq!(f.format, Format::Rss1);
+    assert_eq!(f.items.len(), 2);
+}
+
+#[test]
 fn rss_1_1_is_read() {
     let doc = br#"<?xml version="1.0"?>
 <Channel xmlns="http://purl.org/net/rss1.1#" xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" rdf:about="http://x.test/">
