@@ -195,17 +195,64 @@ impl<B: KvBackend> Hub<B> {
         })?
     }
 
-    /// Replans every `replan_interval` and expires leases every half second until `stop`
-    /// fires.
-    pub async fn run_loops(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    /// Runs the coordinator's periodic work until `stop` fires, in three loops on tasks of
+    /// their own, so that a long round (tens of seconds at 100k feeds) or a retention backlog
+    /// never holds up lease expiry: replanning every `replan_interval`; worker leases every
+    /// half second and the capacity gauge; and the store's upkeep (access statistics every
+    /// minute, retention, compaction).
+    pub async fn run_loops(self: Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
+        let replans = tokio::spawn(self.clone().replan_loop(stop.clone()));
+        let upkeep = tokio::spawn(self.clone().upkeep_loop(stop.clone()));
+        self.clone().session_loop(stop).await;
+        for (name, task) in [("replan", replans), ("store upkeep", upkeep)] {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "the {name} loop ended abnormally");
+            }
+        }
+        // What a graceful stop would otherwise lose.
+        if let Err(e) = self.persist_access().await {
+            tracing::error!(error = %e, "access statistics of the last minute not stored at shutdown");
+        }
+    }
+
+    async fn replan_loop(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut replan = tokio::time::interval(self.cfg.replan_interval);
+        // A round longer than the interval is followed by the next one, not by a burst.
+        replan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = replan.tick() => {
+                    if let Err(e) = self.replan().await {
+                        // Keep the previous plan; the next round tries again.
+                        m::record_replan_failure();
+                        tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                    }
+                }
+                _ = stop.changed() => break,
+            }
+        }
+    }
+
+    async fn session_loop(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut leases = tokio::time::interval(Duration::from_millis(500));
+        // A plan's next hour moves with the clock (compressed in demos and tests).
+        let mut capacity = tokio::time::interval(Duration::from_secs(15));
+        loop {
+            tokio::select! {
+                _ = leases.tick() => self.expire_leases().await,
+                _ = capacity.tick() => {
+                    self.record_capacity().await;
+                }
+                _ = stop.changed() => break,
+            }
+        }
+    }
+
+    async fn upkeep_loop(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut persist = tokio::time::interval(Duration::from_secs(60));
         let mut prune_cursor = crate::retention::Cursor::default();
         let mut prune = tokio::time::interval(self.cfg.retention.every);
         let mut compact = tokio::time::interval(self.cfg.retention.compact_every);
-        // A plan's next hour moves with the clock (compressed in demos and tests).
-        let mut capacity = tokio::time::interval(Duration::from_secs(15));
         loop {
             tokio::select! {
                 _ = persist.tick() => {
@@ -219,23 +266,8 @@ impl<B: KvBackend> Hub<B> {
                     Ok(None) => {}
                     Err(e) => tracing::warn!(error = %e, "store compaction failed; retrying next interval"),
                 },
-                _ = replan.tick() => {
-                    if let Err(e) = self.replan().await {
-                        // Keep the previous plan; the next round tries again.
-                        m::record_replan_failure();
-                        tracing::error!(error = %e, "replan failed; keeping the previous plan");
-                    }
-                }
-                _ = leases.tick() => self.expire_leases().await,
-                _ = capacity.tick() => {
-                    self.record_capacity().await;
-                }
                 _ = stop.changed() => break,
             }
-        }
-        // What a graceful stop would otherwise lose.
-        if let Err(e) = self.persist_access().await {
-            tracing::error!(error = %e, "access statistics of the last minute not stored at shutdown");
         }
     }
 
