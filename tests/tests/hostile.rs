@@ -137,7 +137,9 @@ async fn corpus_and_hostile_servers_end_classified_and_the_worker_survives() {
     };
     assert!(count("ok") >= 900.0, "{text}");
     assert!(
-        count("malformed") >= 100.0,
+        // The corpus's broken documents (63 are still refused whole after the normalising
+        // pass repairs what it can; worker/tests/corpus.rs) and the hostile servers' garbage.
+        count("malformed") >= 60.0,
         "malformed feeds are counted:\n{text}"
     );
     assert!(count("timeout") >= 1.0, "slow drip:\n{text}");
