@@ -11,6 +11,7 @@
 //! Bounded: only the page's first [`SCAN_BYTES`] are read (the links belong in `<head>`), and
 //! at most [`MAX_LINKS`] `<link>` tags are looked at.
 
+use crate::normalise::{find_ignore_case, tag_end};
 use url::Url;
 
 /// Bytes of a page scanned for `<link>` tags.
@@ -33,7 +34,7 @@ pub fn announced_feed(page: &[u8], base: &str) -> Option<String> {
     let base = Url::parse(base).ok()?;
     let mut links = 0;
     let mut i = 0;
-    while let Some(p) = find_ci(&page[i..], b"<link").map(|p| p + i) {
+    while let Some(p) = find_ignore_case(&page[i..], b"<link").map(|p| p + i) {
         let end = tag_end(page, p + 5)?;
         i = end;
         if !page
@@ -80,26 +81,8 @@ pub fn announced_feed(page: &[u8], base: &str) -> Option<String> {
 /// Whether a body looks like an HTML page rather than a feed.
 pub fn looks_like_html(body: &[u8]) -> bool {
     let head = &body[..body.len().min(4096)];
-    find_ci(head, b"<html").is_some() || find_ci(head, b"<!doctype html").is_some()
-}
-
-fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-}
-
-/// The index after the `>` closing a tag whose attributes start at `from`, quotes honoured.
-fn tag_end(page: &[u8], from: usize) -> Option<usize> {
-    let mut quote = None;
-    for (k, &c) in page.iter().enumerate().skip(from) {
-        match (quote, c) {
-            (None, b'"' | b'\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, b'>') => return Some(k + 1),
-            _ => {}
-        }
-    }
-    None
+    find_ignore_case(head, b"<html").is_some()
+        || find_ignore_case(head, b"<!doctype html").is_some()
 }
 
 /// HTML attributes of a tag's inside: `name="v"`, `name='v'`, `name=v` or a bare `name`.

@@ -157,17 +157,7 @@ fn start_tags(doc: &[u8]) -> Vec<StartTag> {
                 .iter()
                 .position(|c| c.is_ascii_whitespace() || matches!(c, b'>' | b'/'))
                 .map_or(rest.len(), |p| p + 1);
-            let mut quote = None;
-            let end = rest.iter().enumerate().skip(name_end).find_map(|(k, &c)| {
-                match (quote, c) {
-                    (None, b'"' | b'\'') => quote = Some(c),
-                    (Some(q), c) if c == q => quote = None,
-                    (None, b'>') => return Some(k + 1),
-                    _ => {}
-                }
-                None
-            });
-            end.map(|e| {
+            tag_end(rest, name_end).map(|e| {
                 if name_end > 1 {
                     tags.push(StartTag {
                         start: lt,
@@ -184,6 +174,21 @@ fn start_tags(doc: &[u8]) -> Vec<StartTag> {
         }
     }
     tags
+}
+
+/// The index after the `>` closing a tag whose attributes start at `from` (`>` inside quoted
+/// values does not close it).
+pub(crate) fn tag_end(doc: &[u8], from: usize) -> Option<usize> {
+    let mut quote = None;
+    for (k, &c) in doc.iter().enumerate().skip(from) {
+        match (quote, c) {
+            (None, b'"' | b'\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, b'>') => return Some(k + 1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Attribute `name` of the start tag `tag`: the range of the whole attribute with the
@@ -570,7 +575,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memmem::find(hay, needle)
 }
 
-fn find_ignore_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
+/// Where `needle` first occurs in `hay`, ASCII case ignored.
+pub(crate) fn find_ignore_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len())
         .position(|w| w.eq_ignore_ascii_case(needle))
 }
