@@ -276,6 +276,11 @@ pub struct ServeArgs {
     /// (--etcd-endpoints). Default: embedded with --data-dir, memory without.
     #[arg(long)]
     pub store: Option<StoreKind>,
+    /// Page cache of the embedded store, in MiB. Memory the coordinator holds on top of its
+    /// live state; more keeps more of a large store's reads off the disk.
+    #[arg(long, default_value_t = (kairos_coordinator::store::embedded::DEFAULT_CACHE_BYTES >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub store_cache_mib: u64,
     #[command(flatten)]
     pub etcd: EtcdArgs,
     /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
@@ -361,7 +366,7 @@ impl ServeArgs {
                 StoreChoice::Memory
             }
             StoreKind::Embedded => match &self.data_dir {
-                Some(d) => StoreChoice::Embedded(d.clone()),
+                Some(d) => StoreChoice::Embedded(d.clone(), (self.store_cache_mib as usize) << 20),
                 None => bail!("--store embedded needs --data-dir"),
             },
             StoreKind::Etcd => {

@@ -295,8 +295,8 @@ pub const LIVENESS_SERVICE: &str = "kairos.liveness";
 pub enum StoreChoice {
     /// In memory, lost on exit.
     Memory,
-    /// One redb file in this directory.
-    Embedded(PathBuf),
+    /// One redb file in this directory, with a page cache of this many bytes.
+    Embedded(PathBuf, usize),
     /// An etcd cluster, with replicas electing a leader.
     Etcd(
         crate::store::etcd::EtcdConfig,
@@ -313,8 +313,8 @@ pub fn serve(store: StoreChoice, o: ServerOptions) -> Result<()> {
     rt.block_on(async move {
         let store: Arc<dyn KvBackend> = match store {
             StoreChoice::Memory => Arc::new(MemoryBackend::new()),
-            StoreChoice::Embedded(dir) => Arc::new(
-                EmbeddedBackend::open(&dir)
+            StoreChoice::Embedded(dir, cache) => Arc::new(
+                EmbeddedBackend::open_with_cache(&dir, cache)
                     .with_context(|| format!("opening the store in {}", dir.display()))?,
             ),
             StoreChoice::Etcd(cfg, election) => {

@@ -28,6 +28,10 @@ const REVISION: &str = "revision";
 
 /// Free space a failed store waits for before it reopens.
 pub const MIN_FREE_BYTES: u64 = 16 << 20;
+/// redb's page cache when not told otherwise. redb's own default is 1 GiB, which at 100k
+/// feeds was a fifth of the coordinator's memory (docs/BENCHMARKS.md, soak); the hot set —
+/// learned states, the registry and the postings' tails — is far smaller.
+pub const DEFAULT_CACHE_BYTES: usize = 128 << 20;
 
 /// A redb-backed store.
 #[derive(Clone, Debug)]
@@ -36,14 +40,17 @@ pub struct EmbeddedBackend {
     /// The open database; `None` between closing a failed one and reopening it.
     db: Arc<RwLock<Option<Arc<Database>>>>,
     writable: Arc<AtomicBool>,
+    cache_bytes: usize,
 }
 
 fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(e.to_string())
 }
 
-fn open_db(path: &Path) -> Result<Database, StoreError> {
-    let db = Database::create(path)
+fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, StoreError> {
+    let db = Database::builder()
+        .set_cache_size(cache_bytes)
+        .create(path)
         .map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
     // Make sure the table exists so readers never see "table does not exist".
     let tx = db.begin_write().map_err(err)?;
@@ -55,16 +62,23 @@ fn open_db(path: &Path) -> Result<Database, StoreError> {
 }
 
 impl EmbeddedBackend {
-    /// Opens (or creates) `dir/kairos.redb`, creating `dir` if needed.
+    /// Opens (or creates) `dir/kairos.redb`, creating `dir` if needed, with a page cache
+    /// of [`DEFAULT_CACHE_BYTES`].
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with_cache(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`EmbeddedBackend::open`] with redb's page cache capped at `cache_bytes`.
+    pub fn open_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join("kairos.redb");
-        let db = open_db(&path)?;
+        let db = open_db(&path, cache_bytes)?;
         Ok(EmbeddedBackend {
             path,
             db: Arc::new(RwLock::new(Some(Arc::new(db)))),
             writable: Arc::new(AtomicBool::new(true)),
+            cache_bytes,
         })
     }
 
@@ -134,7 +148,7 @@ impl EmbeddedBackend {
                     }
                 }
             }
-            *slot = Some(Arc::new(open_db(&self.path)?));
+            *slot = Some(Arc::new(open_db(&self.path, self.cache_bytes)?));
         }
         let probe = Key::Probe.encode().map_err(err)?;
         let db = self.current()?;
