@@ -7,6 +7,7 @@
 //! `standalone` feature; the container image is built without it, so the control plane it
 //! ships links no fetcher).
 
+mod allocator;
 mod cli;
 mod live;
 mod replay_cmd;
@@ -15,7 +16,16 @@ mod standalone;
 
 use std::process::ExitCode;
 
+/// jemalloc, not glibc's malloc. A 100k-feed soak under glibc held 2.9 GB resident for a
+/// heap that never passed 0.9 GB (heaptrack; docs/BENCHMARKS.md): the solver's and the
+/// store's bursts of short-lived buffers on many threads left glibc's per-thread arenas
+/// fragmented and never given back. jemalloc returns freed pages on a timer.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
+    allocator::start();
     match cli::run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -151,8 +151,23 @@ pub const HOSTS_THROTTLED: &str = "kairos_hosts_throttled";
 /// Gauge: feeds whose plan a back-off or a publisher hint bounds.
 pub const PLAN_BOUNDED_FEEDS: &str = "kairos_plan_bounded_feeds";
 
+/// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
+/// counts them.
+pub const ALLOCATOR_ALLOCATED_BYTES: &str = "kairos_allocator_allocated_bytes";
+/// Gauge: bytes of physical memory the allocator holds (live heap, its metadata, and freed
+/// pages not yet returned to the system).
+pub const ALLOCATOR_RESIDENT_BYTES: &str = "kairos_allocator_resident_bytes";
+
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
+    describe_gauge!(
+        ALLOCATOR_ALLOCATED_BYTES,
+        "Live heap: bytes allocated and not freed, as the allocator counts them."
+    );
+    describe_gauge!(
+        ALLOCATOR_RESIDENT_BYTES,
+        "Physical memory the allocator holds: live heap, metadata, and freed pages not yet returned."
+    );
     describe_counter!(
         ACCESS_EVENTS_TOTAL,
         "Reader access events received, by outcome (accepted or why skipped)."
@@ -489,6 +504,13 @@ pub fn record_pruned(postings: u64, markers: u64) {
 /// A panic contained inside the planner.
 pub fn record_planner_panic() {
     counter!(PLANNER_PANICS_TOTAL).increment(1);
+}
+
+/// The allocator's view of the process's memory (sampled by the binary, which owns the
+/// allocator).
+pub fn record_allocator(allocated: u64, resident: u64) {
+    gauge!(ALLOCATOR_ALLOCATED_BYTES).set(allocated as f64);
+    gauge!(ALLOCATOR_RESIDENT_BYTES).set(resident as f64);
 }
 
 /// A control-plane message that panicked.

@@ -479,7 +479,7 @@ async fn main() {
     let mut last_fetches = (0.0f64, 0.0f64, Instant::now());
     let mut rows: Vec<String> = Vec::new();
     println!(
-        "{:>6} {:>6} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8}",
+        "{:>6} {:>6} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8}",
         "wall_m",
         "sim_d",
         "fetch/d",
@@ -487,6 +487,7 @@ async fn main() {
         "held",
         "late_p99",
         "coord_MB",
+        "heap_MB",
         "work_MB",
         "store_MB",
         "postings"
@@ -571,7 +572,7 @@ async fn main() {
             merged.sort_by(|a, b| a.0.total_cmp(&b.0));
             let p99 = quantile(&merged, 0.99).map_or("-".to_string(), |v| format!("{v}s"));
             let row = format!(
-                "{:>6.1} {:>6.2} {:>9.0} {:>9.0} {:>7.3} {:>9} {:>8.0} {:>8.0} {:>9.1} {:>8.0}",
+                "{:>6.1} {:>6.2} {:>9.0} {:>9.0} {:>7.3} {:>9} {:>8.0} {:>8.0} {:>8.0} {:>9.1} {:>8.0}",
                 started.elapsed().as_secs_f64() / 60.0,
                 sim_day(),
                 per_day,
@@ -583,6 +584,9 @@ async fn main() {
                 },
                 p99,
                 rss_mb(cpid),
+                // The live heap, as the coordinator's allocator counts it: RSS above it is
+                // the allocator's and the page cache's.
+                total(&cs, "kairos_allocator_allocated_bytes") / 1e6,
                 worker_mb,
                 dir_bytes(&data) as f64 / 1e6,
                 total(&cs, "kairos_postings_ingested_total"),
