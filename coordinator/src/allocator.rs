@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 /// Time between samples; memory moves over minutes, a scrape comes every 15–30 s.
-const EVERY: Duration = Duration::from_secs(10);
+const EVERY: Duration = Duration::from_secs(5);
 
 /// Turns on jemalloc's background purging and starts the sampler thread.
 #[cfg(not(target_env = "msvc"))]
