@@ -133,10 +133,9 @@ impl<B: KvBackend> Hub<B> {
             }
             let existing = self
                 .registry
-                .all_feeds()
+                .feed_by_url(&url)
                 .await?
-                .into_iter()
-                .find(|f| f.url == url && f.id != feed);
+                .filter(|f| f.id != feed);
             match existing {
                 Some(other) => {
                     for user in self.registry.subscribers(feed).await? {

@@ -107,6 +107,19 @@ impl<B: KvBackend> Hub<B> {
             access.set_feed(&f.id);
         }
         m::gauge_registry(feeds.len(), users.len());
+        let index = registry.index_urls(&feeds).await?;
+        if index.indexed > 0 {
+            tracing::info!(feeds = index.indexed, "feed URLs entered in the URL index");
+        }
+        if let Some((feed, earlier)) = index.duplicates.first() {
+            // Registered before the index existed; each is fetched on its own.
+            tracing::warn!(
+                feeds = index.duplicates.len(),
+                example = %feed,
+                same_url_as = %earlier,
+                "feeds share a URL with another registered feed and are fetched twice; remove one of each pair"
+            );
+        }
         let mut learned = HashMap::new();
         let prefix = Key::Learned("").prefix()?;
         let mut after = None;

@@ -5,10 +5,14 @@
 //! failed request changes nothing.
 
 use crate::store::keys::{BadId, Key};
-use crate::store::{KvBackend, Op, StoreError};
+use crate::store::{Compare, KvBackend, Op, StoreError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
+
+mod url_index;
+use url_index::url_key;
+pub use url_index::UrlIndexReport;
 
 /// A registered feed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -179,7 +183,8 @@ impl<B: KvBackend> Registry<B> {
         Registry { store }
     }
 
-    /// Adds a feed; `id` defaults to a hash of the normalized URL.
+    /// Adds a feed; `id` defaults to a hash of the normalized URL. A URL already registered
+    /// under another id is refused with that id: two feeds on one URL would fetch it twice.
     pub async fn add_feed(
         &self,
         id: Option<&str>,
@@ -197,11 +202,41 @@ impl<B: KvBackend> Registry<B> {
             host,
             weight: weight(w)?,
         };
-        if !self
+        let feed_key = Key::Feed(&rec.id).encode()?;
+        let index_key = url_key(&rec.url)?;
+        // An index entry naming a feed that no longer has this URL is stale (a hash
+        // collision, or an entry a crash between versions left): it may be taken over.
+        let index_now = match self.store.get(index_key.clone()).await? {
+            Some(owner) => {
+                let owner = String::from_utf8_lossy(&owner).into_owned();
+                match self.store.get(Key::Feed(&owner).encode()?).await? {
+                    Some(b) if decode::<FeedRecord>(&b)?.url == rec.url => {
+                        return Err(RegistryError::AlreadyExists(if owner == rec.id {
+                            format!("feed `{}`", rec.id)
+                        } else {
+                            format!("url {} is registered as feed `{owner}`", rec.url)
+                        }));
+                    }
+                    _ => Some(owner.into_bytes()),
+                }
+            }
+            None => None,
+        };
+        let done = self
             .store
-            .put_if_absent(Key::Feed(&rec.id).encode()?, json(&rec))
-            .await?
-        {
+            .txn(
+                vec![
+                    Compare::Value(feed_key.clone(), None),
+                    Compare::Value(index_key.clone(), index_now),
+                ],
+                vec![
+                    Op::Put(feed_key, json(&rec)),
+                    Op::Put(index_key, rec.id.clone().into_bytes()),
+                ],
+            )
+            .await?;
+        if !done {
+            // The id is taken, or the URL was registered since the look-up above.
             return Err(RegistryError::AlreadyExists(format!("feed `{}`", rec.id)));
         }
         Ok(rec)
@@ -216,22 +251,51 @@ impl<B: KvBackend> Registry<B> {
     }
 
     /// Points an existing feed at a new URL (a feed that moved), keeping its id, weight,
-    /// subscriptions, postings and learned state.
+    /// subscriptions, postings and learned state. A URL registered to another feed is
+    /// refused with that feed's id (merge onto it instead).
     pub async fn set_feed_url(&self, id: &str, url: &str) -> Result<FeedRecord, RegistryError> {
         let mut rec = self.get_feed(id).await?;
         let (url, host) = check_url(url)?;
+        if url == rec.url {
+            return Ok(rec);
+        }
+        if let Some(other) = self.feed_by_url(&url).await? {
+            return Err(RegistryError::AlreadyExists(format!(
+                "url {url} is registered as feed `{}`",
+                other.id
+            )));
+        }
+        let (old_key, new_key) = (url_key(&rec.url)?, url_key(&url)?);
+        let new_now = self.store.get(new_key.clone()).await?;
+        let mut ops = Vec::new();
+        if self.store.get(old_key.clone()).await?.as_deref() == Some(id.as_bytes()) {
+            ops.push(Op::Delete(old_key));
+        }
         rec.url = url;
         rec.host = host;
-        self.store
-            .batch(vec![Op::Put(Key::Feed(id).encode()?, json(&rec))])
-            .await?;
+        ops.push(Op::Put(Key::Feed(id).encode()?, json(&rec)));
+        ops.push(Op::Put(new_key.clone(), id.as_bytes().to_vec()));
+        if !self
+            .store
+            .txn(vec![Compare::Value(new_key, new_now)], ops)
+            .await?
+        {
+            return Err(RegistryError::AlreadyExists(format!(
+                "url {} was registered meanwhile",
+                rec.url
+            )));
+        }
         Ok(rec)
     }
 
     /// Removes a feed and every subscription to it.
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
-        self.get_feed(id).await?;
+        let rec = self.get_feed(id).await?;
         let mut ops = vec![Op::Delete(Key::Feed(id).encode()?)];
+        let index_key = url_key(&rec.url)?;
+        if self.store.get(index_key.clone()).await?.as_deref() == Some(id.as_bytes()) {
+            ops.push(Op::Delete(index_key));
+        }
         for user in self.subscribers(id).await? {
             ops.push(Op::Delete(Key::SubscriptionByUser(&user, id).encode()?));
             ops.push(Op::Delete(Key::SubscriptionByFeed(id, &user).encode()?));
@@ -445,6 +509,37 @@ impl<B: KvBackend> Registry<B> {
                 Err(e) => return Err(e),
             }
         }
+        // A URL registered under another id (added by hand with its own id, or moved
+        // there by a redirect) keeps that feed: the import subscribes to it.
+        let index = self
+            .store
+            .get_many(
+                feeds
+                    .iter()
+                    .map(|f| url_key(&f.url))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+            .await?;
+        let owners: Vec<Option<String>> = index
+            .into_iter()
+            .map(|o| o.map(|o| String::from_utf8_lossy(&o).into_owned()))
+            .collect();
+        let owner_records = self
+            .store
+            .get_many(
+                owners
+                    .iter()
+                    .map(|o| Key::Feed(o.as_deref().unwrap_or("-")).encode())
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+            .await?;
+        for ((f, owner), rec) in feeds.iter_mut().zip(&owners).zip(owner_records) {
+            if let (Some(owner), Some(rec)) = (owner, rec) {
+                if decode::<FeedRecord>(&rec)?.url == f.url {
+                    f.id = owner.clone();
+                }
+            }
+        }
         let mut keys = Vec::with_capacity(feeds.len() * 2);
         for f in &feeds {
             keys.push(Key::Feed(&f.id).encode()?);
@@ -460,6 +555,7 @@ impl<B: KvBackend> Registry<B> {
                 out.feeds_already_present += 1;
             } else {
                 ops.push(Op::Put(Key::Feed(&f.id).encode()?, json(f)));
+                ops.push(Op::Put(url_key(&f.url)?, f.id.clone().into_bytes()));
                 out.feeds_added += 1;
                 out.added_ids.push(f.id.clone());
             }

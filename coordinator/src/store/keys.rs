@@ -6,6 +6,9 @@
 pub enum Key<'a> {
     /// A feed's registry entry.
     Feed(&'a str),
+    /// The URL index: the id of the feed registered under the normalized URL whose xxh3
+    /// hash this is, so one URL is fetched for one feed however it was added.
+    FeedUrl(u64),
     /// A user's registry entry.
     User(&'a str),
     /// A subscription, indexed by user then feed.
@@ -55,6 +58,7 @@ impl Key<'_> {
     pub fn encode(&self) -> Result<Vec<u8>, BadId> {
         Ok(match *self {
             Key::Feed(f) => format!("feed/{}", check(f)?),
+            Key::FeedUrl(h) => format!("furl/{h:016x}"),
             Key::User(u) => format!("user/{}", check(u)?),
             Key::SubscriptionByUser(u, f) => format!("sub-u/{}/{}", check(u)?, check(f)?),
             Key::SubscriptionByFeed(f, u) => format!("sub-f/{}/{}", check(f)?, check(u)?),
@@ -79,6 +83,7 @@ impl Key<'_> {
     pub fn prefix(&self) -> Result<Vec<u8>, BadId> {
         Ok(match *self {
             Key::Feed(_) => b"feed/".to_vec(),
+            Key::FeedUrl(_) => b"furl/".to_vec(),
             Key::User(_) => b"user/".to_vec(),
             Key::Learned(_) => b"learned/".to_vec(),
             Key::Settings => b"settings".to_vec(),
