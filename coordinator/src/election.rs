@@ -315,6 +315,7 @@ impl Standby {
         health
             .set_service_status(crate::server::LIVENESS_SERVICE, ServingStatus::Serving)
             .await;
+        kairos_runtime::telemetry::set_ready(false);
         let certs = match &o.tls {
             Some(files) => Some(crate::tls::CertStore::open(files.clone())?),
             None => None,

@@ -70,6 +70,7 @@ pub struct Running<B> {
 impl<B: KvBackend> Running<B> {
     /// Stops accepting, lets in-flight calls finish, stops the loops.
     pub async fn shutdown(self) -> Result<()> {
+        kairos_runtime::telemetry::set_ready(false);
         let _ = self.stop.send(true);
         let mut served = Ok(());
         for server in self.servers {
@@ -222,6 +223,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         stop_rx.clone(),
     ));
     let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
+    kairos_runtime::telemetry::set_ready(store.writable());
     // Printed for operators and for tests that asked for port 0.
     println!("kairos-coordinator listening on {addr}");
     Ok(Running {
@@ -269,6 +271,7 @@ async fn watch_store<B: KvBackend>(
         }
         serving = ok;
         metrics::gauge!(crate::metrics::STORE_WRITABLE).set(if ok { 1.0 } else { 0.0 });
+        kairos_runtime::telemetry::set_ready(ok);
         let status = if ok {
             ServingStatus::Serving
         } else {

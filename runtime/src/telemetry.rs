@@ -1,10 +1,22 @@
-//! The `/metrics` endpoint the coordinator and the worker both serve, and the buckets their
-//! shared measures use. Latencies are histograms with buckets, so quantiles aggregate over
+//! The `/metrics` endpoint the coordinator and the worker both serve (with `/livez` and
+//! `/readyz` beside it, plain HTTP probes for deployments whose gRPC ports speak TLS, which
+//! kubelet's gRPC probes cannot), and the buckets their shared measures use. Latencies are histograms with buckets, so quantiles aggregate over
 //! every replica with `histogram_quantile(q, sum by (le) (rate(..._bucket[5m])))`.
 
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether this process should be sent traffic, as `GET /readyz` answers it (200 or 503).
+/// It starts false; the program sets it (the coordinator: a leader whose store takes
+/// writes, the same as gRPC health's "" service).
+static READY: AtomicBool = AtomicBool::new(false);
+
+/// Sets what `GET /readyz` answers.
+pub fn set_ready(ready: bool) {
+    READY.store(ready, Ordering::Relaxed);
+}
 
 /// Buckets of lateness: 1 ms to 5 min (the worker's fetch lateness and the coordinator's
 /// lateness of reported fetches).
@@ -13,7 +25,8 @@ pub const LATENESS_BUCKETS: &[f64] = &[
 ];
 
 /// Installs the Prometheus recorder (histograms named in `buckets` get those buckets; the
-/// others stay summaries) and serves its text format on `GET /metrics` at `addr`. The bound
+/// others stay summaries) and serves its text format on `GET /metrics` at `addr`, with
+/// `GET /livez` (200 while the process's runtime answers) and `GET /readyz` ([`set_ready`]). The bound
 /// address is printed as "`program` metrics on ADDR", so port 0 works.
 pub async fn serve_metrics(
     addr: SocketAddr,
@@ -41,10 +54,19 @@ pub async fn serve_metrics(
                     move |req: hyper::Request<hyper::body::Incoming>| {
                         let handle = handle.clone();
                         async move {
-                            let (status, body) = if req.uri().path() == "/metrics" {
-                                (hyper::StatusCode::OK, handle.render())
-                            } else {
-                                (hyper::StatusCode::NOT_FOUND, String::new())
+                            let (status, body) = match req.uri().path() {
+                                "/metrics" => (hyper::StatusCode::OK, handle.render()),
+                                // Answered by the same runtime as everything else: a
+                                // wedged runtime stops answering it.
+                                "/livez" => (hyper::StatusCode::OK, "ok\n".to_string()),
+                                "/readyz" if READY.load(Ordering::Relaxed) => {
+                                    (hyper::StatusCode::OK, "ready\n".to_string())
+                                }
+                                "/readyz" => (
+                                    hyper::StatusCode::SERVICE_UNAVAILABLE,
+                                    "not ready\n".to_string(),
+                                ),
+                                _ => (hyper::StatusCode::NOT_FOUND, String::new()),
                             };
                             let mut resp = hyper::Response::new(http_body_util::Full::new(
                                 bytes::Bytes::from(body),

@@ -202,15 +202,30 @@ pub fn scrape(addr: &str) -> String {
 /// [`scrape`], or `None` when nothing answers within a few seconds (a paused or
 /// restarting process).
 pub fn try_scrape(addr: &str) -> Option<String> {
+    http_get(addr, "/metrics")
+}
+
+/// The whole HTTP/1.0 answer (status line, headers, body) to `GET path` at `addr`, or
+/// `None` when nothing answers within a few seconds.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     use std::net::ToSocketAddrs;
     let addr = addr.to_socket_addrs().ok()?.next()?;
     let timeout = std::time::Duration::from_secs(3);
     let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
         .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
+}
+
+/// The status code of `GET path` at `addr` (the metrics listener's `/livez`, `/readyz`).
+pub fn http_status(addr: &str, path: &str) -> Option<u16> {
+    http_get(addr, path)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }

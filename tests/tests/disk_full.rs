@@ -8,7 +8,7 @@ mod common;
 
 use common::{add, feed_ids, health, wait_health};
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_tests::{sample, scrape, start_coordinator, TempDir};
+use kairos_tests::{http_status, sample, scrape, start_coordinator, TempDir};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -118,6 +118,9 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
     .await;
     let m = scrape(&c.metrics);
     assert_eq!(sample(&m, "kairos_store_writable"), Some(0.0), "{m}");
+    // The plain HTTP probes say the same: alive, not ready.
+    assert_eq!(http_status(&c.metrics, "/readyz"), Some(503));
+    assert_eq!(http_status(&c.metrics, "/livez"), Some(200));
     assert!(sample(&m, "kairos_store_write_failures_total").unwrap_or(0.0) >= 1.0);
     // Still full: a retry is refused the same way, and health stays down.
     let again = admin.add_feed(add("still-full")).await.unwrap_err();
@@ -143,6 +146,7 @@ async fn a_full_disk_turns_health_not_serving_and_the_store_recovers_when_space_
         sample(&scrape(&c.metrics), "kairos_store_writable"),
         Some(1.0)
     );
+    assert_eq!(http_status(&c.metrics, "/readyz"), Some(200));
     admin.add_feed(add(&refused_id)).await.unwrap();
     acknowledged.push(refused_id);
     admin.add_feed(add("after")).await.unwrap();

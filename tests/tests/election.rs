@@ -11,7 +11,7 @@ use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_tests::etcd::EtcdCluster;
-use kairos_tests::{sample, scrape, spawn_until, start_coordinator, TempDir};
+use kairos_tests::{http_status, sample, scrape, spawn_until, start_coordinator, TempDir};
 use std::time::{Duration, Instant};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -117,6 +117,11 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         health(&a.url, "kairos.liveness").await,
         ServingStatus::Serving as i32
     );
+    // The plain HTTP probes on the metrics listeners (for deployments whose gRPC ports
+    // speak TLS): both alive, only the leader ready.
+    assert_eq!(http_status(&a.metrics, "/readyz"), Some(200));
+    assert_eq!(http_status(&b_metrics, "/readyz"), Some(503));
+    assert_eq!(http_status(&b_metrics, "/livez"), Some(200));
     // The standby learns the leader's address within its poll (a second).
     let start = Instant::now();
     let e = loop {
@@ -134,6 +139,12 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
     signal(a.child.0.id(), "-STOP");
     let took = await_health(&b_url, ServingStatus::Serving, Duration::from_secs(30)).await;
     eprintln!("B took over {took:?} after A was paused (lease TTL 3 s)");
+    // Ready once its listeners are up, a moment after its health turned SERVING.
+    let ready_by = Instant::now() + Duration::from_secs(5);
+    while http_status(&b_metrics, "/readyz") != Some(200) && Instant::now() < ready_by {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(http_status(&b_metrics, "/readyz"), Some(200));
     let mut admin_b = AdminClient::connect(b_url.clone()).await.unwrap();
     assert_eq!(
         feed_ids(&mut admin_b, 100).await,

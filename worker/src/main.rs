@@ -223,7 +223,11 @@ async fn run(a: RunArgs) -> Result<()> {
     };
     let stats = Arc::new(AgentStats::default());
     let worker = tokio::spawn(agent::run(cfg, stats.clone(), relay, stop_rx));
+    // Ready from the start (a worker registers and reconnects on its own); not while it
+    // drains, so no new ingest traffic is sent its way.
+    kairos_runtime::telemetry::set_ready(true);
     shutdown_signal().await;
+    kairos_runtime::telemetry::set_ready(false);
     let _ = stop.send(true);
     if let Some(s) = server {
         s.await
