@@ -71,6 +71,12 @@ def check(docs, rules=None):
                     say(f"{name}: terminationGracePeriodSeconds {grace} is not longer than --drain-timeout {drain}")
             if c["name"] == "worker" and "livenessProbe" not in c:
                 say(f"{name}: the worker has no liveness probe")
+            # kubelet's gRPC probes speak plaintext: against a TLS listener they fail, the
+            # pod never turns ready and liveness restarts it in a loop.
+            if flag(c.get("args"), "--tls-cert") is not None:
+                for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+                    if "grpc" in c.get(probe, {}):
+                        say(f"{where}: {probe} is a gRPC probe on a TLS listener (kubelet cannot speak TLS to it); probe /readyz and /livez on the metrics port")
 
     for h in by_kind.get("HorizontalPodAutoscaler", []):
         s, name = h["spec"], h["metadata"]["name"]

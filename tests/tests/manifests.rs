@@ -142,6 +142,7 @@ fn every_overlay_builds_validates_and_passes_the_lint() {
         ("base", 11, 0),
         ("overlays/dev", 11, 0),
         ("overlays/prod", 16, 3),
+        ("overlays/prod-tls", 16, 3),
     ] {
         let text = render(overlay);
         assert_eq!(
@@ -199,6 +200,46 @@ fn every_overlay_builds_validates_and_passes_the_lint() {
     assert!(prod.contains(
         "kairos-coordinator-0.kairos-coordinator-peers:7700,http://kairos-coordinator-1"
     ));
+}
+
+/// prod-tls: TLS on the coordinators' listeners, workers on https with the CA, and the
+/// coordinators probed over plain HTTP; the lint refuses the gRPC probes prod uses there.
+#[test]
+fn the_tls_overlay_serves_tls_and_probes_over_http() {
+    if !tools_or_skip() {
+        return;
+    }
+    let tls = render("overlays/prod-tls");
+    for want in [
+        "--tls-cert=/etc/kairos/tls/tls.crt",
+        "--tls-key=/etc/kairos/tls/tls.key",
+        "--tls-ca=/etc/kairos/tls/ca.crt",
+        "--coordinator=https://kairos-coordinator-0.kairos-coordinator-peers:7700,https://kairos-coordinator-1",
+        "secretName: kairos-coordinator-tls",
+        "path: /readyz",
+        "path: /livez",
+    ] {
+        assert!(tls.contains(want), "prod-tls: no {want}");
+    }
+    assert!(
+        !tls.contains("--coordinator=http://"),
+        "a worker left on plaintext"
+    );
+    // The same objects with prod's gRPC readiness probe put back: refused.
+    // The first /readyz is the coordinators' (etcd's comes later in the render).
+    let at = tls.find("path: /readyz").unwrap();
+    let start = tls[..at].rfind("readinessProbe:").unwrap();
+    let end = at + tls[at..].find("periodSeconds").unwrap();
+    let broken = format!(
+        "{}readinessProbe:\n          grpc:\n            port: 7700\n          {}",
+        &tls[..start],
+        &tls[end..]
+    );
+    let (ok, report) = lint(&broken, "tls-grpc-probe");
+    assert!(
+        !ok && report.contains("gRPC probe on a TLS listener"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -95,10 +95,14 @@ async fn workers_prove_their_name_with_a_certificate() {
         &[
             "kairos-coordinator admin on ",
             "kairos-coordinator listening on ",
+            "kairos-coordinator metrics on ",
         ],
     );
     let admin_url = format!("https://{}", found[0]);
     let worker_url = format!("https://{}", found[1]);
+    // What Kubernetes probes when the gRPC ports speak TLS (deploy/overlays/prod-tls).
+    assert_eq!(kairos_tests::http_status(&found[2], "/readyz"), Some(200));
+    assert_eq!(kairos_tests::http_status(&found[2], "/livez"), Some(200));
 
     // Plaintext is not answered.
     let mut plain = AdminClient::connect(admin_url.replace("https", "http"))
