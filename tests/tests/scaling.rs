@@ -57,19 +57,32 @@ fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> 
     (child, found[0].clone())
 }
 
-/// Waits until exactly `n` workers hold every host between them, each at least one;
-/// returns how long that took.
-async fn dealt(admin: &AdminClient<tonic::transport::Channel>, n: usize) -> Duration {
+/// Waits until exactly `n` workers are registered and hold every host between them, and at
+/// least `min` of the workers named in `holding` have a host; returns how long that took.
+///
+/// Not every worker need hold a host: with 12 hosts, rendezvous hashing leaves one of five
+/// workers without any in about a quarter of host namings (the farm's ports change each run),
+/// as it would in production with as few hosts.
+async fn dealt(
+    admin: &AdminClient<tonic::transport::Channel>,
+    n: usize,
+    holding: &[&str],
+    min: usize,
+) -> Duration {
     let started = Instant::now();
     wait_for(
-        &format!("{n} workers sharing the {HOSTS} hosts"),
+        &format!("{n} workers sharing the {HOSTS} hosts, {min} of {holding:?} among them"),
         Duration::from_secs(30),
         || {
             let mut admin = admin.clone();
             async move {
                 let w = workers(&mut admin).await;
                 (w.len() == n
-                    && w.iter().all(|w| w.hosts > 0)
+                    && holding
+                        .iter()
+                        .filter(|h| w.iter().any(|w| w.worker_name == **h && w.hosts > 0))
+                        .count()
+                        >= min
                     && w.iter().map(|w| w.hosts).sum::<u32>() == HOSTS)
                     .then_some(())
             }
@@ -176,7 +189,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
         .iter()
         .map(|n| start_worker(n, &coordinator.url, &clock, dir.path()))
         .collect();
-    let first = dealt(&admin, 3).await;
+    let first = dealt(&admin, 3, &[], 0).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Scale up: two more workers take a share of the hosts.
@@ -184,7 +197,8 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     for n in ["w4", "w5"] {
         running.push(start_worker(n, &coordinator.url, &clock, dir.path()));
     }
-    let up = dealt(&admin, 5).await;
+    // The newcomers take hosts (one of them may stay without: see `dealt`).
+    let up = dealt(&admin, 5, &["w4", "w5"], 1).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     // Scale down to two: the first three are stopped as Kubernetes stops pods.
@@ -197,7 +211,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
             .unwrap()
             .success());
     }
-    let down = dealt(&admin, 2).await;
+    let down = dealt(&admin, 2, &["w4", "w5"], 2).await;
     assert!(
         down_at < POSTING_DAYS * 0.8,
         "the scale-down comes while the farm publishes (day {down_at:.2})"
