@@ -276,11 +276,10 @@ pub struct ServeArgs {
     /// (--etcd-endpoints). Default: embedded with --data-dir, memory without.
     #[arg(long)]
     pub store: Option<StoreKind>,
-    /// Page cache of the embedded store, in MiB. Memory the coordinator holds on top of its
-    /// live state; more keeps more of a large store's reads off the disk.
-    #[arg(long, default_value_t = (kairos_coordinator::store::embedded::DEFAULT_CACHE_BYTES >> 20) as u64,
-          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    pub store_cache_mib: u64,
+    /// Page cache of the embedded store, in MiB (default 128). Memory the coordinator holds
+    /// on top of its live state; more keeps more of a large store's reads off the disk.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub store_cache_mib: Option<u64>,
     #[command(flatten)]
     pub etcd: EtcdArgs,
     /// Where Prometheus scrapes `/metrics` (port 0 picks a free one; printed).
@@ -358,6 +357,9 @@ impl ServeArgs {
         if kind != StoreKind::Etcd && !self.etcd.etcd_endpoints.is_empty() {
             bail!("--etcd-endpoints needs --store etcd");
         }
+        if kind != StoreKind::Embedded && self.store_cache_mib.is_some() {
+            bail!("--store-cache-mib sizes the embedded store's page cache; it needs --data-dir (--store embedded)");
+        }
         Ok(match kind {
             StoreKind::Memory => {
                 if self.data_dir.is_some() {
@@ -366,7 +368,13 @@ impl ServeArgs {
                 StoreChoice::Memory
             }
             StoreKind::Embedded => match &self.data_dir {
-                Some(d) => StoreChoice::Embedded(d.clone(), (self.store_cache_mib as usize) << 20),
+                Some(d) => StoreChoice::Embedded(
+                    d.clone(),
+                    self.store_cache_mib.map_or(
+                        kairos_coordinator::store::embedded::DEFAULT_CACHE_BYTES,
+                        |m| (m as usize) << 20,
+                    ),
+                ),
                 None => bail!("--store embedded needs --data-dir"),
             },
             StoreKind::Etcd => {

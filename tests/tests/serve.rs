@@ -505,3 +505,58 @@ async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
     let failures = kairos_tests::sample(&scrape(&c.metrics), "kairos_replan_failures_total");
     assert_eq!(failures, Some(0.0), "no replan failed");
 }
+
+/// Store flags that contradict each other are refused at start, naming the flag, before
+/// anything listens.
+#[test]
+fn contradictory_store_flags_are_refused_at_start() {
+    let dir = TempDir::new("store-flags");
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--store-cache-mib", "64"],
+            "--store-cache-mib sizes the embedded store's page cache",
+        ),
+        (
+            vec!["--store", "memory", "--data-dir", data],
+            "--store memory keeps nothing on disk",
+        ),
+        (
+            vec!["--store", "embedded"],
+            "--store embedded needs --data-dir",
+        ),
+        (
+            vec!["--etcd-endpoints", "127.0.0.1:1"],
+            "--etcd-endpoints needs --store etcd",
+        ),
+        (
+            vec!["--data-dir", data, "--store-cache-mib", "0"],
+            "0 is not in 1..=1048576",
+        ),
+    ] {
+        let mut all = vec![
+            "serve",
+            "--insecure-loopback",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ];
+        all.extend_from_slice(&args);
+        let out = std::process::Command::new(kairos_tests::bin("kairos-coordinator"))
+            .args(&all)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A cache size with the embedded store is taken.
+    let c = kairos_tests::start_coordinator(
+        &["--data-dir", data, "--store-cache-mib", "16"],
+        &dir.path().join("coordinator.log"),
+    );
+    assert!(kairos_tests::try_scrape(&c.metrics).is_some());
+}
