@@ -204,24 +204,14 @@ impl<B: KvBackend> Registry<B> {
         };
         let feed_key = Key::Feed(&rec.id).encode()?;
         let index_key = url_key(&rec.url)?;
-        // An index entry naming a feed that no longer has this URL is stale (a hash
-        // collision, or an entry a crash between versions left): it may be taken over.
-        let index_now = match self.store.get(index_key.clone()).await? {
-            Some(owner) => {
-                let owner = String::from_utf8_lossy(&owner).into_owned();
-                match self.store.get(Key::Feed(&owner).encode()?).await? {
-                    Some(b) if decode::<FeedRecord>(&b)?.url == rec.url => {
-                        return Err(RegistryError::AlreadyExists(if owner == rec.id {
-                            format!("feed `{}`", rec.id)
-                        } else {
-                            format!("url {} is registered as feed `{owner}`", rec.url)
-                        }));
-                    }
-                    _ => Some(owner.into_bytes()),
-                }
-            }
-            None => None,
-        };
+        let (index_now, owner) = self.index_entry(&rec.url).await?;
+        if let Some(owner) = owner {
+            return Err(RegistryError::AlreadyExists(if owner.id == rec.id {
+                format!("feed `{}`", rec.id)
+            } else {
+                format!("url {} is registered as feed `{}`", rec.url, owner.id)
+            }));
+        }
         let done = self
             .store
             .txn(
@@ -259,14 +249,14 @@ impl<B: KvBackend> Registry<B> {
         if url == rec.url {
             return Ok(rec);
         }
-        if let Some(other) = self.feed_by_url(&url).await? {
+        let (new_now, other) = self.index_entry(&url).await?;
+        if let Some(other) = other {
             return Err(RegistryError::AlreadyExists(format!(
                 "url {url} is registered as feed `{}`",
                 other.id
             )));
         }
         let (old_key, new_key) = (url_key(&rec.url)?, url_key(&url)?);
-        let new_now = self.store.get(new_key.clone()).await?;
         let mut ops = Vec::new();
         if self.store.get(old_key.clone()).await?.as_deref() == Some(id.as_bytes()) {
             ops.push(Op::Delete(old_key));

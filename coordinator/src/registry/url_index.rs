@@ -27,14 +27,26 @@ impl<B: KvBackend> Registry<B> {
     /// The feed registered under `url` (normalized first), if any.
     pub async fn feed_by_url(&self, url: &str) -> Result<Option<FeedRecord>, RegistryError> {
         let (url, _) = check_url(url)?;
-        let Some(owner) = self.store.get(url_key(&url)?).await? else {
-            return Ok(None);
+        Ok(self.index_entry(&url).await?.1)
+    }
+
+    /// The index entry of a normalized URL as stored (the compare value for a
+    /// transaction that writes it), and the feed it names if that feed has this URL. An
+    /// entry naming a feed that no longer has the URL is stale (a hash collision, or one a
+    /// crash between versions left) and may be taken over.
+    pub(super) async fn index_entry(
+        &self,
+        url: &str,
+    ) -> Result<(Option<Vec<u8>>, Option<FeedRecord>), RegistryError> {
+        let Some(raw) = self.store.get(url_key(url)?).await? else {
+            return Ok((None, None));
         };
-        let owner = String::from_utf8_lossy(&owner).into_owned();
-        Ok(match self.store.get(Key::Feed(&owner).encode()?).await? {
+        let owner = String::from_utf8_lossy(&raw).into_owned();
+        let rec = match self.store.get(Key::Feed(&owner).encode()?).await? {
             Some(b) => Some(decode::<FeedRecord>(&b)?).filter(|f| f.url == url),
             None => None,
-        })
+        };
+        Ok((Some(raw), rec))
     }
 
     /// Enters every feed of `feeds` (the whole registry) in the URL index, for stores
