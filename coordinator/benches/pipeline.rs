@@ -120,6 +120,8 @@ fn main() {
                 clock,
                 ingest_address: String::new(),
                 credentials: Default::default(),
+                parse_threads: kairos_worker::document::Reader::default_threads(),
+                parse_budget: kairos_worker::document::DEFAULT_BUDGET,
             },
             stats.clone(),
             None,

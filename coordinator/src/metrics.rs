@@ -28,6 +28,12 @@ pub const MISSED_POSTINGS_TOTAL: &str = "kairos_missed_postings_total";
 pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total";
 /// Reports refused (feed not owned by the reporting worker, unknown feed).
 pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
+/// Report messages refused alone for breaking the report bounds (too many postings, a field
+/// over its length); the worker logs each reason.
+pub const REPORTS_REFUSED_BOUNDS_TOTAL: &str = "kairos_reports_refused_bounds_total";
+/// Report streams ended by a message the coordinator could not read (over the decoding
+/// limit, not protobuf).
+pub const REPORT_STREAMS_BROKEN_TOTAL: &str = "kairos_report_streams_broken_total";
 /// Item-like elements of fetched documents that the workers' parser did not read.
 pub const ITEMS_UNREAD_TOTAL: &str = "kairos_items_unread_total";
 /// Planned slots fetched by a second worker (around host moves and failovers).
@@ -235,6 +241,14 @@ pub fn describe() {
         "Reports refused: feed not owned by the worker, or not planned."
     );
     describe_counter!(
+        REPORTS_REFUSED_BOUNDS_TOTAL,
+        "Report messages refused alone for breaking the report bounds (too many postings, a field over its length)."
+    );
+    describe_counter!(
+        REPORT_STREAMS_BROKEN_TOTAL,
+        "Report streams ended by a message the coordinator could not read (over the decoding limit, not protobuf)."
+    );
+    describe_counter!(
         FETCHES_SAME_SLOT_TOTAL,
         "Planned slots of a feed fetched by a second worker (host moves, failovers)."
     );
@@ -390,6 +404,8 @@ pub fn describe() {
         MISSED_POSTINGS_TOTAL,
         ACCESS_DELAY_SECONDS_TOTAL,
         REPORTS_REJECTED_TOTAL,
+        REPORTS_REFUSED_BOUNDS_TOTAL,
+        REPORT_STREAMS_BROKEN_TOTAL,
         FETCHES_SAME_SLOT_TOTAL,
         SHARD_MOVES_TOTAL,
         DOCUMENT_OVERFLOWS_TOTAL,

@@ -151,8 +151,11 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     // own listener share the main one.
     use tonic::service::RoutesBuilder;
     let mut main = RoutesBuilder::default();
-    main.add_service(health_service.clone())
-        .add_service(WorkerControlServer::new(control));
+    main.add_service(health_service.clone()).add_service(
+        // Stated, not left to the default: the worker's report bounds are set from it.
+        WorkerControlServer::new(control)
+            .max_decoding_message_size(kairos_proto::bounds::MAX_DECODE_BYTES),
+    );
     let mut admin_routes = RoutesBuilder::default();
     let mut public_routes = RoutesBuilder::default();
     {

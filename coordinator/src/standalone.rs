@@ -243,6 +243,8 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             clock,
             ingest_address: String::new(),
             credentials: Default::default(),
+            parse_threads: kairos_worker::document::Reader::default_threads(),
+            parse_budget: kairos_worker::document::DEFAULT_BUDGET,
         };
         agents.push(tokio::spawn(agent::run(
             cfg,

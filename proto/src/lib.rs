@@ -8,7 +8,10 @@
 //! * `Ingest` (`ingest.proto`) — reader access events, batched and streamed;
 //! * `Postings` (`postings.proto`) — new postings for a feed or a user since a cursor.
 //!
-//! [`v1::FILE_DESCRIPTOR_SET`] feeds gRPC server reflection.
+//! [`v1::FILE_DESCRIPTOR_SET`] feeds gRPC server reflection; [`bounds`] states what one
+//! report message may carry and splits a worker's reports to fit.
+
+pub mod bounds;
 
 /// Generated messages, clients and servers of `kairos.v1`.
 #[allow(clippy::all, missing_docs)]

@@ -16,9 +16,9 @@
 
 use crate::credentials::{Bearer, Credentials};
 use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
-use crate::parse;
 use crate::reports::ReportBuffer;
 use crate::telemetry;
+use kairos_proto::bounds;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_runtime::clock::SimClock;
@@ -66,6 +66,10 @@ pub struct AgentConfig {
     pub ingest_address: String,
     /// Token and TLS settings toward the coordinator.
     pub credentials: Credentials,
+    /// Threads that read fetched documents at most ([`crate::document::Reader`]).
+    pub parse_threads: usize,
+    /// Wall time one document's reading may take before the fetch is reported malformed.
+    pub parse_budget: Duration,
 }
 
 /// Counters of a running worker (for logs, tests and the standalone summary).
@@ -154,6 +158,8 @@ struct Shared {
     space: Notify,
     stats: Arc<AgentStats>,
     clock: SimClock,
+    /// Reads fetched documents off the runtime's threads.
+    reader: crate::document::Reader,
 }
 
 /// Why the worker could not start.
@@ -189,6 +195,7 @@ pub async fn run(
         space: Notify::new(),
         stats,
         clock: cfg.clock,
+        reader: crate::document::Reader::new(cfg.parse_threads, cfg.parse_budget),
     });
     let fetching = tokio::spawn(fetch_loop(
         shared.clone(),
@@ -548,7 +555,10 @@ async fn reports(
                 let n = shared.state.lock().expect("worker state").reports.ack(ack.acked_seq);
                 shared.stats.acked.fetch_add(n as u64, Ordering::Relaxed);
                 for r in &ack.rejected {
-                    tracing::debug!(seq = r.seq, reason = %r.reason, "report refused");
+                    // Acknowledged and not ingested: the worker moves on. Logged here, where
+                    // it is handled, so an operator sees why.
+                    tracing::warn!(seq = r.seq, reason = %r.reason, "the coordinator refused a report message");
+                    metrics::counter!(telemetry::REPORTS_REFUSED_TOTAL).increment(1);
                 }
                 shared.stats.rejected.fetch_add(ack.rejected.len() as u64, Ordering::Relaxed);
                 shared.space.notify_waiters();
@@ -694,62 +704,41 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         }
     };
     let wall = std::time::Instant::now();
-    let fetched = fetcher.fetch(&url, &validators).await;
+    let mut fetched = fetcher.fetch(&url, &validators).await;
     let finished = shared.clock.now_ms();
     let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
-    let mut items = Vec::new();
-    let mut unread = 0usize;
-    let mut ttl = None;
-    let mut hints = crate::hints::DocHints::default();
-    let mut discovered: Option<String> = None;
-    let mut meta: Option<(Option<String>, Option<String>, String)> = None;
-    if let Outcome::Ok { body, .. } = &fetched.outcome {
-        match parse::parse(body) {
-            Ok(doc) => {
-                ttl = doc.ttl_minutes;
-                unread = doc.items_unread();
-                if doc.items.is_empty() && unread > 0 {
-                    // Not a quiet feed: items are there in a form the parser does not read.
-                    outcome = pb::FetchOutcome::EmptyUnrecognized;
-                    error = format!(
-                        "{unread} item-like elements but no item read (as {:?})",
-                        doc.format
-                    );
-                    metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "none")
-                        .increment(1);
-                } else if unread > 0 {
-                    metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "partly")
-                        .increment(1);
-                }
-                meta = Some((
-                    doc.title.clone(),
-                    doc.site_url.clone(),
-                    doc.format_seen.clone(),
-                ));
-                items = doc.items;
-                hints = crate::hints::scan(body);
-            }
-            Err(e) => {
-                // A web page where a feed was expected: follow the feed it announces.
-                match crate::discover::announced_feed(body, &fetched.final_url)
-                    .filter(|f| *f != url && *f != fetched.final_url)
-                {
-                    Some(feed_url) => {
-                        tracing::info!(feed, page = %fetched.final_url, %feed_url, "a web page, not a feed: following the feed it announces");
-                        discovered = Some(feed_url);
-                    }
-                    None => {
-                        outcome = pb::FetchOutcome::Malformed;
-                        error = if crate::discover::looks_like_html(body) {
-                            format!("a web page announcing no feed ({e})")
-                        } else {
-                            e.to_string()
-                        };
-                    }
-                }
-            }
+    let mut doc = crate::document::Read::default();
+    if let Outcome::Ok { body, .. } = &mut fetched.outcome {
+        let body = std::mem::take(body);
+        doc = shared
+            .reader
+            .read(feed, body, url.clone(), fetched.final_url.clone())
+            .await;
+        if let Some(why) = doc.unrecognised.take() {
+            // Not a quiet feed: items are there in a form the parser does not read.
+            outcome = pb::FetchOutcome::EmptyUnrecognized;
+            error = why;
+            metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "none").increment(1);
+        } else if doc.unread > 0 {
+            metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "partly").increment(1);
+        }
+        if let Some(feed_url) = &doc.discovered {
+            tracing::info!(feed, page = %fetched.final_url, %feed_url, "a web page, not a feed: following the feed it announces");
+        }
+        if let Some(why) = doc.malformed.take() {
+            outcome = pb::FetchOutcome::Malformed;
+            error = why;
         }
     }
+    let crate::document::Read {
+        items,
+        unread,
+        ttl_minutes: ttl,
+        hints,
+        meta,
+        discovered,
+        ..
+    } = doc;
     let retry_after = match &fetched.outcome {
         Outcome::Throttled { retry_after, .. } => retry_after.map(|d| {
             let (secs, clamped) = clamp_retry_after(d);
@@ -797,17 +786,12 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         skip_days_mask: hints.skip_days,
         redirect_permanent: fetched.permanent_redirect || discovered.is_some(),
         items_unread: unread.min(u32::MAX as usize) as u32,
-        feed_title: meta
-            .as_ref()
-            .and_then(|m| m.0.as_deref())
-            .map(|t| clip(t, 512))
-            .unwrap_or_default(),
-        site_url: meta
-            .as_ref()
-            .and_then(|m| m.1.as_deref())
-            .map(|u| clip(u, 2048))
-            .unwrap_or_default(),
+        // Clipped to the report bounds when the report is split.
+        feed_title: meta.as_ref().and_then(|m| m.0.clone()).unwrap_or_default(),
+        site_url: meta.as_ref().and_then(|m| m.1.clone()).unwrap_or_default(),
         format: meta.map(|m| m.2).unwrap_or_default(),
+        continuation: false,
+        postings_withheld: 0,
     };
     telemetry::record_fetch(
         report.outcome,
@@ -816,6 +800,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         (started - planned_ms) as f64 / 1000.0 / shared.clock.scale(),
         report.body_bytes,
     );
+    let (mut withheld, mut clipped) = (0u64, 0u64);
     {
         let mut st = shared.state.lock().expect("worker state");
         let Some(info) = st.feeds.get_mut(feed) else {
@@ -836,16 +821,40 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         report.etag = info.validators.etag.clone().unwrap_or_default();
         report.last_modified = info.validators.last_modified.clone().unwrap_or_default();
         for it in items {
-            if info.remember(it.id_hash) {
-                report.new_postings.push(pb::Posting {
-                    item_id_hash: it.id_hash,
-                    link: it.link.unwrap_or_default(),
-                    title: it.title.unwrap_or_default(),
-                    published_unix_ms: it.published_unix_ms,
-                    discovered_unix_ms: finished,
-                });
+            if info.seen.contains(&it.id_hash) {
+                continue;
             }
+            if report.new_postings.len() == bounds::MAX_POSTINGS_PER_FETCH {
+                // Left unseen, so a later fetch reports it.
+                withheld += 1;
+                continue;
+            }
+            info.remember(it.id_hash);
+            let mut p = pb::Posting {
+                item_id_hash: it.id_hash,
+                link: it.link.unwrap_or_default(),
+                title: it.title.unwrap_or_default(),
+                published_unix_ms: it.published_unix_ms,
+                discovered_unix_ms: finished,
+            };
+            if bounds::clip_posting(&mut p) {
+                clipped += 1;
+            }
+            report.new_postings.push(p);
         }
+    }
+    report.postings_withheld = withheld.min(u32::MAX as u64) as u32;
+    if withheld > 0 {
+        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "withheld").increment(withheld);
+        tracing::warn!(
+            feed,
+            withheld,
+            limit = bounds::MAX_POSTINGS_PER_FETCH,
+            "more new items than one fetch reports; the rest wait for a later fetch"
+        );
+    }
+    if clipped > 0 {
+        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "clipped").increment(clipped);
     }
     shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(
@@ -857,16 +866,14 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         error = %report.error,
         "fetched"
     );
-    push_report(shared, Body::Fetch(report)).await;
-}
-
-/// `s` cut to at most `max` bytes at a character boundary.
-fn clip(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
+    let parts = bounds::split_fetch(report);
+    if parts.len() > 1 {
+        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "parts")
+            .increment(parts.len() as u64 - 1);
     }
-    s[..end].to_string()
+    for part in parts {
+        push_report(shared, Body::Fetch(part)).await;
+    }
 }
 
 /// Queues a report, waiting while the buffer is full (back-pressure, never a drop).
@@ -897,7 +904,9 @@ async fn relay_loop(
     mut rx: tokio::sync::mpsc::Receiver<Vec<pb::AccessEvent>>,
 ) {
     while let Some(events) = rx.recv().await {
-        push_report(&shared, Body::Accesses(pb::AccessBatch { events })).await;
+        for events in bounds::split_accesses(events) {
+            push_report(&shared, Body::Accesses(pb::AccessBatch { events })).await;
+        }
     }
 }
 

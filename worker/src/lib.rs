@@ -1,6 +1,7 @@
 //! Kairos worker library: the data plane's pieces, usable and testable on their own.
 //!
 //! * [`agent`] — the running worker: coordinator session and fetch loop;
+//! * [`document`] — a fetched body read off the async runtime, under a budget;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`normalise`] — older and mislabelled formats rewritten for the parser;
 //! * [`parse`] — feed documents (RSS 0.9x/1.0/2.0, Atom 0.3/1.0, JSON Feed) to postings;
@@ -18,6 +19,7 @@ pub mod agent;
 pub use kairos_runtime::credentials;
 pub mod decode;
 pub mod discover;
+pub mod document;
 pub mod fetch;
 pub mod hints;
 pub mod normalise;

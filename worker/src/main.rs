@@ -68,6 +68,14 @@ struct RunArgs {
     /// they go to the proxy.
     #[arg(long)]
     proxy: Option<String>,
+    /// Threads that read fetched documents (parse, hints, discovery) at most; default: all
+    /// cores but one, at least one. Parsing never runs on the async threads that carry
+    /// heartbeats and reports.
+    #[arg(long)]
+    parse_threads: Option<usize>,
+    /// Wall time one document's reading may take; a document past it is reported malformed.
+    #[arg(long, default_value = "10s")]
+    parse_budget: humantime::Duration,
     /// Unacknowledged reports kept at most (fetching pauses when full).
     #[arg(long, default_value_t = 10_000)]
     report_buffer: usize,
@@ -156,6 +164,10 @@ async fn run(a: RunArgs) -> Result<()> {
             tls_cert: a.tls_cert,
             tls_key: a.tls_key,
         },
+        parse_threads: a
+            .parse_threads
+            .unwrap_or_else(kairos_worker::document::Reader::default_threads),
+        parse_budget: a.parse_budget.into(),
     };
     // Settings that cannot work are refused at start, not retried forever.
     agent::coordinator_endpoints(&cfg.credentials, &cfg.coordinator)

@@ -363,6 +363,16 @@ fn rdf_about_links(doc: &mut Vec<u8>) -> bool {
     }
     let mut edits = Vec::new();
     let tags = start_tags(doc);
+    // One pass over the end tags and one over the start tags, both moving forward only: an
+    // item ends at its `</item>` or, when the end tag is missing, where the next item
+    // starts, so a document of unclosed items costs linear time, not quadratic.
+    let closes: Vec<usize> = memchr::memmem::find_iter(doc, b"</item>").collect();
+    let starts: Vec<usize> = tags
+        .iter()
+        .filter(|t| &doc[t.name.clone()] == b"item")
+        .map(|t| t.start)
+        .collect();
+    let (mut close_at, mut start_at) = (0, 0);
     for (n, tag) in tags.iter().enumerate() {
         if &doc[tag.name.clone()] != b"item" || doc[tag.end - 2] == b'/' {
             continue;
@@ -370,7 +380,17 @@ fn rdf_about_links(doc: &mut Vec<u8>) -> bool {
         let Some((_, about)) = attribute(doc, tag, b"rdf:about") else {
             continue;
         };
-        let item_end = find(&doc[tag.end..], b"</item>").map_or(doc.len(), |p| tag.end + p);
+        while close_at < closes.len() && closes[close_at] < tag.end {
+            close_at += 1;
+        }
+        while start_at < starts.len() && starts[start_at] <= tag.start {
+            start_at += 1;
+        }
+        let item_end = closes
+            .get(close_at)
+            .copied()
+            .unwrap_or(doc.len())
+            .min(starts.get(start_at).copied().unwrap_or(doc.len()));
         let has_link = tags[n + 1..]
             .iter()
             .take_while(|t| t.start < item_end)

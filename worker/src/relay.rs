@@ -6,8 +6,11 @@
 //! refuses (visible in `kairos_ingest_access_events_total{result}`). The reply's `accepted`
 //! is the number queued. The queue is bounded: when the report buffer is full the call
 //! waits (back-pressure to the client), and after 10 s it fails with `RESOURCE_EXHAUSTED`
-//! rather than dropping events.
+//! rather than dropping events. Events with an empty user id or ids over
+//! [`bounds::MAX_ID_BYTES`] are refused at the edge (`INVALID_ARGUMENT`), and a large batch
+//! is split into report messages of at most [`bounds::MAX_ACCESS_EVENTS_PER_MESSAGE`].
 
+use kairos_proto::bounds;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::ingest_server::Ingest;
 use std::time::Duration;
@@ -29,8 +32,10 @@ impl RelayService {
     }
 
     async fn queue(&self, events: Vec<pb::AccessEvent>) -> Result<u64, Status> {
-        if events.iter().any(|e| e.user_id.is_empty()) {
-            return Err(Status::invalid_argument("every event needs a user_id"));
+        // Refused here, at the edge, whole: what the coordinator would refuse must not
+        // travel. Large batches are split into report messages by the worker.
+        if let Some(why) = events.iter().find_map(|e| bounds::check_access(e).err()) {
+            return Err(Status::invalid_argument(why));
         }
         let n = events.len() as u64;
         if n == 0 {

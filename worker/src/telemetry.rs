@@ -25,6 +25,15 @@ pub const REPORT_BACKLOG: &str = "kairos_worker_report_backlog";
 /// Documents with item-like elements the parser did not read, by `read` = `none` (the
 /// fetch is reported EMPTY_UNRECOGNIZED) or `partly`.
 pub const DOCUMENTS_UNREAD_TOTAL: &str = "kairos_worker_documents_unread_total";
+/// Documents whose reading (parse, hints, discovery) took longer than the parse budget;
+/// each such fetch is reported malformed.
+pub const DOCUMENTS_OVER_BUDGET_TOTAL: &str = "kairos_worker_documents_over_budget_total";
+/// What a fetch's report lost to the report bounds, by `what`: `clipped` (postings whose
+/// title was cut or link dropped), `withheld` (new items past the per-fetch limit, left for
+/// a later fetch), `parts` (extra messages a split report took).
+pub const REPORT_BOUNDS_TOTAL: &str = "kairos_worker_report_bounds_total";
+/// Report messages the coordinator refused, each logged with its reason.
+pub const REPORTS_REFUSED_TOTAL: &str = "kairos_worker_reports_refused_total";
 /// DNS resolution time of feed hosts, by `result`.
 pub const DNS_SECONDS: &str = "kairos_worker_dns_seconds";
 /// Time to open a connection to a feed host (DNS, TCP and, for https, the TLS handshake),
@@ -71,6 +80,18 @@ pub fn describe() {
     describe_counter!(
         DOCUMENTS_UNREAD_TOTAL,
         "Documents holding item-like elements the parser did not read: read=none (no item at all) or read=partly."
+    );
+    describe_counter!(
+        DOCUMENTS_OVER_BUDGET_TOTAL,
+        "Documents whose reading took longer than the parse budget (reported malformed)."
+    );
+    describe_counter!(
+        REPORT_BOUNDS_TOTAL,
+        "What reports lost to their bounds: what=clipped (postings cut), withheld (items left for a later fetch), parts (extra messages of split reports)."
+    );
+    describe_counter!(
+        REPORTS_REFUSED_TOTAL,
+        "Report messages the coordinator refused (each logged with its reason)."
     );
     describe_gauge!(FETCHES_IN_FLIGHT, "Fetches running now.");
     describe_gauge!(

@@ -322,8 +322,17 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                         return;
                     }
                 }
-                if failed.is_some() {
-                    return; // The worker's side broke off; it reconnects and resends.
+                if let Some(e) = failed {
+                    // The worker's side broke off (it reconnects and resends), or a message
+                    // could not be decoded (over the size limit, garbage): say which, once
+                    // per stream, since the worker only sees its stream end.
+                    if e.code() == tonic::Code::Cancelled || e.code() == tonic::Code::Unknown {
+                        tracing::debug!(worker = ?worker, error = %e, "report stream ended");
+                    } else {
+                        metrics::counter!(crate::metrics::REPORT_STREAMS_BROKEN_TOTAL).increment(1);
+                        tracing::warn!(worker = ?worker, code = ?e.code(), error = %e, "report stream broken by an unreadable message");
+                    }
+                    return;
                 }
             }
         });

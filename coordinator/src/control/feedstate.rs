@@ -62,6 +62,10 @@ pub struct FeedState {
     pub observed_since_ms: Option<i64>,
     /// Last fetch the server answered, Unix ms.
     pub last_answered_ms: Option<i64>,
+    /// The answered fetch before that one: what a split report's further parts (more
+    /// postings of the last fetch) are judged against.
+    #[serde(default)]
+    pub answered_before_ms: Option<i64>,
     /// Posting times inside the learning window, ascending.
     pub postings_ms: VecDeque<i64>,
     /// Postings known only to have appeared within `(from, to]`, by `to` ascending.
@@ -239,9 +243,65 @@ impl FeedState {
                 out.overflowed = true;
             }
         }
+        self.answered_before_ms = previous;
         self.last_answered_ms = Some(o.finished_ms);
         self.fetches += 1;
         out
+    }
+
+    /// Folds in more new postings of the last fetch (a report split over messages): judged
+    /// against the fetch before it, as if they had come with the first part, without
+    /// counting a second fetch. Parts of a fetch this state never saw answered are judged
+    /// against the last answered fetch, and move nothing else.
+    pub fn observe_more(&mut self, o: &FetchObservation, window_ms: i64) -> Observed {
+        if !o.answered {
+            return Observed::default();
+        }
+        let same_fetch = self.last_answered_ms == Some(o.finished_ms);
+        let kept = (
+            self.last_answered_ms,
+            self.answered_before_ms,
+            self.fetches,
+            self.etag.clone(),
+            self.last_modified.clone(),
+            self.doc_capacity,
+            self.overflows,
+        );
+        if same_fetch {
+            self.last_answered_ms = self.answered_before_ms;
+        }
+        let part = FetchObservation {
+            etag: None,
+            last_modified: None,
+            items_in_document: 0,
+            ..o.clone()
+        };
+        let out = self.observe(&part, window_ms);
+        (
+            self.last_answered_ms,
+            self.answered_before_ms,
+            self.fetches,
+            self.etag,
+            self.last_modified,
+            self.doc_capacity,
+            self.overflows,
+        ) = kept;
+        if same_fetch && kept.1.is_none() {
+            // More of a first document: its history reaches back to its oldest dated item.
+            let window_start = o.finished_ms - window_ms;
+            let oldest = o
+                .new_items
+                .iter()
+                .filter_map(|&(_, p)| p.filter(|&p| p <= o.finished_ms))
+                .min();
+            if let (Some(oldest), Some(since)) = (oldest, self.observed_since_ms.as_mut()) {
+                *since = (*since).min(oldest.max(window_start));
+            }
+        }
+        Observed {
+            overflowed: false,
+            ..out
+        }
     }
 
     /// Postings observed in the learning window (dated and spread).
@@ -269,6 +329,97 @@ impl FeedState {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_split_report_teaches_what_the_whole_one_would() {
+        use super::*;
+        let day = 86_400_000i64;
+        let items = |from: u64, n: u64, at: i64| -> Vec<(u64, Option<i64>)> {
+            (from..from + n)
+                .map(|i| {
+                    (
+                        i,
+                        if i % 3 == 0 {
+                            None
+                        } else {
+                            Some(at - i as i64 * 60_000)
+                        },
+                    )
+                })
+                .collect()
+        };
+        let fetch = |t: i64, new_items: Vec<(u64, Option<i64>)>| FetchObservation {
+            finished_ms: t,
+            answered: true,
+            etag: Some(format!("e{t}")),
+            new_items,
+            items_in_document: 40,
+            ..Default::default()
+        };
+        for first_split in [false, true] {
+            let (t1, t2) = (10 * day, 10 * day + 3_600_000);
+            let mut whole = FeedState::default();
+            let mut split = FeedState::default();
+            let mut delays_whole = Vec::new();
+            let mut delays_split = Vec::new();
+            delays_whole.extend(
+                whole
+                    .observe(&fetch(t1, items(100, 30, t1)), 14 * day)
+                    .trusted_delays_ms,
+            );
+            if first_split {
+                delays_split.extend(
+                    split
+                        .observe(&fetch(t1, items(100, 10, t1)), 14 * day)
+                        .trusted_delays_ms,
+                );
+                delays_split.extend(
+                    split
+                        .observe_more(&fetch(t1, items(110, 20, t1)), 14 * day)
+                        .trusted_delays_ms,
+                );
+            } else {
+                delays_split.extend(
+                    split
+                        .observe(&fetch(t1, items(100, 30, t1)), 14 * day)
+                        .trusted_delays_ms,
+                );
+            }
+            // The second fetch finds 12 items from the last 50 minutes: trusted delays.
+            delays_whole.extend(
+                whole
+                    .observe(&fetch(t2, items(0, 12, t2)), 14 * day)
+                    .trusted_delays_ms,
+            );
+            delays_split.extend(
+                split
+                    .observe(&fetch(t2, items(0, 5, t2)), 14 * day)
+                    .trusted_delays_ms,
+            );
+            delays_split.extend(
+                split
+                    .observe_more(&fetch(t2, items(5, 7, t2)), 14 * day)
+                    .trusted_delays_ms,
+            );
+            assert!(!delays_whole.is_empty());
+            assert_eq!(delays_split, delays_whole);
+            let mut a = split.postings_ms.clone();
+            a.make_contiguous().sort_unstable();
+            assert_eq!(a, whole.postings_ms);
+            assert_eq!(split.spread_ms, whole.spread_ms);
+            assert_eq!(split.fetches, 2, "parts are not fetches");
+            assert_eq!(split.last_answered_ms, Some(t2));
+            assert_eq!(split.observed_since_ms, whole.observed_since_ms);
+            assert_eq!(split.etag, whole.etag);
+            let (mut x, mut y): (Vec<u64>, Vec<u64>) = (
+                split.recent_items.iter().copied().collect(),
+                whole.recent_items.iter().copied().collect(),
+            );
+            x.sort_unstable();
+            y.sort_unstable();
+            assert_eq!(x, y);
+        }
+    }
+
     #[test]
     fn a_slot_counts_twice_only_when_another_worker_reports_it() {
         let mut st = FeedState::default();

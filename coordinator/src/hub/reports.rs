@@ -95,6 +95,12 @@ impl<B: KvBackend> Hub<B> {
                             .collect(),
                         items_in_document: a.report.items_in_document as usize,
                     };
+                    if a.report.continuation {
+                        // More postings of a fetch already folded in: no second fetch.
+                        let observed = st.observe_more(&o, window_ms);
+                        steps.push((feed, observed.trusted_delays_ms, false, Change::default()));
+                        continue;
+                    }
                     if st.record_slot(a.report.scheduled_unix_ms, worker) {
                         same_slot.push((feed.to_string(), a.report.scheduled_unix_ms));
                     }
@@ -169,8 +175,34 @@ impl State {
         let mut ack = pb::ReportAck::default();
         let mut accepted = Vec::new();
         let mut accesses = Vec::new();
+        let mut refused_for_bounds: Option<String> = None;
         for msg in msgs {
             ack.acked_seq = ack.acked_seq.max(msg.seq);
+            if let Some(body) = &msg.body {
+                if let Err(reason) = kairos_proto::bounds::check_message(body) {
+                    // Refused alone: the rest of the stream goes on. A fetch's own report
+                    // still tells the feed's health that its document could not be reported
+                    // (flagged like a malformed one); its postings are not taken.
+                    if let pb::report_message::Body::Fetch(r) = body {
+                        let mut kept = refused_fetch(r, &reason);
+                        let ok = checks::check_times(&mut kept)
+                            .and_then(|()| self.cluster.check_owner(worker, &r.feed_id));
+                        if !r.continuation && ok.is_ok() {
+                            accepted.push(Accepted {
+                                report: kept,
+                                postings: Vec::new(),
+                            });
+                        }
+                    }
+                    metrics::counter!(m::REPORTS_REFUSED_BOUNDS_TOTAL).increment(1);
+                    refused_for_bounds.get_or_insert_with(|| reason.clone());
+                    ack.rejected.push(pb::RejectedReport {
+                        seq: msg.seq,
+                        reason,
+                    });
+                    continue;
+                }
+            }
             match msg.body {
                 Some(pb::report_message::Body::Fetch(mut r)) => {
                     match checks::check_times(&mut r)
@@ -215,6 +247,9 @@ impl State {
         if !accesses.is_empty() {
             self.record_access(&accesses, now_ms);
         }
+        if let Some(reason) = refused_for_bounds {
+            tracing::warn!(worker, %reason, "report messages over their bounds refused (the worker logs each)");
+        }
         if !ack.rejected.is_empty() {
             tracing::debug!(worker, rejected = ack.rejected.len(), "reports rejected");
             metrics::counter!(m::REPORTS_REJECTED_TOTAL).increment(ack.rejected.len() as u64);
@@ -242,6 +277,17 @@ impl State {
         let mut misses: Vec<(String, i64, i64)> = Vec::new();
         for (a, l) in accepted.iter().zip(&learned) {
             let r = &a.report;
+            if r.continuation {
+                for &d in &l.delays_ms {
+                    metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
+                    misses.push((
+                        r.feed_id.clone(),
+                        r.finished_unix_ms - d,
+                        r.finished_unix_ms,
+                    ));
+                }
+                continue;
+            }
             if l.overflowed {
                 m::record_document_overflow();
             }
@@ -266,6 +312,11 @@ impl State {
         let t = &mut self.totals;
         for (a, l) in accepted.iter().zip(&learned) {
             let r = &a.report;
+            t.delay_count += l.delays_ms.len() as u64;
+            t.delay_sum_ms += l.delays_ms.iter().map(|&d| d as f64).sum::<f64>();
+            if r.continuation {
+                continue;
+            }
             let label = outcome_label(r.outcome);
             t.fetches += 1;
             *t.outcomes.entry(label.to_string()).or_default() += 1;
@@ -275,8 +326,6 @@ impl State {
                     .insert(r.feed_id.clone(), r.started_unix_ms);
             }
             t.bytes = t.bytes.saturating_add(r.body_bytes);
-            t.delay_count += l.delays_ms.len() as u64;
-            t.delay_sum_ms += l.delays_ms.iter().map(|&d| d as f64).sum::<f64>();
         }
         t.postings_new += counts.new;
         t.postings_duplicate += counts.duplicates;
@@ -287,6 +336,7 @@ impl State {
             .iter()
             .map(|a| &a.report)
             .zip(learned.iter().map(|l| l.change))
+            .filter(|(r, _)| !r.continuation)
             .collect();
         self.after_fetches(&done)
     }
@@ -306,5 +356,22 @@ impl State {
             }
         }
         (n, age)
+    }
+}
+
+/// What is kept of a fetch report refused for its bounds: its outcome becomes malformed,
+/// with the reason as its error, so the feed's health shows and backs off a feed whose
+/// documents keep failing this way; nothing the document said is taken.
+fn refused_fetch(r: &pb::FetchReport, reason: &str) -> pb::FetchReport {
+    pb::FetchReport {
+        feed_id: r.feed_id.clone(),
+        outcome: pb::FetchOutcome::Malformed as i32,
+        http_status: r.http_status,
+        scheduled_unix_ms: r.scheduled_unix_ms,
+        started_unix_ms: r.started_unix_ms,
+        finished_unix_ms: r.finished_unix_ms,
+        body_bytes: r.body_bytes,
+        error: format!("report refused: {reason}"),
+        ..Default::default()
     }
 }
