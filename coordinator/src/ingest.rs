@@ -59,6 +59,8 @@ impl From<BadId> for IngestError {
 pub struct Page {
     /// Postings in discovery order.
     pub postings: Vec<PostingRecord>,
+    /// The cursor just after each posting (to cut a page short and resume right after).
+    pub cursors: Vec<String>,
     /// Cursor to pass for the next page (the last posting's position; the given cursor
     /// again if the page is empty).
     pub next_cursor: String,
@@ -226,7 +228,7 @@ impl<B: KvBackend> Ingestor<B> {
         cursor: &str,
         limit: usize,
         scan: usize,
-    ) -> Result<(Vec<(String, PostingRecord)>, String), IngestError> {
+    ) -> Result<(Vec<(String, PostingRecord, String)>, String), IngestError> {
         let after = if cursor.is_empty() {
             None
         } else {
@@ -238,7 +240,8 @@ impl<B: KvBackend> Ingestor<B> {
             Some(Key::Discovery(n).encode()?)
         };
         let prefix = Key::Discovery(0).prefix()?;
-        let mut wanted: Vec<(String, u64)> = Vec::new();
+        // Feed, posting number, and the cursor just after it.
+        let mut wanted: Vec<(String, u64, String)> = Vec::new();
         let mut last = after.clone();
         let mut scanned = 0;
         while wanted.len() < limit && scanned < scan {
@@ -261,7 +264,8 @@ impl<B: KvBackend> Ingestor<B> {
                     let seq = seq
                         .parse()
                         .map_err(|_| StoreError(format!("corrupt discovery entry {text}")))?;
-                    wanted.push((feed.to_string(), seq));
+                    let after = String::from_utf8_lossy(&k[k.len() - 16..]).into_owned();
+                    wanted.push((feed.to_string(), seq, after));
                     if wanted.len() == limit {
                         last = Some(k.clone());
                         break;
@@ -271,15 +275,15 @@ impl<B: KvBackend> Ingestor<B> {
         }
         let keys = wanted
             .iter()
-            .map(|(f, s)| Key::Posting(f, *s).encode())
+            .map(|(f, s, _)| Key::Posting(f, *s).encode())
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::with_capacity(wanted.len());
-        for ((feed, _), v) in wanted.into_iter().zip(self.store.get_many(keys).await?) {
+        for ((feed, _, after), v) in wanted.into_iter().zip(self.store.get_many(keys).await?) {
             // A feed removed since keeps its postings; a missing one is skipped.
             if let Some(v) = v {
                 let p = serde_json::from_slice(&v)
                     .map_err(|e| StoreError(format!("corrupt posting: {e}")))?;
-                out.push((feed, p));
+                out.push((feed, p, after));
             }
         }
         let next = match last {
@@ -308,11 +312,13 @@ impl<B: KvBackend> Ingestor<B> {
             .range(Key::Posting(feed, 0).prefix()?, after, limit)
             .await?;
         let mut postings = Vec::with_capacity(rows.len());
-        for (_, v) in &rows {
+        let mut cursors = Vec::with_capacity(rows.len());
+        for (k, v) in &rows {
             postings.push(
                 serde_json::from_slice(v)
                     .map_err(|e| StoreError(format!("corrupt posting: {e}")))?,
             );
+            cursors.push(String::from_utf8_lossy(&k[k.len() - 16..]).into_owned());
         }
         let next_cursor = match rows.last() {
             Some((k, _)) => String::from_utf8_lossy(&k[k.len() - 16..]).into_owned(),
@@ -320,6 +326,7 @@ impl<B: KvBackend> Ingestor<B> {
         };
         Ok(Page {
             postings,
+            cursors,
             next_cursor,
         })
     }
@@ -361,7 +368,7 @@ mod tests {
                 for _ in 0..100 {
                     let (page, next) = ing.list_for(&feeds, &cursor, 3, 4).await.unwrap();
                     assert!(page.len() <= 3);
-                    seen.extend(page.into_iter().map(|(f, p)| (f, p.item_id_hash)));
+                    seen.extend(page.into_iter().map(|(f, p, _)| (f, p.item_id_hash)));
                     if next == cursor {
                         break;
                     }

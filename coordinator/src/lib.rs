@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod registry;
 pub mod replay;
 pub mod retention;
+pub mod sanitize;
 pub mod server;
 pub mod shard;
 pub mod store;

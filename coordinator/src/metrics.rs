@@ -34,6 +34,9 @@ pub const REPORTS_REFUSED_BOUNDS_TOTAL: &str = "kairos_reports_refused_bounds_to
 /// Report streams ended by a message the coordinator could not read (over the decoding
 /// limit, not protobuf).
 pub const REPORT_STREAMS_BROKEN_TOTAL: &str = "kairos_report_streams_broken_total";
+/// Postings whose feed-written text was changed before storing, by `what`: `title`
+/// (control characters removed, clipped) or `link` (not a safe http(s) URL: dropped).
+pub const POSTINGS_SANITIZED_TOTAL: &str = "kairos_postings_sanitized_total";
 /// Item-like elements of fetched documents that the workers' parser did not read.
 pub const ITEMS_UNREAD_TOTAL: &str = "kairos_items_unread_total";
 /// Planned slots fetched by a second worker (around host moves and failovers).
@@ -247,6 +250,10 @@ pub fn describe() {
     describe_counter!(
         REPORT_STREAMS_BROKEN_TOTAL,
         "Report streams ended by a message the coordinator could not read (over the decoding limit, not protobuf)."
+    );
+    describe_counter!(
+        POSTINGS_SANITIZED_TOTAL,
+        "Postings whose feed-written text was changed before storing: what=title (controls removed, clipped) or link (not a safe http(s) URL, dropped)."
     );
     describe_counter!(
         FETCHES_SAME_SLOT_TOTAL,

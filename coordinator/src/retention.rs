@@ -346,7 +346,9 @@ mod tests {
             ["a".to_string(), "b".to_string()].into_iter().collect();
         let (page, _) = ing.list_for(&feeds, "", 100, 1000).await.unwrap();
         assert_eq!(page.len(), 7);
-        assert!(page.iter().all(|(_, p)| p.discovered_unix_ms >= 23 * DAY));
+        assert!(page
+            .iter()
+            .all(|(_, p, _)| p.discovered_unix_ms >= 23 * DAY));
         // An item whose marker is still kept is a duplicate; one past it is new again.
         let c = ing
             .ingest("a", &[posting(1000 + 20, 20 * DAY)])

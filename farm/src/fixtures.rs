@@ -6,7 +6,10 @@
 //! `/loop-a` ↔ `/loop-b` (redirect loop), `/hop/N` (endless redirect chain),
 //! `/to-private` (redirect to 10.0.0.1), `/to-file` (redirect to a file URL), `/drip`
 //! (one byte every 100 ms, forever), `/endless` (endless chunked body), `/bomb` (64 MiB of
-//! zeros gzipped to ~64 KiB), and `/s/NAME` (a file of the served directory, verbatim).
+//! zeros gzipped to ~64 KiB), `/s/NAME` (a file of the served directory, verbatim), and
+//! documents built to hurt a reader ([`hostile_document`]): `/huge-titles` (8 items with
+//! 1 MiB titles, markup and script links), `/many-items` (300,000 tiny items, 9 MB) and
+//! `/unclosed-rdf` (80,000 RSS 1.0 items with no end tags).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,6 +22,47 @@ use tokio::net::{TcpListener, TcpStream};
 /// The document `/feed` serves.
 pub const RSS: &str =
     "<rss version=\"2.0\"><channel><title>t</title><item><guid>1</guid></item></channel></rss>";
+
+/// The document served at `path` among those built to hurt a reader, built once:
+/// `/huge-titles`, `/many-items`, `/unclosed-rdf`.
+pub fn hostile_document(path: &str) -> Option<&'static [u8]> {
+    static DOCS: OnceLock<[Vec<u8>; 3]> = OnceLock::new();
+    let docs = DOCS.get_or_init(|| {
+        let mut huge = String::from("<rss version=\"2.0\"><channel><title>huge</title>");
+        let links = [
+            "javascript:alert(1)",
+            "  JaVaScRiPt:alert(1)",
+            "data:text/html,x",
+            "vbscript:x",
+            "https://example.org/ok",
+        ];
+        for i in 0..8 {
+            huge.push_str(&format!(
+                "<item><guid>h{i}</guid><link>{}</link><title>&lt;script&gt;alert({i})&lt;/script&gt;\u{7}{}</title></item>",
+                links[i % links.len()],
+                "t".repeat(1 << 20)
+            ));
+        }
+        huge.push_str("</channel></rss>");
+        let mut many = String::from("<rss version=\"2.0\"><channel><title>many</title>");
+        for i in 0..300_000 {
+            many.push_str(&format!("<item><guid>{i}</guid></item>"));
+        }
+        many.push_str("</channel></rss>");
+        let mut rdf = String::from("<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" xmlns=\"http://purl.org/rss/1.0/\"><channel rdf:about=\"c\"><title>rdf</title></channel>");
+        for i in 0..80_000 {
+            rdf.push_str(&format!("<item rdf:about=\"http://example.org/{i}\">"));
+        }
+        rdf.push_str("</rdf:RDF>");
+        [huge.into_bytes(), many.into_bytes(), rdf.into_bytes()]
+    });
+    match path {
+        "/huge-titles" => Some(&docs[0]),
+        "/many-items" => Some(&docs[1]),
+        "/unclosed-rdf" => Some(&docs[2]),
+        _ => None,
+    }
+}
 
 /// 64 MiB of zeros, gzipped (about 64 KiB on the wire).
 pub fn bomb() -> &'static [u8] {
@@ -138,6 +182,13 @@ async fn handle(mut s: TcpStream, port: u16, dir: Arc<Option<PathBuf>>) {
         "/bomb" => {
             let body = bomb();
             let head = format!("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(body).await;
+            return;
+        }
+        p if hostile_document(p).is_some() => {
+            let body = hostile_document(p).expect("matched");
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
             let _ = s.write_all(head.as_bytes()).await;
             let _ = s.write_all(body).await;
             return;

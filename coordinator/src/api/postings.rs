@@ -28,17 +28,45 @@ impl<B> PostingsService<B> {
     }
 }
 
+/// Encoded bytes one page holds at most (beyond its first posting): a quarter of a default
+/// gRPC client's 4 MiB limit, so a page is always readable whatever the feeds wrote.
+pub const MAX_PAGE_BYTES: usize = 1 << 20;
+
+/// A stored posting as served: title and link through [`crate::sanitize`] again, so postings
+/// stored before those rules are served under them too.
 fn posting(feed_id: String, p: PostingRecord) -> pb::FeedPosting {
     pb::FeedPosting {
         feed_id,
         posting: Some(pb::Posting {
             item_id_hash: p.item_id_hash,
-            link: p.link.unwrap_or_default(),
-            title: p.title.unwrap_or_default(),
+            link: p
+                .link
+                .as_deref()
+                .and_then(crate::sanitize::link)
+                .unwrap_or_default(),
+            title: p
+                .title
+                .as_deref()
+                .map(crate::sanitize::title)
+                .unwrap_or_default(),
             published_unix_ms: p.published_unix_ms,
             discovered_unix_ms: p.discovered_unix_ms,
         }),
     }
+}
+
+/// How many of `postings` (in order) fit [`MAX_PAGE_BYTES`]; at least one, so paging always
+/// moves.
+fn fitting(postings: &[pb::FeedPosting]) -> usize {
+    use prost::Message;
+    let mut bytes = 0;
+    for (i, p) in postings.iter().enumerate() {
+        bytes += p.encoded_len() + 4;
+        if i > 0 && bytes > MAX_PAGE_BYTES {
+            return i;
+        }
+    }
+    postings.len()
 }
 
 #[tonic::async_trait]
@@ -60,12 +88,23 @@ impl<B: KvBackend> Postings for PostingsService<B> {
                     .into_iter()
                     .collect();
                 let limit = page_limit(r.limit);
-                let (page, next_cursor) = self
+                let (page, mut next_cursor) = self
                     .ingest
                     .list_for(&feeds, &r.cursor, limit, USER_SCAN)
                     .await?;
+                let mut postings: Vec<pb::FeedPosting> = Vec::with_capacity(page.len());
+                let mut cursors = Vec::with_capacity(page.len());
+                for (f, p, c) in page {
+                    postings.push(posting(f, p));
+                    cursors.push(c);
+                }
+                let n = fitting(&postings);
+                if n < postings.len() {
+                    postings.truncate(n);
+                    next_cursor = cursors.swap_remove(n - 1);
+                }
                 return Ok(Response::new(pb::ListPostingsResponse {
-                    postings: page.into_iter().map(|(f, p)| posting(f, p)).collect(),
+                    postings,
                     next_cursor,
                 }));
             }
@@ -75,14 +114,58 @@ impl<B: KvBackend> Postings for PostingsService<B> {
             .ingest
             .list(&feed, &r.cursor, page_limit(r.limit))
             .await?;
-        let postings = page
+        let mut postings: Vec<pb::FeedPosting> = page
             .postings
             .into_iter()
             .map(|p| posting(feed.clone(), p))
             .collect();
+        let mut next_cursor = page.next_cursor;
+        let n = fitting(&postings);
+        if n < postings.len() {
+            postings.truncate(n);
+            next_cursor = page.cursors[n - 1].clone();
+        }
         Ok(Response::new(pb::ListPostingsResponse {
             postings,
-            next_cursor: page.next_cursor,
+            next_cursor,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_bounded_in_bytes_and_always_move() {
+        let p = |title: usize| {
+            posting(
+                "f".into(),
+                PostingRecord {
+                    item_id_hash: 1,
+                    link: Some("javascript:alert(1)".into()),
+                    title: Some("x".repeat(title)),
+                    published_unix_ms: None,
+                    discovered_unix_ms: 1,
+                },
+            )
+        };
+        // Stored before the ingest rules: a 1 MiB title is served clipped, a script link not
+        // at all.
+        let old = p(1 << 20);
+        let served = old.posting.as_ref().unwrap();
+        assert_eq!(served.title.len(), crate::sanitize::MAX_TITLE_BYTES);
+        assert!(served.link.is_empty());
+        let mut page: Vec<pb::FeedPosting> = (0..1000).map(|_| p(1 << 20)).collect();
+        for f in &mut page {
+            f.posting.as_mut().unwrap().link = format!("https://example.org/{}", "a".repeat(2000));
+        }
+        // About 3 KB each: a full page of 1,000 would be 3 MB.
+        let n = fitting(&page);
+        assert!((300..400).contains(&n), "{n} of 1000 postings fit");
+        let big: Vec<pb::FeedPosting> = (0..10).map(|_| p(900_000)).collect();
+        assert_eq!(fitting(&big), 10, "clipped, ten fit");
+        assert_eq!(fitting(&[]), 0);
+        assert_eq!(fitting(&page[..1]), 1);
     }
 }

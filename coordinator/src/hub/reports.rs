@@ -209,17 +209,7 @@ impl State {
                         .and_then(|()| self.cluster.check_owner(worker, &r.feed_id))
                     {
                         Ok(()) => {
-                            let postings = r
-                                .new_postings
-                                .iter()
-                                .map(|p| PostingRecord {
-                                    item_id_hash: p.item_id_hash,
-                                    link: Some(p.link.clone()).filter(|s| !s.is_empty()),
-                                    title: Some(p.title.clone()).filter(|s| !s.is_empty()),
-                                    published_unix_ms: p.published_unix_ms,
-                                    discovered_unix_ms: p.discovered_unix_ms,
-                                })
-                                .collect();
+                            let postings = r.new_postings.iter().map(safe_posting).collect();
                             accepted.push(Accepted {
                                 report: r,
                                 postings,
@@ -373,5 +363,25 @@ fn refused_fetch(r: &pb::FetchReport, reason: &str) -> pb::FetchReport {
         body_bytes: r.body_bytes,
         error: format!("report refused: {reason}"),
         ..Default::default()
+    }
+}
+
+/// A reported posting as stored: its title and link through [`crate::sanitize`] (what was
+/// changed is counted).
+fn safe_posting(p: &pb::Posting) -> PostingRecord {
+    let title = crate::sanitize::title(&p.title);
+    if title != p.title {
+        metrics::counter!(m::POSTINGS_SANITIZED_TOTAL, "what" => "title").increment(1);
+    }
+    let link = crate::sanitize::link(&p.link);
+    if link.is_none() && !p.link.is_empty() {
+        metrics::counter!(m::POSTINGS_SANITIZED_TOTAL, "what" => "link").increment(1);
+    }
+    PostingRecord {
+        item_id_hash: p.item_id_hash,
+        link,
+        title: Some(title).filter(|s| !s.is_empty()),
+        published_unix_ms: p.published_unix_ms,
+        discovered_unix_ms: p.discovered_unix_ms,
     }
 }
