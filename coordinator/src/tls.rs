@@ -22,7 +22,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
@@ -53,7 +53,7 @@ pub struct CertStore {
 /// Verifies client certificates against the CA loaded last.
 #[derive(Debug)]
 struct ClientRoots {
-    state: RwLock<(Option<SystemTime>, Arc<dyn ClientCertVerifier>)>,
+    state: RwLock<(Contents, Arc<dyn ClientCertVerifier>)>,
 }
 
 impl ClientRoots {
@@ -62,8 +62,13 @@ impl ClientRoots {
     }
 }
 
-fn modified(p: &Path) -> Option<SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+/// A file's bytes, when it could be read.
+type Contents = Option<Vec<u8>>;
+
+/// A file's contents: reloads are decided by what the files say, not by their size or
+/// modification time (a renewal copied in with its timestamp kept must still take effect).
+fn modified(p: &Path) -> Contents {
+    std::fs::read(p).ok()
 }
 
 fn load_client_ca(ca: &Path) -> Result<Arc<dyn ClientCertVerifier>> {
@@ -124,11 +129,10 @@ impl ClientCertVerifier for ClientRoots {
     }
 }
 
-type Stamps = Option<(SystemTime, SystemTime)>;
+type Stamps = Option<(Vec<u8>, Vec<u8>)>;
 
 fn stamps(f: &TlsFiles) -> Stamps {
-    let m = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    Some((m(&f.cert)?, m(&f.key)?))
+    Some((modified(&f.cert)?, modified(&f.key)?))
 }
 
 fn load_key(f: &TlsFiles) -> Result<Arc<CertifiedKey>> {
@@ -312,6 +316,7 @@ pub fn cert_names(der: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
 
     fn self_signed(cn: &str, sans: &[&str]) -> (String, String, Vec<u8>) {
         let key = rcgen::KeyPair::generate().unwrap();

@@ -20,8 +20,8 @@
 //!
 //! A call without a valid token gets `UNAUTHENTICATED`; a valid token without the scope
 //! gets `PERMISSION_DENIED`; neither reaches the service, so nothing changes. Tokens are
-//! compared in constant time. The file is watched: when its size or modification time
-//! changes it is read again, and a file that no longer parses keeps the previous tokens (the
+//! compared in constant time. The file is watched: when its contents change (compared
+//! byte for byte, not by size or modification time) it is read again, and a file that no longer parses keeps the previous tokens (the
 //! error is logged once per change and counted in `kairos_auth_reload_failures_total`).
 
 use std::collections::HashSet;
@@ -33,7 +33,7 @@ pub const AUTH_RELOAD_FAILURES_TOTAL: &str = "kairos_auth_reload_failures_total"
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tonic::Status;
 
 /// What a token allows.
@@ -200,8 +200,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A file's modification time and size, when it could be read.
-type Stamp = Option<(SystemTime, u64)>;
+/// A file's contents, when it could be read: a reload is decided by what the file says, not
+/// by its size and modification time (a token replaced by one of the same length in a file
+/// that keeps its timestamp — `cp -p`, `tar`, `rsync -t`, two writes in one tick — must
+/// still take effect).
+type Stamp = Option<Vec<u8>>;
 
 /// The tokens in force, reloaded from their file when it changes.
 #[derive(Debug)]
@@ -234,13 +237,15 @@ impl TokenFile {
     /// tokens took effect; a file that does not parse keeps the old ones (logged, counted).
     pub fn reload_if_changed(&self) -> bool {
         let now = stamp(&self.path).ok();
-        let seen = self.state.read().expect("token lock").0;
-        if now == seen {
+        if now == self.state.read().expect("token lock").0 {
             return false;
         }
-        let parsed = std::fs::read_to_string(&self.path)
-            .map_err(|e| e.to_string())
-            .and_then(|t| Tokens::parse(&t));
+        let parsed = match &now {
+            Some(bytes) => std::str::from_utf8(bytes)
+                .map_err(|e| format!("not UTF-8: {e}"))
+                .and_then(Tokens::parse),
+            None => Err("the file cannot be read".to_string()),
+        };
         let mut st = self.state.write().expect("token lock");
         st.0 = now;
         match parsed {
@@ -266,10 +271,9 @@ impl TokenFile {
     }
 }
 
-fn stamp(path: &Path) -> anyhow::Result<(SystemTime, u64)> {
-    let m = std::fs::metadata(path)
-        .map_err(|e| anyhow::anyhow!("reading the token file {}: {e}", path.display()))?;
-    Ok((m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
+fn stamp(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("reading the token file {}: {e}", path.display()))
 }
 
 /// The check every request passes: `None` lets everything through (loopback-only
@@ -536,6 +540,33 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         // Open guard: everything passes, with no identity.
         assert_eq!(Guard::new(None).check(add, &headers(None)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_token_replaced_with_the_same_length_and_timestamp_is_picked_up() {
+        let dir = std::env::temp_dir().join(format!("kairos-auth-same-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens");
+        std::fs::write(&path, format!("app postings {T1}\n")).unwrap();
+        let stamp = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let file = TokenFile::open(&path).unwrap();
+        assert!(!file.reload_if_changed(), "nothing changed");
+        // `cp -p` of a rotated file: the same length, the old modification time.
+        assert_eq!(T1.len(), T2.len());
+        std::fs::write(&path, format!("app postings {T2}\n")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(stamp)
+            .unwrap();
+        assert!(file.reload_if_changed(), "the new token takes effect");
+        assert!(
+            file.tokens().identify(T1.as_bytes()).is_none(),
+            "the old one is refused"
+        );
+        assert!(file.tokens().identify(T2.as_bytes()).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
