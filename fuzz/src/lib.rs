@@ -2,7 +2,7 @@
 //! file a user uploads, a trace folder an operator loads, and the report stream a worker
 //! sends. Each takes raw bytes, must never panic or hang, and checks the invariants that
 //! are cheap to state (an OPML import is all or nothing; an ack never claims more than was
-//! sent).
+//! sent; a split report keeps every posting, in order, within the message bounds).
 //!
 //! The libFuzzer binaries in `fuzz_targets/` call these (`cargo +nightly fuzz run
 //! --features libfuzzer TARGET`); on stable, `tests/replay.rs` runs them over every stored
@@ -21,7 +21,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The names of the harnesses, as `fuzz_targets/NAME.rs` and `corpus/NAME/`.
-pub const TARGETS: [&str; 4] = ["feed_items", "opml_import", "trace_csv", "report_ingest"];
+pub const TARGETS: [&str; 5] = [
+    "feed_items",
+    "opml_import",
+    "trace_csv",
+    "report_ingest",
+    "report_split",
+];
 
 /// Runs the harness called `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
@@ -30,6 +36,7 @@ pub fn run(name: &str, data: &[u8]) {
         "opml_import" => opml_import(data),
         "trace_csv" => trace_csv(data),
         "report_ingest" => report_ingest(data),
+        "report_split" => report_split(data),
         other => panic!("no harness named {other}"),
     }
 }
@@ -208,4 +215,47 @@ pub fn report_ingest(data: &[u8]) {
             assert!(ack.rejected.len() <= sent);
         }
     });
+}
+
+/// A worker's fetch report through the splitting that keeps report messages within their
+/// bounds: the input is a `FetchReport` when it decodes as one, else lines taken as postings'
+/// titles and links (repeated to reach many postings). Every part must pass the
+/// coordinator's check, stay under the message size, and together carry every posting once,
+/// in order; only the first part is the fetch.
+pub fn report_split(data: &[u8]) {
+    use kairos_proto::bounds;
+    let report = pb::FetchReport::decode(data).unwrap_or_else(|_| {
+        let lines: Vec<String> = data
+            .split(|&b| b == b'\n')
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        let copies = data.first().map_or(1, |&b| 1 + b as usize * 8);
+        pb::FetchReport {
+            feed_id: "f".into(),
+            new_postings: (0..copies * lines.len())
+                .map(|i| pb::Posting {
+                    item_id_hash: i as u64,
+                    title: lines[i % lines.len()].repeat(1 + i % 7),
+                    link: lines[(i + 1) % lines.len()].clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    });
+    let ids: Vec<u64> = report.new_postings.iter().map(|p| p.item_id_hash).collect();
+    let parts = bounds::split_fetch(report);
+    assert!(!parts.is_empty());
+    let mut got = Vec::with_capacity(ids.len());
+    for (i, p) in parts.iter().enumerate() {
+        assert_eq!(p.continuation, i > 0, "only the first part is the fetch");
+        assert!(
+            p.encoded_len() <= bounds::MAX_MESSAGE_BYTES + 64,
+            "part {i} too large"
+        );
+        let body = pb::report_message::Body::Fetch(p.clone());
+        assert_eq!(bounds::check_message(&body), Ok(()), "part {i} refused");
+        got.extend(p.new_postings.iter().map(|p| p.item_id_hash));
+    }
+    assert_eq!(got, ids, "postings lost or reordered");
 }

@@ -61,6 +61,11 @@ fn feed_documents_from_the_shared_corpus_and_the_seeds() {
 }
 
 #[test]
+fn report_split_seeds_and_findings() {
+    assert!(replay("report_split") >= 3);
+}
+
+#[test]
 fn opml_seeds_and_findings() {
     assert!(replay("opml_import") >= 3);
 }

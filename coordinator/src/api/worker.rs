@@ -11,7 +11,7 @@
 //!   512) and acknowledged once the batch is durable: the ack carries the highest sequence
 //!   number of the batch and the reports refused, with reasons.
 
-use crate::auth::{own_session, Identity};
+use crate::auth::{own_session, Identity, Scope};
 use crate::control::cluster::{ClusterError, Desired};
 use crate::control::FeedSpec;
 use crate::hub::Hub;
@@ -309,8 +309,29 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                             .await;
                         return;
                     }
-                    let ack = match hub.handle_reports(w, msgs).await {
-                        Ok(ack) => Ok(ack),
+                    // Reader accesses in a report stream are the relay's: only a token
+                    // that also holds `ingest` may send them (a stolen worker token reaches
+                    // its hosts' assignments and reports, not readers' histories).
+                    let may_relay = identity.as_ref().is_none_or(|id| id.has(Scope::Ingest));
+                    let (msgs, refused) = refuse_accesses_unless(may_relay, msgs);
+                    let handled = if msgs.is_empty() {
+                        Ok(pb::ReportAck::default())
+                    } else {
+                        hub.handle_reports(w, msgs).await
+                    };
+                    let ack = match handled {
+                        Ok(mut ack) => {
+                            if !refused.is_empty() {
+                                tracing::warn!(worker = %w, messages = refused.len(), "reader accesses from a worker token without the ingest scope refused");
+                                metrics::counter!(crate::metrics::REPORTS_REJECTED_TOTAL)
+                                    .increment(refused.len() as u64);
+                            }
+                            for r in refused {
+                                ack.acked_seq = ack.acked_seq.max(r.seq);
+                                ack.rejected.push(r);
+                            }
+                            Ok(ack)
+                        }
                         Err(e) => {
                             // Not acknowledged: the worker resends after reconnecting.
                             tracing::error!(error = %e, "report ingest failed");
@@ -360,6 +381,32 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
     }
 }
 
+/// Splits off the access batches of a report batch when the sender may not relay them:
+/// each is refused (acknowledged, not recorded) with the reason.
+fn refuse_accesses_unless(
+    may_relay: bool,
+    msgs: Vec<pb::ReportMessage>,
+) -> (Vec<pb::ReportMessage>, Vec<pb::RejectedReport>) {
+    if may_relay {
+        return (msgs, Vec::new());
+    }
+    let mut refused = Vec::new();
+    let kept = msgs
+        .into_iter()
+        .filter(|m| {
+            let access = matches!(m.body, Some(pb::report_message::Body::Accesses(_)));
+            if access {
+                refused.push(pb::RejectedReport {
+                    seq: m.seq,
+                    reason: "reader accesses need a token with the ingest scope".into(),
+                });
+            }
+            !access
+        })
+        .collect();
+    (kept, refused)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +420,27 @@ mod tests {
             recent_item_id_hashes: (0..256).collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn accesses_in_reports_need_the_ingest_scope() {
+        let msg = |seq, access: bool| pb::ReportMessage {
+            seq,
+            body: Some(if access {
+                pb::report_message::Body::Accesses(pb::AccessBatch::default())
+            } else {
+                pb::report_message::Body::Fetch(pb::FetchReport::default())
+            }),
+            ..Default::default()
+        };
+        let batch = || vec![msg(1, false), msg(2, true), msg(3, false), msg(4, true)];
+        let (kept, refused) = refuse_accesses_unless(false, batch());
+        assert_eq!(kept.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(refused.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 4]);
+        assert!(refused[0].reason.contains("ingest scope"));
+        let (kept, refused) = refuse_accesses_unless(true, batch());
+        assert_eq!(kept.len(), 4);
+        assert!(refused.is_empty());
     }
 
     #[test]
