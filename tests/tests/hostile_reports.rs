@@ -13,28 +13,9 @@ use kairos_proto::v1::ingest_client::IngestClient;
 use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, TempDir};
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 
-async fn postings_of(client: &mut PostingsClient<Channel>, feed: &str) -> Vec<pb::Posting> {
-    let mut out = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let page = client
-            .list_postings(pb::ListPostingsRequest {
-                scope: Some(pb::list_postings_request::Scope::FeedId(feed.into())),
-                cursor: cursor.clone(),
-                limit: 1000,
-            })
-            .await
-            .expect("a page of postings is always readable")
-            .into_inner();
-        if page.postings.is_empty() {
-            return out;
-        }
-        out.extend(page.postings.into_iter().filter_map(|p| p.posting));
-        cursor = page.next_cursor;
-    }
-}
+mod common;
+use common::postings_of;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_documents_and_floods_do_not_stop_the_worker() {

@@ -267,16 +267,16 @@ impl State {
         let mut misses: Vec<(String, i64, i64)> = Vec::new();
         for (a, l) in accepted.iter().zip(&learned) {
             let r = &a.report;
+            for &d in &l.delays_ms {
+                metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
+                misses.push((
+                    r.feed_id.clone(),
+                    r.finished_unix_ms - d,
+                    r.finished_unix_ms,
+                ));
+            }
             if r.continuation {
-                for &d in &l.delays_ms {
-                    metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
-                    misses.push((
-                        r.feed_id.clone(),
-                        r.finished_unix_ms - d,
-                        r.finished_unix_ms,
-                    ));
-                }
-                continue;
+                continue; // More postings of a fetch counted with its first part.
             }
             if l.overflowed {
                 m::record_document_overflow();
@@ -288,14 +288,6 @@ impl State {
             );
             if r.items_unread > 0 {
                 metrics::counter!(m::ITEMS_UNREAD_TOTAL).increment(r.items_unread as u64);
-            }
-            for &d in &l.delays_ms {
-                metrics::histogram!(m::POSTING_DELAY_SECONDS).record(d as f64 / 1000.0);
-                misses.push((
-                    r.feed_id.clone(),
-                    r.finished_unix_ms - d,
-                    r.finished_unix_ms,
-                ));
             }
         }
         let (missed, missed_age_ms) = self.charge_misses(&misses);
