@@ -496,6 +496,7 @@ fn guard_for(a: &ServeArgs) -> Result<kairos_coordinator::auth::Guard> {
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
     kairos_runtime::process::init_tracing();
+    kairos_runtime::listener::raise_open_file_limit();
     let clock = a.clock.clock(1.0)?;
     let guard = guard_for(&a)?;
     let store = a.store_choice()?;

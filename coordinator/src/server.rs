@@ -181,38 +181,37 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
     let mut servers = Vec::new();
     let mut serve_on = |routes: RoutesBuilder,
                         listener: tokio::net::TcpListener,
+                        name: &'static str,
                         client_auth: bool|
      -> Result<()> {
-        let server = tonic::transport::Server::builder()
+        let server = kairos_runtime::listener::grpc_server()
             .layer(crate::auth::AuthLayer(o.guard.clone()))
             .add_routes(routes.routes());
         let mut server_stop = stop_rx.clone();
         let stopped = async move {
             let _ = server_stop.wait_for(|s| *s).await;
         };
+        // Connections come with TCP_NODELAY (without it a unary call waits out the peer's
+        // delayed ACK: 44 ms per AddFeed on loopback instead of well under one).
+        let accepted = kairos_runtime::listener::accept_grpc(listener, name);
         servers.push(match &certs {
             Some(c) => {
-                let incoming = crate::tls::incoming(listener, c.server_config(client_auth)?);
+                let incoming = crate::tls::incoming(accepted, c.server_config(client_auth)?);
                 tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
             }
-            None => tokio::spawn(server.serve_with_incoming_shutdown(
-                // Without TCP_NODELAY a unary call waits out the peer's delayed ACK: 44 ms
-                // per AddFeed on loopback instead of well under one.
-                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-                stopped,
-            )),
+            None => tokio::spawn(server.serve_with_incoming_shutdown(accepted, stopped)),
         });
         Ok(())
     };
     if let Some(l) = admin_listener {
         println!("kairos-coordinator admin on {}", l.local_addr()?);
-        serve_on(admin_routes, l, false)?;
+        serve_on(admin_routes, l, "admin", false)?;
     }
     if let Some(l) = public_listener {
         println!("kairos-coordinator public on {}", l.local_addr()?);
-        serve_on(public_routes, l, false)?;
+        serve_on(public_routes, l, "public", false)?;
     }
-    serve_on(main, listener, client_certs)?;
+    serve_on(main, listener, "grpc", client_certs)?;
     if let Some(c) = certs {
         tokio::spawn(c.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
     }

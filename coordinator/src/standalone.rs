@@ -32,6 +32,7 @@ const READS_PER_DAY: f64 = 6.0;
 /// Runs `standalone`.
 pub fn run(a: StandaloneArgs) -> Result<()> {
     kairos_runtime::process::init_tracing();
+    kairos_runtime::listener::raise_open_file_limit();
     if a.workers == 0 || a.workers > 64 {
         bail!("--workers must be between 1 and 64");
     }

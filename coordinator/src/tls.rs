@@ -23,7 +23,8 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use kairos_runtime::listener::{Accepted, Guarded};
+use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -250,41 +251,38 @@ impl ResolvesServerCert for CertStore {
     }
 }
 
-/// Accepted TLS connections of `listener`, for `serve_with_incoming_shutdown`.
+/// The TLS connections completed over `accepted` (connections already under the listener's
+/// limits), for `serve_with_incoming_shutdown`. Handshakes run side by side, each within
+/// [`HANDSHAKE_TIMEOUT`].
 pub fn incoming(
-    listener: TcpListener,
+    mut accepted: Accepted,
     config: Arc<rustls::ServerConfig>,
-) -> ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
+) -> ReceiverStream<std::io::Result<TlsStream<Guarded<TcpStream>>>> {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
         loop {
-            let (tcp, peer) = match listener.accept().await {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of descriptors and the like: wait rather than spin.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
+            let tcp = tokio::select! {
+                _ = tx.closed() => return, // The server stopped.
+                c = accepted.next() => match c {
+                    Some(c) => c,
+                    None => return,
+                },
             };
-            let _ = tcp.set_nodelay(true);
-            if tx.is_closed() {
-                return; // The server stopped.
-            }
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
+                let peer = tcp.get_ref().peer_addr().ok();
                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                     Ok(Ok(tls)) => {
                         let _ = tx.send(Ok(tls)).await;
                     }
                     Ok(Err(e)) => {
                         crate::metrics::record_tls_handshake_failure();
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        tracing::debug!(?peer, error = %e, "TLS handshake failed");
                     }
                     Err(_) => {
                         crate::metrics::record_tls_handshake_failure();
-                        tracing::debug!(%peer, "TLS handshake timed out");
+                        tracing::debug!(?peer, "TLS handshake timed out");
                     }
                 }
             });

@@ -7,12 +7,14 @@
 //! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
 //! * [`schedule`] — which feed to fetch when, from a versioned assignment (the worker's timer
 //!   heap, which the coordinator's `replay` drives on a virtual clock);
+//! * [`listener`] — accepting connections under limits (pools, silence, accept errors);
 //! * [`process`] — logging set-up, shutdown signals, periodic reloads;
 //! * [`telemetry`] — the `/metrics` endpoint both binaries serve.
 
 pub mod auth;
 pub mod clock;
 pub mod credentials;
+pub mod listener;
 pub mod process;
 pub mod schedule;
 pub mod telemetry;

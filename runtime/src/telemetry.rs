@@ -24,6 +24,9 @@ pub const LATENESS_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0,
 ];
 
+/// How long a request's head may take to arrive on the metrics listener.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Installs the Prometheus recorder (histograms named in `buckets` get those buckets; the
 /// others stay summaries) and serves its text format on `GET /metrics` at `addr`, with
 /// `GET /livez` (200 while the process's runtime answers) and `GET /readyz` ([`set_ready`]). The bound
@@ -47,7 +50,9 @@ pub async fn serve_metrics(
         .with_context(|| format!("binding the metrics address {addr}"))?;
     println!("{program} metrics on {}", listener.local_addr()?);
     Ok(tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
+        use crate::listener::{accept, Class, Limits, Pool};
+        let mut accepted = accept(listener, "metrics", Pool::of(Class::Probes), Limits::PROBES);
+        while let Some(stream) = accepted.next().await {
             let handle = handle.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(
@@ -77,7 +82,11 @@ pub async fn serve_metrics(
                     },
                 );
                 // A scraper hanging up is not an error of ours.
+                // A request's head must arrive within a few seconds (slow senders hold a
+                // slot no longer); silence between requests ends at the listener's limit.
                 let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                     .await;
             });

@@ -111,6 +111,7 @@ struct RunArgs {
 
 fn main() -> ExitCode {
     kairos_runtime::process::init_tracing();
+    kairos_runtime::listener::raise_open_file_limit();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -202,14 +203,13 @@ async fn run(a: RunArgs) -> Result<()> {
                 .context("building the reflection service")?;
             let mut server_stop = stop_rx.clone();
             let server = tokio::spawn(
-                tonic::transport::Server::builder()
+                kairos_runtime::listener::grpc_server()
                     .layer(AuthLayer(guard))
                     .add_service(health_service)
                     .add_service(reflection)
                     .add_service(IngestServer::new(RelayService::new(tx)))
                     .serve_with_incoming_shutdown(
-                        tonic::transport::server::TcpIncoming::from(listener)
-                            .with_nodelay(Some(true)),
+                        kairos_runtime::listener::accept_grpc(listener, "ingest"),
                         async move {
                             let _ = server_stop.wait_for(|s| *s).await;
                         },

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod ingest;
 pub mod postings;
+pub mod streams;
 pub mod worker;
 
 use crate::ingest::IngestError;

@@ -11,6 +11,7 @@
 //!   512) and acknowledged once the batch is durable: the ack carries the highest sequence
 //!   number of the batch and the reports refused, with reasons.
 
+use super::streams::{LiveStreams, Opened};
 use crate::auth::{own_session, Identity, Scope};
 use crate::control::cluster::{ClusterError, Desired};
 use crate::control::FeedSpec;
@@ -31,6 +32,7 @@ pub struct WorkerControlService<B> {
     hub: Arc<Hub<B>>,
     max_capacity: f64,
     require_certs: bool,
+    streams: Arc<LiveStreams>,
 }
 
 impl<B> WorkerControlService<B> {
@@ -41,6 +43,7 @@ impl<B> WorkerControlService<B> {
             hub,
             max_capacity,
             require_certs: false,
+            streams: Arc::default(),
         }
     }
 
@@ -206,53 +209,64 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
         let (epoch, mut rx) = self.hub.subscribe(&r.worker_id).await?;
-        let (tx, out) = tokio::sync::mpsc::channel(4);
+        let Opened {
+            tx,
+            superseded,
+            close,
+            outbox,
+        } = self.streams.open(&r.worker_id, 4);
         let hub = self.hub.clone();
         let worker = r.worker_id;
         tokio::spawn(async move {
-            let mut sent: Option<Desired> = None;
-            loop {
-                let now = rx.borrow_and_update().clone();
-                let update = match &sent {
-                    _ if now.version == 0 => None,
-                    None => Some(pb::assignment_update::Update::Snapshot(
-                        pb::AssignmentSnapshot {
-                            feeds: hub.assignments(now.feeds.values().cloned().collect()).await,
-                            more: false,
-                        },
-                    )),
-                    Some(prev) if prev.version != now.version => {
-                        Some(pb::assignment_update::Update::Delta(
-                            delta(&hub, &prev.feeds, &now.feeds).await,
-                        ))
-                    }
-                    Some(_) => None,
-                };
-                if let Some(update) = update {
-                    for part in split(update, PART_BYTES) {
-                        let msg = pb::AssignmentUpdate {
-                            epoch,
-                            version: now.version,
-                            update: Some(part),
-                        };
-                        if tx.send(Ok(msg)).await.is_err() {
-                            return; // The worker hung up.
+            let produce = async move {
+                let mut sent: Option<Desired> = None;
+                loop {
+                    let now = rx.borrow_and_update().clone();
+                    let update = match &sent {
+                        _ if now.version == 0 => None,
+                        None => Some(pb::assignment_update::Update::Snapshot(
+                            pb::AssignmentSnapshot {
+                                feeds: hub.assignments(now.feeds.values().cloned().collect()).await,
+                                more: false,
+                            },
+                        )),
+                        Some(prev) if prev.version != now.version => {
+                            Some(pb::assignment_update::Update::Delta(
+                                delta(&hub, &prev.feeds, &now.feeds).await,
+                            ))
                         }
+                        Some(_) => None,
+                    };
+                    if let Some(update) = update {
+                        for part in split(update, PART_BYTES) {
+                            let msg = pb::AssignmentUpdate {
+                                epoch,
+                                version: now.version,
+                                update: Some(part),
+                            };
+                            if tx.send(Ok(msg)).await.is_err() {
+                                return; // The worker hung up.
+                            }
+                        }
+                        sent = Some(now);
                     }
-                    sent = Some(now);
+                    if rx.changed().await.is_err() {
+                        // The session is gone: tell the worker to register again.
+                        let _ = tx
+                            .send(Err(Status::not_found(format!(
+                                "worker session `{worker}` ended; register again"
+                            ))))
+                            .await;
+                        return;
+                    }
                 }
-                if rx.changed().await.is_err() {
-                    // The session is gone: tell the worker to register again.
-                    let _ = tx
-                        .send(Err(Status::not_found(format!(
-                            "worker session `{worker}` ended; register again"
-                        ))))
-                        .await;
-                    return;
-                }
+            };
+            tokio::select! {
+                _ = superseded => close.superseded(),
+                _ = produce => drop(close),
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(out))))
+        Ok(Response::new(Box::pin(outbox)))
     }
 
     type ReportStream = BoxStream<pb::ReportAck>;
