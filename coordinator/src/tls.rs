@@ -13,6 +13,7 @@
 //! silent holds one task for a few seconds, not the listener.
 
 use anyhow::{Context, Result};
+use kairos_runtime::listener::{Accepted, Guarded};
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -23,7 +24,6 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use kairos_runtime::listener::{Accepted, Guarded};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;

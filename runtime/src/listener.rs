@@ -30,7 +30,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-/// Counter `listener`, `kind`: accept calls that failed (`kind` is the OS error's kind).
+/// Counter `listener`, `reason` (`descriptors`: the process's or the system's open-file
+/// limit; `memory`; `other`): accept calls that failed.
 pub const ACCEPT_ERRORS_TOTAL: &str = "kairos_accept_errors_total";
 /// Counter `listener`: connections closed at once because the listener's pool was full.
 pub const CONNECTIONS_SHED_TOTAL: &str = "kairos_connections_shed_total";
@@ -171,12 +172,7 @@ pub const GRPC_MAX_STREAMS: u32 = 64;
 /// Accepted connections of `listener` (named `name` in logs and metrics), each holding a
 /// slot of `pool` while open and closed when silent past `limits`. The stream never yields
 /// an error: accept errors are handled here (see the module's notes). It ends when dropped.
-pub fn accept(
-    listener: TcpListener,
-    name: &'static str,
-    pool: Pool,
-    limits: Limits,
-) -> Accepted {
+pub fn accept(listener: TcpListener, name: &'static str, pool: Pool, limits: Limits) -> Accepted {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(accept_loop(listener, name, pool, limits, tx));
     Accepted(rx)
@@ -190,22 +186,45 @@ async fn accept_loop(
     tx: mpsc::Sender<io::Result<Guarded<TcpStream>>>,
 ) {
     const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+    // An episode of accept errors ends after this long without one: a process at its
+    // descriptor limit frees one now and then and fails again at once, which is one
+    // episode, not a warning a second.
+    const EPISODE_QUIET: Duration = Duration::from_secs(10);
     let mut backoff = FIRST_BACKOFF;
-    let mut failing = 0u64;
+    let mut failing: Option<(u64, Instant)> = None;
     let mut shed = 0u64;
     loop {
+        let quiet = async {
+            match failing {
+                Some((_, last)) => tokio::time::sleep_until(last + EPISODE_QUIET).await,
+                None => std::future::pending().await,
+            }
+        };
         let accepted = tokio::select! {
             _ = tx.closed() => return,
             a = listener.accept() => a,
+            _ = quiet => {
+                if let Some((failed, _)) = failing.take() {
+                    tracing::info!(listener = name, failed, "accepting connections again");
+                }
+                continue;
+            }
         };
         let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
+            Ok((tcp, _)) => {
+                backoff = FIRST_BACKOFF;
+                tcp
+            }
             Err(e) => {
-                metrics::counter!(ACCEPT_ERRORS_TOTAL, "listener" => name, "kind" => format!("{:?}", e.kind())).increment(1);
-                if failing == 0 {
-                    tracing::warn!(listener = name, error = %e, "accepting connections failed; backing off until it works again");
-                }
-                failing += 1;
+                metrics::counter!(ACCEPT_ERRORS_TOTAL, "listener" => name, "reason" => accept_error_reason(&e)).increment(1);
+                let failed = match failing {
+                    Some((n, _)) => n + 1,
+                    None => {
+                        tracing::warn!(listener = name, error = %e, "accepting connections failed; backing off until it works again");
+                        1
+                    }
+                };
+                failing = Some((failed, Instant::now()));
                 tokio::select! {
                     _ = tx.closed() => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -214,11 +233,6 @@ async fn accept_loop(
                 continue;
             }
         };
-        if failing > 0 {
-            tracing::info!(listener = name, failed = failing, "accepting connections again");
-            failing = 0;
-            backoff = FIRST_BACKOFF;
-        }
         let Ok(permit) = pool.permits.clone().try_acquire_owned() else {
             metrics::counter!(CONNECTIONS_SHED_TOTAL, "listener" => name).increment(1);
             if shed == 0 {
@@ -233,7 +247,11 @@ async fn accept_loop(
             continue;
         };
         if shed > 0 {
-            tracing::info!(listener = name, closed = shed, "below the connection limit again");
+            tracing::info!(
+                listener = name,
+                closed = shed,
+                "below the connection limit again"
+            );
             shed = 0;
         }
         let _ = tcp.set_nodelay(true);
@@ -244,6 +262,14 @@ async fn accept_loop(
         {
             return;
         }
+    }
+}
+
+fn accept_error_reason(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => "descriptors",
+        Some(libc::ENOBUFS | libc::ENOMEM) => "memory",
+        _ => "other",
     }
 }
 
@@ -326,7 +352,11 @@ impl<IO> Guarded<IO> {
 impl<IO> Guarded<IO> {
     /// A write's outcome: progress keeps a conversation alive; a stalled write (the peer
     /// reads nothing) is silence.
-    fn wrote(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
         match r {
             Poll::Ready(Ok(n)) => {
                 if n > 0 && self.heard {
@@ -405,9 +435,7 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Guarded<IO> {
     }
 }
 
-impl<IO: tonic::transport::server::Connected> tonic::transport::server::Connected
-    for Guarded<IO>
-{
+impl<IO: tonic::transport::server::Connected> tonic::transport::server::Connected for Guarded<IO> {
     type ConnectInfo = IO::ConnectInfo;
     fn connect_info(&self) -> Self::ConnectInfo {
         self.io.connect_info()

@@ -108,9 +108,20 @@ pub fn spawn_until(
     log: &Path,
     wait_for: &[&str],
 ) -> (Child, Vec<String>) {
-    use std::io::BufRead;
     let mut cmd = Command::new(bin(name));
     cmd.args(args);
+    spawn_command_until(cmd, name, log, wait_for)
+}
+
+/// [`spawn_until`] for a command the caller set up (a wrapper such as `prlimit`, an
+/// environment).
+pub fn spawn_command_until(
+    mut cmd: Command,
+    name: &str,
+    log: &Path,
+    wait_for: &[&str],
+) -> (Child, Vec<String>) {
+    use std::io::BufRead;
     cmd.stdout(std::process::Stdio::piped());
     cmd.stderr(std::fs::File::create(log).expect("log file"));
     let mut child = Child(cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}")));

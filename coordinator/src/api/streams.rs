@@ -167,10 +167,7 @@ mod tests {
         let ended = old.next().await.unwrap().unwrap_err();
         assert_eq!(ended.code(), tonic::Code::Aborted);
         assert!(old.next().await.is_none());
-        assert!(
-            first.tx.send(update(3)).await.is_err(),
-            "the queue is gone"
-        );
+        assert!(first.tx.send(update(3)).await.is_err(), "the queue is gone");
 
         // The newer one is the live one; another session is separate.
         second.tx.send(update(4)).await.unwrap();
