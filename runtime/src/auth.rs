@@ -8,6 +8,8 @@
 //! ops         admin:read,admin:write    9c1f…(at least 24 characters)
 //! dashboard   admin:read                4be0…
 //! reader-app  ingest,postings           77aa…
+//! alice-app   postings,user:alice       5e71…
+//! tenant-b    ingest,postings,user:b-*  0f3d…
 //! worker-0    worker                    d2c4…
 //! ```
 //!
@@ -17,6 +19,13 @@
 //! token may register, and its sessions are the only ones it may use; a name ending in `*`,
 //! such as `kairos-worker-*`, admits every worker name with that prefix, for a Deployment
 //! whose pods share one token). Health checks are open, so probes need no credentials.
+//!
+//! Reader tokens (`ingest`, `postings`) act for **every** user unless the line binds them:
+//! `user:ID` (one user; repeat it for a list) or `user:PREFIX*` (an app's users, all with
+//! that prefix). A bound token reads postings by user only, of its own users, and sends
+//! accesses only for them. A user outside the binding gets the same answer whether or not
+//! the user exists (`PERMISSION_DENIED` for postings; counted with unknown users for
+//! accesses), so a bound token cannot learn which user ids exist.
 //!
 //! A call without a valid token gets `UNAUTHENTICATED`; a valid token without the scope
 //! gets `PERMISSION_DENIED`; neither reaches the service, so nothing changes. Tokens are
@@ -107,12 +116,32 @@ pub struct Identity {
     /// The name on the token's line (a worker's name, for `worker` tokens).
     pub name: String,
     scopes: HashSet<Scope>,
+    /// The users a reader token may act for (`user:` entries); `None`: every user.
+    users: Option<Vec<String>>,
 }
 
 impl Identity {
     /// Whether the token carries `scope`.
     pub fn has(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
+    }
+
+    /// Whether the token may act for `user_id` (read their postings, send their accesses):
+    /// always for a token without `user:` entries, else when an entry names the user or is
+    /// a prefix (`user:PREFIX*`) of the id.
+    pub fn may_act_for(&self, user_id: &str) -> bool {
+        match &self.users {
+            None => true,
+            Some(users) => users.iter().any(|u| match u.strip_suffix('*') {
+                Some(prefix) => user_id.starts_with(prefix),
+                None => u == user_id,
+            }),
+        }
+    }
+
+    /// Whether the token is bound to some users (so may not read postings by feed).
+    pub fn bound_to_users(&self) -> bool {
+        self.users.is_some()
     }
 
     /// Whether a `worker` token may act as the worker named `worker_name`: its own name,
@@ -152,12 +181,33 @@ impl Tokens {
                     fields.len()
                 ));
             };
-            let scopes = scopes
-                .split(',')
-                .map(|s| {
-                    Scope::parse(s).ok_or_else(|| format!("line {}: unknown scope `{s}`", i + 1))
-                })
-                .collect::<Result<HashSet<_>, _>>()?;
+            let mut users: Option<Vec<String>> = None;
+            let mut granted = HashSet::new();
+            for entry in scopes.split(',') {
+                if let Some(user) = entry.strip_prefix("user:") {
+                    if user.is_empty() || user == "*" {
+                        return Err(format!(
+                            "line {}: `user:` needs a user id or a prefix followed by `*`",
+                            i + 1
+                        ));
+                    }
+                    users.get_or_insert_with(Vec::new).push(user.to_string());
+                    continue;
+                }
+                granted.insert(
+                    Scope::parse(entry)
+                        .ok_or_else(|| format!("line {}: unknown scope `{entry}`", i + 1))?,
+                );
+            }
+            if users.is_some()
+                && !(granted.contains(&Scope::Ingest) || granted.contains(&Scope::Postings))
+            {
+                return Err(format!(
+                    "line {}: `user:` binds reader tokens; give `ingest` or `postings` too",
+                    i + 1
+                ));
+            }
+            let scopes = granted;
             if token.len() < MIN_TOKEN_LEN {
                 return Err(format!(
                     "line {}: token shorter than {MIN_TOKEN_LEN} characters",
@@ -172,6 +222,7 @@ impl Tokens {
                 Identity {
                     name: name.to_string(),
                     scopes,
+                    users,
                 },
             ));
         }
@@ -274,6 +325,11 @@ impl TokenFile {
 fn stamp(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path)
         .map_err(|e| anyhow::anyhow!("reading the token file {}: {e}", path.display()))
+}
+
+/// Whether the caller may act for `user_id`: an open guard (no identity) may.
+pub fn may_act_for(identity: Option<&Identity>, user_id: &str) -> bool {
+    identity.is_none_or(|id| id.may_act_for(user_id))
 }
 
 /// The check every request passes: `None` lets everything through (loopback-only
@@ -574,6 +630,7 @@ mod tests {
         let id = Identity {
             name: "w1".into(),
             scopes: [Scope::Worker].into_iter().collect(),
+            users: None,
         };
         assert!(own_session(Some(&id), "w1#3").is_ok());
         assert!(own_session(Some(&id), "w10#3").is_err());
@@ -582,11 +639,46 @@ mod tests {
         let fleet = Identity {
             name: "kairos-worker-*".into(),
             scopes: [Scope::Worker].into_iter().collect(),
+            users: None,
         };
         assert!(fleet.may_act_as("kairos-worker-7d9f-x2"));
         assert!(!fleet.may_act_as("kairos-worker-"));
         assert!(!fleet.may_act_as("evil"));
         assert!(own_session(Some(&fleet), "kairos-worker-abc#4").is_ok());
         assert!(own_session(Some(&fleet), "other#4").is_err());
+    }
+
+    #[test]
+    fn reader_tokens_bound_to_users_act_only_for_them() {
+        let t = |n: u8| format!("{}", (n as char).to_string().repeat(MIN_TOKEN_LEN));
+        let tokens = Tokens::parse(&format!(
+            "all ingest,postings {}\nalice postings,user:alice {}\npair ingest,user:alice,user:bob {}\ntenant postings,user:b-* {}\n",
+            t(b'a'),
+            t(b'b'),
+            t(b'c'),
+            t(b'd')
+        ))
+        .unwrap();
+        let id = |n: u8| tokens.identify(t(n).as_bytes()).unwrap().clone();
+        let (all, alice, pair, tenant) = (id(b'a'), id(b'b'), id(b'c'), id(b'd'));
+        assert!(!all.bound_to_users() && all.may_act_for("anyone"));
+        assert!(alice.bound_to_users());
+        assert!(alice.may_act_for("alice"));
+        assert!(!alice.may_act_for("alice2") && !alice.may_act_for("bob"));
+        assert!(pair.may_act_for("alice") && pair.may_act_for("bob"));
+        assert!(!pair.may_act_for("carol"));
+        assert!(tenant.may_act_for("b-1") && tenant.may_act_for("b-"));
+        assert!(!tenant.may_act_for("a-1") && !tenant.may_act_for("xb-1"));
+        assert!(may_act_for(None, "anyone"), "an open guard acts for all");
+        assert!(!may_act_for(Some(&alice), "bob"));
+        // A binding is not a scope, and means nothing without a reader scope.
+        assert!(!alice.has(Scope::Ingest));
+        for bad in [
+            format!("x worker,user:w {}", t(b'e')),
+            format!("x postings,user: {}", t(b'e')),
+            format!("x postings,user:* {}", t(b'e')),
+        ] {
+            assert!(Tokens::parse(&bad).is_err(), "{bad}");
+        }
     }
 }

@@ -9,13 +9,24 @@
 //! rather than dropping events. Events with an empty user id or ids over
 //! [`bounds::MAX_ID_BYTES`] are refused at the edge (`INVALID_ARGUMENT`), and a large batch
 //! is split into report messages of at most [`bounds::MAX_ACCESS_EVENTS_PER_MESSAGE`].
+//!
+//! A token bound to users (`user:` in `--ingest-tokens`) sends accesses only for them. Events
+//! for other users are dropped here and counted in
+//! `kairos_worker_accesses_dropped_total{reason="user_binding"}`, and the reply counts them
+//! as queued, exactly as it would an unknown user's, so the binding does not tell which user
+//! ids exist.
 
 use kairos_proto::bounds;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::ingest_server::Ingest;
+use kairos_runtime::auth::{may_act_for, Identity};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
+
+/// Counter `reason`: access events the relay dropped (`user_binding`: for a user outside the
+/// sending token's binding).
+pub const ACCESSES_DROPPED_TOTAL: &str = "kairos_worker_accesses_dropped_total";
 
 /// Batches handed from the endpoint to the worker's report buffer.
 pub type RelaySender = mpsc::Sender<Vec<pb::AccessEvent>>;
@@ -31,15 +42,25 @@ impl RelayService {
         RelayService { tx }
     }
 
-    async fn queue(&self, events: Vec<pb::AccessEvent>) -> Result<u64, Status> {
+    async fn queue(
+        &self,
+        identity: Option<&Identity>,
+        mut events: Vec<pb::AccessEvent>,
+    ) -> Result<u64, Status> {
         // Refused here, at the edge, whole: what the coordinator would refuse must not
         // travel. Large batches are split into report messages by the worker.
         if let Some(why) = events.iter().find_map(|e| bounds::check_access(e).err()) {
             return Err(Status::invalid_argument(why));
         }
         let n = events.len() as u64;
-        if n == 0 {
-            return Ok(0);
+        events.retain(|e| may_act_for(identity, &e.user_id));
+        let dropped = n - events.len() as u64;
+        if dropped > 0 {
+            metrics::counter!(ACCESSES_DROPPED_TOTAL, "reason" => "user_binding")
+                .increment(dropped);
+        }
+        if events.is_empty() {
+            return Ok(n);
         }
         match tokio::time::timeout(Duration::from_secs(10), self.tx.send(events)).await {
             Ok(Ok(())) => Ok(n),
@@ -57,7 +78,8 @@ impl Ingest for RelayService {
         &self,
         r: Request<pb::RecordAccessesRequest>,
     ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
-        let accepted = self.queue(r.into_inner().events).await?;
+        let identity = r.extensions().get::<Identity>().cloned();
+        let accepted = self.queue(identity.as_ref(), r.into_inner().events).await?;
         Ok(Response::new(pb::RecordAccessesResponse { accepted }))
     }
 
@@ -65,10 +87,11 @@ impl Ingest for RelayService {
         &self,
         r: Request<Streaming<pb::RecordAccessesRequest>>,
     ) -> Result<Response<pb::RecordAccessesResponse>, Status> {
+        let identity = r.extensions().get::<Identity>().cloned();
         let mut stream = r.into_inner();
         let mut accepted = 0;
         while let Some(msg) = stream.message().await? {
-            accepted += self.queue(msg.events).await?;
+            accepted += self.queue(identity.as_ref(), msg.events).await?;
         }
         Ok(Response::new(pb::RecordAccessesResponse { accepted }))
     }

@@ -2,6 +2,7 @@
 //! of the feeds they subscribe to, in global discovery order), paged by cursor.
 
 use super::page_limit;
+use crate::auth::{may_act_for, Identity};
 use crate::ingest::{Ingestor, PostingRecord};
 use crate::registry::Registry;
 use crate::store::KvBackend;
@@ -76,10 +77,23 @@ impl<B: KvBackend> Postings for PostingsService<B> {
         r: Request<pb::ListPostingsRequest>,
     ) -> Result<Response<pb::ListPostingsResponse>, Status> {
         use pb::list_postings_request::Scope;
+        let identity = r.extensions().get::<Identity>().cloned();
         let r = r.into_inner();
         let feed = match r.scope {
+            Some(Scope::FeedId(_)) if identity.as_ref().is_some_and(Identity::bound_to_users) => {
+                return Err(Status::permission_denied(
+                    "a token bound to users reads postings by user",
+                ))
+            }
             Some(Scope::FeedId(f)) => f,
             Some(Scope::UserId(user)) => {
+                // Checked before the user is looked up: a user outside the token's binding
+                // gets this answer whether or not they exist.
+                if !may_act_for(identity.as_ref(), &user) {
+                    return Err(Status::permission_denied(
+                        "this token may not read that user's postings",
+                    ));
+                }
                 self.registry.get_user(&user).await?;
                 let feeds: HashSet<String> = self
                     .registry
