@@ -650,7 +650,7 @@ mod tests {
 
     #[test]
     fn reader_tokens_bound_to_users_act_only_for_them() {
-        let t = |n: u8| format!("{}", (n as char).to_string().repeat(MIN_TOKEN_LEN));
+        let t = |n: u8| (n as char).to_string().repeat(MIN_TOKEN_LEN);
         let tokens = Tokens::parse(&format!(
             "all ingest,postings {}\nalice postings,user:alice {}\npair ingest,user:alice,user:bob {}\ntenant postings,user:b-* {}\n",
             t(b'a'),
