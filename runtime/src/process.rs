@@ -14,6 +14,22 @@ pub fn init_tracing() {
         .try_init();
 }
 
+/// An error with its causes, outermost first, each once: tonic's "transport error" alone
+/// does not say that a certificate was refused, or why.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
 /// Resolves on SIGINT or SIGTERM (SIGINT only where SIGTERM cannot be watched).
 pub async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -42,5 +58,38 @@ pub async fn every_until(
             _ = tick.tick() => f(),
             _ = stop.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_chain_names_every_cause_once() {
+        let tls = std::io::Error::other("invalid peer certificate: UnknownIssuer");
+        let transport = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, tls);
+        // io::Error displays its inner error too: not repeated.
+        assert_eq!(
+            super::error_chain(&transport),
+            "invalid peer certificate: UnknownIssuer"
+        );
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("transport error")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = Outer(std::io::Error::other(
+            "invalid peer certificate: UnknownIssuer",
+        ));
+        assert_eq!(
+            super::error_chain(&e),
+            "transport error: invalid peer certificate: UnknownIssuer"
+        );
     }
 }

@@ -202,4 +202,36 @@ async fn workers_prove_their_name_with_a_certificate() {
         .into_inner()
         .workers;
     assert!(workers.iter().all(|w| w.worker_name != "w9"), "{workers:?}");
+
+    // A worker that does not trust the coordinator's certificate says why, not only
+    // "transport error".
+    let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
+    cmd.args([
+        "run",
+        "--coordinator",
+        &worker_url,
+        "--name",
+        "w7",
+        "--token-file",
+        &p("fleet.token"),
+        "--tls-ca",
+        &p("other.pem"),
+        "--tls-cert",
+        &p("w1.pem"),
+        "--tls-key",
+        &p("w1.key"),
+    ]);
+    cmd.stdout(std::process::Stdio::null());
+    cmd.stderr(std::fs::File::create(dir.path().join("distrust.log")).unwrap());
+    let _distrust = Child(cmd.spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = std::fs::read_to_string(dir.path().join("distrust.log")).unwrap_or_default();
+        if log.contains("coordinator session ended") {
+            assert!(log.contains("certificate"), "the cause is logged: {log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "distrust log: {log}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

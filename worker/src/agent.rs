@@ -327,10 +327,12 @@ async fn session(
     cfg: &AgentConfig,
     shared: &Arc<Shared>,
 ) -> Result<(), tonic::Status> {
-    let channel = endpoint
-        .connect()
-        .await
-        .map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
+    let channel = endpoint.connect().await.map_err(|e| {
+        tonic::Status::unavailable(format!(
+            "connecting: {}",
+            kairos_runtime::process::error_chain(&e)
+        ))
+    })?;
     let bearer = cfg
         .credentials
         .bearer()

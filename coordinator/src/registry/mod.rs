@@ -170,6 +170,14 @@ pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
         .host_str()
         .filter(|h| !h.is_empty())
         .ok_or_else(|| RegistryError::InvalidArgument(format!("url `{raw}` has no host")))?;
+    // Checked again as stored: percent-encoding makes a non-ASCII character up to 9 bytes
+    // (a 4,096-byte URL was stored as 12,252).
+    if url.as_str().len() > MAX_URL_BYTES {
+        return Err(RegistryError::InvalidArgument(format!(
+            "url of {} bytes once percent-encoded is longer than {MAX_URL_BYTES}",
+            url.as_str().len()
+        )));
+    }
     let host = match url.port() {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
@@ -575,6 +583,18 @@ mod tests {
     use super::*;
     use crate::store::memory::MemoryBackend;
     use crate::store::{Compare, StoreFuture};
+
+    #[test]
+    fn the_url_limit_holds_for_the_stored_percent_encoded_form() {
+        // 1,358 three-byte characters: 4,096 bytes as sent, 12,244 percent-encoded.
+        let raw = format!("https://feeds.example/{}", "€".repeat(1_358));
+        assert!(raw.len() <= MAX_URL_BYTES);
+        let err = check_url(&raw).unwrap_err().to_string();
+        assert!(err.contains("once percent-encoded"), "{err}");
+        let fits = format!("https://feeds.example/{}", "€".repeat(400));
+        let (stored, _) = check_url(&fits).unwrap();
+        assert!(stored.len() <= MAX_URL_BYTES);
+    }
 
     #[test]
     fn urls_with_credentials_are_refused_without_echoing_them() {
