@@ -169,6 +169,7 @@ pub const ALLOCATOR_RESIDENT_BYTES: &str = "kairos_allocator_resident_bytes";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
+    crate::api::streams::describe();
     describe_gauge!(
         ALLOCATOR_ALLOCATED_BYTES,
         "Live heap: bytes allocated and not freed, as the allocator counts them."

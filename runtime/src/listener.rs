@@ -40,6 +40,23 @@ pub const CONNECTIONS_TIMED_OUT_TOTAL: &str = "kairos_connections_timed_out_tota
 /// Gauge `listener`: connections open now.
 pub const CONNECTIONS_OPEN: &str = "kairos_connections_open";
 
+/// Describes this module's metrics (after the recorder is installed).
+pub fn describe() {
+    metrics::describe_counter!(
+        ACCEPT_ERRORS_TOTAL,
+        "Accept calls that failed, by listener and reason; the loop backs off and goes on."
+    );
+    metrics::describe_counter!(
+        CONNECTIONS_SHED_TOTAL,
+        "Connections closed at once because their listener's pool was full."
+    );
+    metrics::describe_counter!(
+        CONNECTIONS_TIMED_OUT_TOTAL,
+        "Connections closed for silence: never spoke (first_byte) or went quiet (idle)."
+    );
+    metrics::describe_gauge!(CONNECTIONS_OPEN, "Connections open, by listener.");
+}
+
 /// Descriptors kept out of every pool: store files, the etcd client, outgoing fetches'
 /// floor, logs.
 const RESERVED_FDS: u64 = 128;

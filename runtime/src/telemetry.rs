@@ -45,6 +45,7 @@ pub async fn serve_metrics(
     let handle = builder
         .install_recorder()
         .context("installing the metrics recorder")?;
+    crate::listener::describe();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the metrics address {addr}"))?;

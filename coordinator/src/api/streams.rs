@@ -42,6 +42,14 @@ pub struct Opened {
     pub outbox: Outbox,
 }
 
+/// Describes this module's metric (after the recorder is installed).
+pub fn describe() {
+    metrics::describe_counter!(
+        ASSIGNMENT_STREAMS_SUPERSEDED_TOTAL,
+        "Assignment streams ended because a newer stream of the same worker session opened."
+    );
+}
+
 impl LiveStreams {
     /// Opens the stream of `session`, superseding the one it had.
     pub fn open(self: &Arc<Self>, session: &str, queue: usize) -> Opened {
