@@ -4,6 +4,9 @@
 //! over listeners, a worker token registers only its own name at a capped capacity and
 //! touches only its own sessions, and a rotated token file takes effect without a restart.
 
+mod common;
+
+use common::with_token;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::postings_client::PostingsClient;
@@ -16,13 +19,6 @@ const OPS: &str = "ops-0123456789abcdefghijklmnop";
 const DASH: &str = "dash-0123456789abcdefghijklmno";
 const READER: &str = "reader-0123456789abcdefghijklm";
 const W1: &str = "w1-0123456789abcdefghijklmnopq";
-
-fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    r
-}
 
 #[test]
 fn serve_refuses_to_start_open_on_a_network() {

@@ -80,6 +80,17 @@ fn host_of(url: &str) -> &str {
     url.trim_start_matches("http://")
 }
 
+/// Panics unless the coordinator at `url` answers an Admin call (`when` names the moment).
+fn assert_grpc_answers(url: &str, when: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut admin = AdminClient::connect(url.to_string()).await.unwrap();
+        if let Err(e) = admin.get_stats(pb::GetStatsRequest::default()).await {
+            panic!("gRPC does not answer {when}: {e}");
+        }
+    });
+}
+
 fn counter(scrape: &str, metric: &str) -> f64 {
     sample(scrape, metric).unwrap_or(0.0)
 }
@@ -162,14 +173,7 @@ fn silent_connections_are_closed_and_a_flood_never_takes_the_probes() {
     let waited = all_closed(&silent_grpc, Duration::from_secs(25))
         .unwrap_or_else(|open| panic!("{open} silent gRPC connections still open after 25 s"));
     eprintln!("silent gRPC connections closed after {waited:?}");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
-        admin
-            .get_stats(pb::GetStatsRequest::default())
-            .await
-            .expect("gRPC answers after the flood");
-    });
+    assert_grpc_answers(&c.url, "after the flood");
 
     let m = scrape(&c.metrics);
     for (metric, at_least) in [
@@ -253,14 +257,7 @@ fn running_out_of_descriptors_is_survived_without_spinning() {
         "kairos_accept_errors_total{listener=\"grpc\",reason=\"descriptors\"}",
     );
     assert!(errors > 0.0, "accept errors are counted");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
-        admin
-            .get_stats(pb::GetStatsRequest::default())
-            .await
-            .expect("gRPC answers again");
-    });
+    assert_grpc_answers(&c.url, "again");
     // One warning for the episode, however many accepts failed, and its end.
     let deadline = Instant::now() + Duration::from_secs(30);
     let logged = loop {

@@ -4,6 +4,9 @@
 //! unbound reader token acts for every user (documented); a worker-only token's accesses in
 //! its report stream are acknowledged and not recorded.
 
+mod common;
+
+use common::with_token;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::ingest_client::IngestClient;
@@ -17,13 +20,6 @@ const OPS: &str = "ops-0123456789abcdefghijklmnop";
 const ALL: &str = "all-0123456789abcdefghijklmnop";
 const ALICE: &str = "alice-0123456789abcdefghijklmn";
 const W1: &str = "w1-0123456789abcdefghijklmnopq";
-
-fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    r
-}
 
 fn by_user(user: &str) -> pb::ListPostingsRequest {
     pb::ListPostingsRequest {

@@ -3,6 +3,9 @@
 //! certificate and registers under the name the certificate carries, and a worker whose
 //! certificate names someone else is refused even with a valid token.
 
+mod common;
+
+use common::with_token;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::{spawn_until, Child, TempDir};
@@ -42,13 +45,6 @@ impl Pki {
         dir.write(&format!("{name}.pem"), &cert.pem());
         dir.write(&format!("{name}.key"), &key.serialize_pem());
     }
-}
-
-fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: gRPC health as a client sees it, a feed request,
-//! every registered feed id, the workers, a feed's postings, and polling. Each test binary
+//! every registered feed id, the workers, a feed's postings, polling, and a request with a
+//! bearer token. Each test binary
 //! uses some of them.
 #![allow(dead_code)]
 
@@ -128,4 +129,12 @@ pub async fn postings_of(client: &mut PostingsClient<Channel>, feed: &str) -> Ve
         out.extend(page.postings.into_iter().filter_map(|p| p.posting));
         cursor = page.next_cursor;
     }
+}
+
+/// `msg` with `authorization: Bearer token`.
+pub fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    r
 }
