@@ -10,6 +10,7 @@
 mod allocator;
 mod cli;
 mod live;
+mod plot;
 mod replay_cmd;
 #[cfg(feature = "standalone")]
 mod standalone;

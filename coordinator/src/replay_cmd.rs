@@ -4,6 +4,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use kairos_coordinator::baselines::{parse_peers, pooled, run_peers, window, PeerLog};
 use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
@@ -78,6 +79,15 @@ pub struct ReplayArgs {
     /// Write every fetch the live system made (feed_id,ts seconds from the trace start) here.
     #[arg(long)]
     fetch_log: Option<PathBuf>,
+    /// The aggregators' schedulers to run beside it, each with its defaults and tuned to
+    /// the live run's fetches: `all`, `none`, or a comma-separated list of
+    /// miniflux-entry-frequency, miniflux-round-robin, commafeed, newsblur, freshrss,
+    /// nutch, stormcrawler.
+    #[arg(long, default_value = "all")]
+    peers: String,
+    /// Draw the figure per day of every policy to this SVG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
 }
 
 #[derive(serde::Serialize)]
@@ -100,6 +110,8 @@ struct DayRow {
     shrinkage_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
+    /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
+    peers: Vec<(String, Realized)>,
 }
 
 /// Postings lost to the document's size, per plan (see [`scrolled_off`]).
@@ -113,6 +125,7 @@ struct ScrolledOff {
 
 /// Runs the replay and prints the day-by-day table.
 pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
+    let peer_list = parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
     let fixed_shrinkage = match a.shrinkage_days.as_str() {
         "auto" => None,
         v => match v.parse::<f64>() {
@@ -213,6 +226,18 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     // document holds.
     let uniform = schedules(&learn_plain(0, a.train_days).models, Policy::Uniform)?;
     let offline = schedules(&learned.models, Policy::Optimal)?;
+    // The peers, online from the same empty start, tuned to the live run's fetches.
+    let started = Instant::now();
+    let peer_logs = run_peers(
+        &trace,
+        &peer_list,
+        cfg.duration,
+        items,
+        log.reports,
+        a.metric,
+        a.train_days as f64 * DAY,
+    );
+    let peer_seconds = started.elapsed().as_secs_f64();
     let rows: Vec<DayRow> = (0..days)
         .map(|d| -> Result<DayRow> {
             let (s, e) = (d as f64 * DAY, (d + 1) as f64 * DAY);
@@ -253,6 +278,10 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .then(|| log.expected_delay_min_by_day.get(d).copied())
                     .flatten()
                     .filter(|v| v.is_finite()),
+                peers: peer_logs
+                    .iter()
+                    .map(|p| (p.label(), window(&trace, &p.log, s, e)))
+                    .collect(),
             })
         })
         .collect::<Result<_>>()?;
@@ -346,6 +375,79 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         "\npostings ingested by the hub {}; undiscovered by the end {undiscovered}; the hub's own average delay over trusted postings {:.1} min",
         log.postings_ingested, log.hub_avg_delay_min
     );
+    print_windows(
+        &trace,
+        &rows,
+        &log.fetches,
+        &peer_logs,
+        a.metric,
+        days,
+        log.reports,
+    );
+    if !peer_logs.is_empty() {
+        println!(
+            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend the live run's {} fetches, the ratio of quiet to busy feeds' settings chosen in hindsight on days {}+ ({peer_seconds:.1} s)",
+            log.reports, a.train_days
+        );
+        for p in peer_logs.iter().filter(|p| p.tuned) {
+            println!(
+                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {} fetches",
+                p.peer.name(),
+                p.knobs.fast,
+                p.knobs.slow,
+                p.fetches
+            );
+        }
+    }
+    if let Some(path) = &a.plot {
+        let series = |label: &str, values: Vec<f64>, emphasis: bool| crate::plot::Series {
+            label: label.to_string(),
+            values,
+            emphasis,
+        };
+        let mut lines = vec![
+            series(
+                "Kairos (live)",
+                rows.iter().map(|r| r.live.objective(a.metric)).collect(),
+                true,
+            ),
+            series(
+                "offline plan (same history)",
+                rows.iter()
+                    .map(|r| {
+                        r.offline_causal
+                            .as_ref()
+                            .map_or(f64::NAN, |o| o.objective(a.metric))
+                    })
+                    .collect(),
+                false,
+            ),
+            series(
+                "uniform",
+                rows.iter().map(|r| r.uniform.objective(a.metric)).collect(),
+                false,
+            ),
+        ];
+        for (i, p) in peer_logs.iter().enumerate().filter(|(_, p)| p.tuned) {
+            lines.push(series(
+                &p.label(),
+                rows.iter()
+                    .map(|r| r.peers[i].1.objective(a.metric))
+                    .collect(),
+                false,
+            ));
+        }
+        crate::plot::per_day(
+            path,
+            &format!(
+                "{} at {} fetches per feed per day",
+                a.trace.display(),
+                a.fetches_per_feed_per_day
+            ),
+            unit,
+            &lines,
+        )?;
+    }
     if let Some(path) = &a.fetch_log {
         use std::io::Write;
         let mut w = std::io::BufWriter::new(
@@ -364,4 +466,98 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Prints each policy's figure over day 0, days 1–6, 7–13 and 14 to the end (those the
+/// replay covers), with the fetches it made, and Kairos against the best tuned peer.
+fn print_windows(
+    trace: &Trace,
+    rows: &[DayRow],
+    live: &[Vec<f64>],
+    peers: &[PeerLog],
+    metric: Metric,
+    days: usize,
+    live_fetches: u64,
+) {
+    let windows: Vec<(usize, usize)> = [(0, 1), (1, 7), (7, 14), (14, days)]
+        .into_iter()
+        .map(|(s, e)| (s, e.min(days)))
+        .filter(|(s, e)| s < e)
+        .collect();
+    let name = |(s, e): (usize, usize)| {
+        if e - s == 1 {
+            format!("day {s}")
+        } else {
+            format!("days {s}-{}", e - 1)
+        }
+    };
+    let span = |(s, e): (usize, usize)| (s as f64 * DAY, e as f64 * DAY);
+    let n = trace.feeds.len() as f64;
+    let mut table: Vec<(String, Vec<f64>, f64)> = Vec::new();
+    let per_feed_day = |fetches: u64| fetches as f64 / n / days as f64;
+    table.push((
+        "kairos (live)".into(),
+        windows
+            .iter()
+            .map(|&w| {
+                let (s, e) = span(w);
+                window(trace, live, s, e).objective(metric)
+            })
+            .collect(),
+        per_feed_day(live_fetches),
+    ));
+    let pooled_rows = |f: &dyn Fn(&DayRow) -> Option<&Realized>| -> Vec<f64> {
+        windows
+            .iter()
+            .map(|&(s, e)| pooled(rows[s..e].iter().filter_map(f), metric))
+            .collect()
+    };
+    table.push((
+        "offline (same history)".into(),
+        pooled_rows(&|r| r.offline_causal.as_ref()),
+        f64::NAN,
+    ));
+    let uniform_fetches: u64 = rows.iter().map(|r| r.uniform.fetches).sum();
+    table.push((
+        "uniform".into(),
+        pooled_rows(&|r| Some(&r.uniform)),
+        per_feed_day(uniform_fetches),
+    ));
+    for (i, p) in peers.iter().enumerate() {
+        table.push((
+            p.label(),
+            pooled_rows(&|r| Some(&r.peers[i].1)),
+            per_feed_day(p.fetches),
+        ));
+    }
+    println!("\nby window ({})", metric);
+    print!("{:<36}", "policy");
+    for &w in &windows {
+        print!("{:>12}", name(w));
+    }
+    println!("{:>16}", "fetches/feed/day");
+    for (label, figures, fpd) in &table {
+        print!("{label:<36}");
+        for v in figures {
+            print!("{v:>12.2}");
+        }
+        println!("{fpd:>16.3}");
+    }
+    // Kairos against the best tuned peer in each window.
+    print!("{:<36}", "kairos / best tuned peer");
+    let mut any = false;
+    for (k, _) in windows.iter().enumerate() {
+        let best = table
+            .iter()
+            .filter(|(l, _, _)| l.ends_with("(tuned)"))
+            .map(|(_, f, _)| f[k])
+            .filter(|v| v.is_finite())
+            .fold(f64::INFINITY, f64::min);
+        any |= best.is_finite();
+        print!("{:>12.3}", table[0].1[k] / best);
+    }
+    println!();
+    if !any {
+        println!("(no peer ran: --peers none)");
+    }
 }

@@ -7,10 +7,13 @@
 //! * [`weekly`] — day-of-week factors, shrunk toward 1 and chosen on held-out weeks;
 //! * [`plan`] — exact schedules, the papers' baselines and the joint budget allocation;
 //! * [`simulate`] — replaying a trace against a plan: realized next to expected;
+//! * [`peers`] — the schedulers of Miniflux, CommaFeed, NewsBlur, FreshRSS, Nutch and
+//!   StormCrawler, simulated online on a trace as baselines;
 //! * [`tune`] — smoothing and shrinkage chosen on held-out days;
 //! * [`synth`] — synthetic traces with known patterns, for tests and scale runs.
 
 pub mod learn;
+pub mod peers;
 pub mod plan;
 pub mod simulate;
 pub mod synth;

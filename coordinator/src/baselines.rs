@@ -1,0 +1,123 @@
+//! The schedulers aggregators run today ([`crate::peers`]) as baselines beside Kairos in
+//! `replay` and `simulate`: each peer with its shipped defaults and tuned to spend the
+//! same fetches as the Kairos run it sits next to, measured on the same postings.
+
+use crate::peers::{self, Knobs, Peer, PeerRun};
+use crate::plan::cost::Metric;
+use crate::simulate::{replay_log, Realized};
+use crate::trace::Trace;
+
+/// One peer's run.
+#[derive(Clone, Debug)]
+pub struct PeerLog {
+    /// The scheduler.
+    pub peer: Peer,
+    /// Tuned to the budget (false: shipped defaults).
+    pub tuned: bool,
+    /// The multipliers on the rule's settings.
+    pub knobs: Knobs,
+    /// Fetch times per feed, seconds from the trace start.
+    pub log: Vec<Vec<f64>>,
+    /// Fetches made.
+    pub fetches: u64,
+}
+
+impl PeerLog {
+    /// `commafeed` or `commafeed (tuned)`.
+    pub fn label(&self) -> String {
+        if self.tuned {
+            format!("{} (tuned)", self.peer.name())
+        } else {
+            self.peer.name().to_string()
+        }
+    }
+}
+
+/// Parses `--peers`: `all`, `none`, or a comma-separated list of [`Peer::name`]s.
+pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
+    match list.trim() {
+        "all" => Ok(Peer::ALL.to_vec()),
+        "none" | "" => Ok(Vec::new()),
+        l => l
+            .split(',')
+            .map(|p| {
+                Peer::parse(p.trim()).ok_or_else(|| {
+                    let names: Vec<&str> = Peer::ALL.iter().map(|p| p.name()).collect();
+                    format!(
+                        "unknown peer `{}` (one of: all, none, {})",
+                        p.trim(),
+                        names.join(", ")
+                    )
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Every peer of `peers` twice, with its defaults and tuned to `target_fetches` over
+/// `duration` seconds, the tuning scored by `metric` over `[score_from, duration)`.
+pub fn run_peers(
+    trace: &Trace,
+    peers: &[Peer],
+    duration: f64,
+    document_items: usize,
+    target_fetches: u64,
+    metric: Metric,
+    score_from: f64,
+) -> Vec<PeerLog> {
+    let base = PeerRun {
+        duration,
+        document_items,
+        knobs: Knobs::DEFAULT,
+    };
+    let from = if score_from < duration {
+        score_from
+    } else {
+        0.0
+    };
+    let score = |log: &[Vec<f64>]| window(trace, log, from, duration).objective(metric);
+    let mut out = Vec::with_capacity(peers.len() * 2);
+    for &peer in peers {
+        let log = peers::run(trace, peer, &base);
+        out.push(PeerLog {
+            peer,
+            tuned: false,
+            knobs: Knobs::DEFAULT,
+            fetches: peers::fetch_count(&log),
+            log,
+        });
+        let t = peers::tune(trace, peer, &base, target_fetches, &score);
+        out.push(PeerLog {
+            peer,
+            tuned: true,
+            knobs: t.knobs,
+            fetches: t.fetches,
+            log: t.log,
+        });
+    }
+    out
+}
+
+/// A log's figures over `[start, end)`.
+pub fn window(trace: &Trace, log: &[Vec<f64>], start: f64, end: f64) -> Realized {
+    replay_log(trace, log, start, end).0
+}
+
+/// Days' figures pooled into one: delays weighted by postings, per-access figures by
+/// accesses (NaN when nothing was measured).
+pub fn pooled<'a>(days: impl IntoIterator<Item = &'a Realized>, metric: Metric) -> f64 {
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for r in days {
+        let w = match metric {
+            Metric::Delay => r.postings as f64,
+            Metric::Miss | Metric::AccessDelay => r.accesses as f64,
+        };
+        sum += r.objective(metric) * w;
+        weight += w;
+    }
+    if weight > 0.0 {
+        sum / weight
+    } else {
+        f64::NAN
+    }
+}
