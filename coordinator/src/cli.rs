@@ -188,9 +188,13 @@ struct Common {
     /// Shrinkage toward the shared pattern in pseudo-postings, or auto.
     #[arg(long, default_value = "auto")]
     shrinkage: String,
-    /// Feeds with fewer training postings are fetched at least once a period.
+    /// Feeds with fewer training postings are candidates to be fetched at least daily.
     #[arg(long, default_value_t = 3)]
     explore_min_postings: usize,
+    /// Share of the budget above the minimums that exploring candidates may take (the
+    /// most recently active first); 0 turns exploration off.
+    #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
+    explore_share: f64,
     /// Which learner builds the models: `offline` (this command's own, with smoothing and
     /// shrinkage tuned on held-out days) or `live` (the live relearner's rules, as `serve`
     /// and `replay` learn; `--shrinkage` is then in pseudo-days, `auto` choosing it on
@@ -271,6 +275,12 @@ fn setup(c: &Common) -> Result<Setup> {
     }
     if c.train_days == 0 {
         bail!("--train-days must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&c.explore_share) {
+        bail!(
+            "--explore-share must be between 0 and 1, got {}",
+            c.explore_share
+        );
     }
     if let Some(h) = c.max_fetches_per_host_per_day {
         if !(h > 0.0 && h.is_finite()) {
@@ -369,6 +379,7 @@ fn learn_tuned(
             shrinkage: fixed_shrinkage.unwrap_or(1.0),
             tune_shrinkage: fixed_shrinkage.is_none(),
             explore_min_postings: c.explore_min_postings,
+            explore_share: c.explore_share,
             host_fetches_per_day: c.max_fetches_per_host_per_day,
             ..Default::default()
         };
@@ -418,7 +429,8 @@ fn learn_tuned(
             pair
         }
     };
-    let learned = learn(&s.trace, &learn_config(c, s, shrinkage));
+    let mut learned = learn(&s.trace, &learn_config(c, s, shrinkage));
+    learned.explore(pc.budget, c.explore_share, s.days_per_period);
     Ok((
         learned,
         PlanConfig {
@@ -453,6 +465,15 @@ fn plan(a: PlanArgs) -> Result<()> {
         bail!("the budget must be a positive number of fetches");
     }
     let budget = per_day * s.days_per_period;
+    let floor = level_rate(s.min_level) * s.trace.feeds.len() as f64;
+    if budget + 1e-9 < floor {
+        bail!(
+            "a budget of {per_day} fetches a day is below what --min-fetches-per-day {} needs for {} feeds ({:.1} a day): lower --min-fetches-per-day (0.142857 is once a week) or raise the budget",
+            c.min_fetches_per_day,
+            s.trace.feeds.len(),
+            floor / s.days_per_period
+        );
+    }
     let pc = plan_config(c, &s, a.policy, budget);
     let (learned, pc, tuned, shrinkage) = learn_tuned(c, &s, &pc, &|_| budget)?;
     let learned_at = started.elapsed();

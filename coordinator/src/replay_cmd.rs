@@ -56,6 +56,12 @@ pub struct ReplayArgs {
     /// held-out days, as `serve` does) or a fixed number.
     #[arg(long, default_value = "auto")]
     shrinkage_days: String,
+    /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
+    #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
+    explore_min_postings: usize,
+    /// Share of the budget above the minimums that exploring feeds may take.
+    #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
+    explore_share: f64,
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
@@ -153,6 +159,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         tune_shrinkage: fixed_shrinkage.is_none(),
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
+        explore_min_postings: a.explore_min_postings,
+        explore_share: a.explore_share,
         ..PlannerSettings::default()
     };
     planner.validate().map_err(anyhow::Error::msg)?;

@@ -8,9 +8,11 @@
 //!   the smoothing onto slots are chosen on held-out days by [`crate::simulate::tune`].
 //! * A feed's rate is its count over the window; a feed with no posting at all gets half a
 //!   posting per window, a guess that keeps it in the plan without betting budget on it.
-//! * A feed with fewer than `explore_min_postings` postings is *exploring*: its minimum is
-//!   raised to once a period, so the planner cannot starve it on a guess before its rate is
-//!   known.
+//! * A feed with fewer than `explore_min_postings` postings is an exploration candidate:
+//!   [`explore_within`] raises the minimum of the most recently active ones to once a day,
+//!   within a stated share of the budget left above the minimums, so exploring can never
+//!   make a budget infeasible nor take more than that share. Silence is evidence: a feed
+//!   whose last posting is older comes later in line.
 //! * Reader access rate of a feed: `Σ_{subscribers s} w_s · (app-level accesses of s +
 //!   accesses of s to the feed)` per bin per period; an app-level access counts for every
 //!   subscription of its user.
@@ -52,8 +54,11 @@ pub struct LearnConfig {
 pub struct Learned {
     /// One model per trace feed, in trace order.
     pub models: Vec<FeedModel>,
-    /// Feeds whose minimum was raised for exploration.
+    /// Feeds whose minimum was raised for exploration (0 until [`Learned::explore`]).
     pub exploring: usize,
+    /// Exploration candidates: (feed, time of its last training posting or, with none,
+    /// the window's start), for [`explore_within`].
+    pub explore_candidates: Vec<(usize, f64)>,
     /// Postings inside the training window.
     pub training_postings: usize,
     /// Weekly periods: feeds that chose no weekly effect, the pooled factors,
@@ -84,7 +89,6 @@ fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
     let first = (cfg.train_start / DAY).ceil() as usize;
     let last = (cfg.train_end / DAY).floor() as usize;
     let mut shapes = [0usize; 4];
-    let mut exploring = 0;
     let per_feed: Vec<Vec<weekly::Day>> = trace
         .postings
         .iter()
@@ -111,15 +115,9 @@ fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
         .into_iter()
         .zip(&per_feed)
         .map(|(m, days)| {
-            let n = days.iter().map(|d| d.count).sum::<f64>() as usize;
             let f = weekly::choose(days, &|k| (k + first) / 7, &prior);
             shapes[f.shape as usize] += 1;
-            // Exploring feeds are held at once a day: seven times a week.
-            let mut min_level = cfg.min_level;
-            if n < cfg.explore_min_postings && min_level < 7 {
-                min_level = 7;
-                exploring += 1;
-            }
+            let min_level = cfg.min_level;
             FeedModel {
                 post_bins: weekly::weekly_bins(&m.post_bins, &f.factors),
                 access_bins: weekly::weekly_bins(&m.access_bins, &[1.0; 7]),
@@ -131,10 +129,64 @@ fn learn_weekly(trace: &Trace, cfg: &LearnConfig) -> Learned {
         .collect();
     Learned {
         models,
-        exploring,
+        exploring: 0,
+        explore_candidates: daily.explore_candidates,
         training_postings: daily.training_postings,
         week_shapes: shapes,
     }
+}
+
+impl Learned {
+    /// Raises exploring feeds' minimums to once a day within `share` of the budget
+    /// (fetches per period) left above the minimums; see [`explore_within`].
+    pub fn explore(&mut self, budget: f64, share: f64, days_per_period: f64) {
+        self.exploring = explore_within(
+            &mut self.models,
+            &self.explore_candidates,
+            crate::plan::alloc::ceil_level(days_per_period),
+            budget,
+            share,
+        );
+    }
+}
+
+/// Raises the minimum of exploration `candidates` — (feed, time of its latest evidence) —
+/// to `level`, the most recent first, while the fetches added stay within `share` of what
+/// `budget` (fetches per period) leaves above every model's minimum. Returns how many were
+/// raised (a feed already at or above `level` costs nothing and is not counted).
+pub fn explore_within(
+    models: &mut [FeedModel],
+    candidates: &[(usize, f64)],
+    level: Level,
+    budget: f64,
+    share: f64,
+) -> usize {
+    use crate::plan::alloc::level_rate;
+    let floors: f64 = models.iter().map(|m| level_rate(m.min_level)).sum();
+    let mut room = share.clamp(0.0, 1.0) * (budget - floors).max(0.0);
+    let mut order: Vec<(usize, f64)> = candidates
+        .iter()
+        .copied()
+        .filter(|&(f, _)| f < models.len())
+        .collect();
+    // Most recent evidence first; ties by feed for a stable order.
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut raised = 0;
+    for (f, _) in order {
+        let m = &mut models[f];
+        let target = level.min(m.max_level);
+        if m.min_level >= target {
+            continue;
+        }
+        let extra = level_rate(target) - level_rate(m.min_level);
+        if extra > room {
+            break;
+        }
+        room -= extra;
+        m.min_level = target;
+        raised += 1;
+    }
+    raised
 }
 
 /// The trace's hosts in order of first appearance: host `i` of the models is `names[i]`.
@@ -278,10 +330,7 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
                 })
                 .collect();
             let access_bins: Vec<f32> = access.iter().map(|&a| (a / periods) as f32).collect();
-            let mut min_level = cfg.min_level;
-            if (n as usize) < cfg.explore_min_postings && min_level < 1 {
-                min_level = 1;
-            }
+            let min_level = cfg.min_level;
             FeedModel {
                 weight: row.weight,
                 post_bins,
@@ -292,13 +341,29 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
             }
         })
         .collect();
-    let exploring = models
+    let explore_candidates: Vec<(usize, f64)> = trace
+        .postings
         .iter()
-        .filter(|m| m.min_level > cfg.min_level)
-        .count();
+        .enumerate()
+        .filter_map(|(f, posts)| {
+            let lo = posts.partition_point(|&t| t < cfg.train_start);
+            let hi = posts.partition_point(|&t| t < cfg.train_end);
+            (hi - lo < cfg.explore_min_postings).then(|| {
+                (
+                    f,
+                    if hi > lo {
+                        posts[hi - 1]
+                    } else {
+                        cfg.train_start
+                    },
+                )
+            })
+        })
+        .collect();
     Learned {
         models,
-        exploring,
+        exploring: 0,
+        explore_candidates,
         training_postings,
         week_shapes: [0; 4],
     }
@@ -308,6 +373,43 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
 mod tests {
     use super::*;
     use crate::trace::{Access, FeedRow};
+
+    fn flat(min_level: Level) -> FeedModel {
+        FeedModel {
+            weight: 1.0,
+            post_bins: vec![0.01; 24],
+            access_bins: vec![0.0; 24],
+            min_level,
+            max_level: 1440,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn exploration_stays_within_its_share_most_recent_first() {
+        use crate::plan::alloc::{ceil_level, level_rate};
+        let weekly = ceil_level(1.0 / 7.0);
+        // 100 feeds at once a week; 100 fetches a day leave 85.7 above the minimums.
+        let mut models: Vec<FeedModel> = (0..100).map(|_| flat(weekly)).collect();
+        let candidates: Vec<(usize, f64)> = (0..100).map(|f| (f, f as f64)).collect();
+        let raised = explore_within(&mut models, &candidates, 1, 100.0, 0.105);
+        // 10.5% of 85.7 (9.0) pays for 10 raises of 6/7 each, not 11.
+        assert_eq!(raised, 10);
+        let floors: f64 = models.iter().map(|m| level_rate(m.min_level)).sum();
+        assert!(floors <= 100.0 / 7.0 + 0.105 * (100.0 - 100.0 / 7.0) + 1e-9);
+        // The ten with the latest evidence.
+        assert!(models[90..].iter().all(|m| m.min_level == 1));
+        assert!(models[..90].iter().all(|m| m.min_level == weekly));
+        // A budget at the minimums: nothing to explore with, still feasible.
+        let mut models: Vec<FeedModel> = (0..100).map(|_| flat(weekly)).collect();
+        assert_eq!(
+            explore_within(&mut models, &candidates, 1, 100.0 / 7.0, 0.5),
+            0
+        );
+        // Share 0: off.
+        let mut models: Vec<FeedModel> = (0..100).map(|_| flat(weekly)).collect();
+        assert_eq!(explore_within(&mut models, &candidates, 1, 400.0, 0.0), 0);
+    }
 
     fn trace() -> Trace {
         let day = 86_400.0;
@@ -358,7 +460,14 @@ mod tests {
 
     #[test]
     fn rates_shapes_and_exploration() {
-        let l = learn(&trace(), &config(0.0));
+        let mut l = learn(&trace(), &config(0.0));
+        assert_eq!(
+            l.exploring, 0,
+            "nothing is raised before the budget is known"
+        );
+        assert_eq!(l.models[1].min_level, -5);
+        // Two feeds at 4 a day: half of what the minimums leave is plenty.
+        l.explore(8.0, 0.5, 1.0);
         let f0 = &l.models[0];
         assert!(
             (f0.post_bins[9] - 2.0).abs() < 1e-6,
@@ -371,7 +480,7 @@ mod tests {
             .all(|(b, &v)| b == 9 || v == 0.0));
         assert_eq!(f0.min_level, -5, "a known feed may drop below once a day");
         // The silent feed: half a posting per window, shaped like the pooled pattern
-        // (half at 9 h, half at 15 h), and held at once a day or more while exploring.
+        // (half at 9 h, half at 15 h), and raised to once a day to explore it.
         let f1 = &l.models[1];
         let total: f32 = f1.post_bins.iter().sum();
         assert!((total - 0.5 / 14.0).abs() < 1e-6);

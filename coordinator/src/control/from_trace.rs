@@ -75,6 +75,8 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
     let learned = Learned {
         models,
         exploring: counts.exploring,
+        // The live rules explored already, within the settings' share.
+        explore_candidates: Vec::new(),
         training_postings,
         week_shapes: counts.week_shapes,
     };

@@ -128,7 +128,7 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let mut models = feeds
+    let models = feeds
         .iter()
         .enumerate()
         .map(|(f, feed)| {
@@ -162,13 +162,20 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
                 }
                 _ => [1.0; 7],
             };
-            let mut lo = min_level;
-            // Exploring feeds are fetched at least daily: seven a week on a weekly plan.
-            let explore = ceil_level(days_per_period);
-            if (n as usize) < s.explore_min_postings && lo < explore {
-                lo = explore;
-                decided.exploring += 1;
-            }
+            let lo = min_level;
+            // Few postings seen: a candidate for exploration, by its latest evidence.
+            let explore = match state {
+                Some(st) if (n as usize) < s.explore_min_postings => Some(
+                    st.postings_ms
+                        .back()
+                        .copied()
+                        .or(st.observed_since_ms)
+                        .unwrap_or(now_ms) as f64,
+                ),
+                Some(_) => None,
+                // Never watched: first in line.
+                None => (s.explore_min_postings > 0).then_some(now_ms as f64),
+            };
             let access = access_bins(&feed.id);
             let (post_bins, access) = if s.weekly {
                 let access = if access.len() == BINS {
@@ -197,9 +204,15 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
                     st.observed_span_ms(now_ms) >= DAY_MS,
                 )
             });
-            (model, items)
+            (model, items, explore)
         })
         .collect::<Vec<_>>();
+    let candidates: Vec<(usize, f64)> = models
+        .iter()
+        .enumerate()
+        .filter_map(|(f, (_, _, e))| e.map(|t| (f, t)))
+        .collect();
+    let mut models: Vec<_> = models.into_iter().map(|(m, i, _)| (m, i)).collect();
     // Once a document's size is known: enough fetches, placed as the plan will place them,
     // that it does not overflow between two of them. Busy feeds solve a few schedules for
     // this, so it runs on every core.
@@ -219,13 +232,23 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         })
         .collect();
     decided.capacity_floors = raised.iter().filter(|&&r| r).count();
-    (models.into_iter().map(|(m, _)| m).collect(), decided)
+    let mut models: Vec<FeedModel> = models.into_iter().map(|(m, _)| m).collect();
+    // Exploration last, so its share is of what the document floors left. Daily fetches:
+    // seven a week on a weekly plan.
+    decided.exploring = crate::learn::explore_within(
+        &mut models,
+        &candidates,
+        ceil_level(days_per_period),
+        plan_cfg.budget,
+        s.explore_share,
+    );
+    (models, decided)
 }
 
 /// What building the models decided beyond the rates.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ModelCounts {
-    /// Feeds held at a daily fetch until their rate is known.
+    /// Feeds raised to a daily fetch to explore them (within the budget's share).
     pub exploring: usize,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,

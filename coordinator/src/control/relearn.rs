@@ -78,8 +78,12 @@ pub struct PlannerSettings {
     /// ([`super::shrink`]) instead of using `shrinkage`, which then stands only until two
     /// whole days are watched, and for reader access rates.
     pub tune_shrinkage: bool,
-    /// Feeds with fewer observed postings are fetched at least daily.
+    /// Feeds with fewer observed postings are candidates to be fetched at least daily.
     pub explore_min_postings: usize,
+    /// Share of the budget above the minimums that exploration may take: candidates are
+    /// raised to daily fetches, the most recently active first, until it is spent
+    /// ([`crate::learn::explore_within`]). 0 turns exploration off.
+    pub explore_share: f64,
     /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`PlanOutcome::host_limited`]).
@@ -88,6 +92,9 @@ pub struct PlannerSettings {
     /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
     pub weekly: bool,
 }
+
+/// [`PlannerSettings::explore_share`]'s default.
+pub const DEFAULT_EXPLORE_SHARE: f64 = 0.05;
 
 impl Default for PlannerSettings {
     fn default() -> Self {
@@ -102,6 +109,7 @@ impl Default for PlannerSettings {
             shrinkage: 1.0,
             tune_shrinkage: true,
             explore_min_postings: 3,
+            explore_share: DEFAULT_EXPLORE_SHARE,
             host_fetches_per_day: None,
             weekly: false,
         }
@@ -119,6 +127,12 @@ impl PlannerSettings {
         }
         if !(self.min_fetches_per_day > 0.0 && self.min_fetches_per_day.is_finite()) {
             return Err("the minimum fetches per day must be positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.explore_share) {
+            return Err(format!(
+                "the exploration share must be between 0 and 1, got {}",
+                self.explore_share
+            ));
         }
         // A minimum above one fetch per slot, or above the per-feed budget, can never be
         // planned: every replan would fail while the setting stayed in force.
@@ -574,7 +588,12 @@ mod tests {
         let mut states = HashMap::new();
         states.insert("f0".to_string(), watched(8, 9, 10, now));
         states.insert("f1".to_string(), watched(1, 20, 10, now));
-        let s = PlannerSettings::default();
+        // Three feeds at 4 a day leave 11.6 fetches above the minimums: a fifth of that
+        // pays for raising one from once a week to once a day, 5% does not.
+        let s = PlannerSettings {
+            explore_share: 0.2,
+            ..PlannerSettings::default()
+        };
         let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
         let rate = |i: usize| m[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
         // 80 postings over ~10 days observed (first fetch at 23:00 of the first day).
@@ -593,6 +612,15 @@ mod tests {
         assert_eq!(counts.exploring, 1);
         assert_eq!(counts.capacity_floors, 0, "documents of unknown size");
         assert_eq!(m[2].min_level, 1);
+        let (m, counts) = models(
+            &feeds,
+            &states,
+            &|_| vec![0.0; BINS],
+            now,
+            &PlannerSettings::default(),
+        );
+        assert_eq!(counts.exploring, 0);
+        assert_eq!(m[2].min_level, ceil_level(1.0 / 7.0));
     }
 
     #[test]
