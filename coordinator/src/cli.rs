@@ -238,6 +238,14 @@ struct SimulateArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// The aggregators' schedulers to run beside the plans, online from the trace's first
+    /// day, each with its defaults and tuned to the same budget: `all`, `none`, or a
+    /// comma-separated list (see `replay --help`).
+    #[arg(long, default_value = "all")]
+    peers: String,
+    /// Items a feed's document holds, for the peers (they see only the documents).
+    #[arg(long, default_value_t = 20)]
+    document_items: usize,
 }
 
 /// Entry point of the binary.
@@ -647,6 +655,17 @@ struct SimReport {
     week_shapes: [usize; 4],
     tuning: Vec<(String, Vec<TuneRow>)>,
     rows: Vec<SimRow>,
+    /// The peers' schedulers, online from day 0, measured on the replayed days.
+    peers: Vec<PeerRow>,
+}
+
+#[derive(serde::Serialize)]
+struct PeerRow {
+    interval: String,
+    peer: String,
+    realized: Realized,
+    /// Fetches per feed per day over the whole run (learning days included).
+    fetches_per_feed_per_day: f64,
 }
 
 fn simulate(a: SimulateArgs) -> Result<()> {
@@ -663,6 +682,8 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         bail!("--policies and --intervals need at least one value each");
     }
     let n = s.trace.feeds.len();
+    let peer_list =
+        kairos_coordinator::baselines::parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
     let mut report = SimReport {
         trace: c.trace.display().to_string(),
         metric: c.metric,
@@ -673,6 +694,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         week_shapes: [0; 4],
         tuning: Vec::new(),
         rows: Vec::new(),
+        peers: Vec::new(),
     };
     let apd = accesses_per_period(&s.trace, 0.0, s.train_end, s.period);
     for iv in &a.intervals {
@@ -714,6 +736,30 @@ fn simulate(a: SimulateArgs) -> Result<()> {
                 nonconvex_feeds: plan.stats.alloc.nonconvex_feeds,
                 search_fallbacks: plan.stats.search_fallbacks,
                 solve_seconds,
+            });
+        }
+        // The peers fetch from day 0 (they learn while they fetch); they get the plan's
+        // daily budget over every day they run and are measured on the replayed days.
+        let target = (per_feed_day * n as f64 * s.test_end / DAY).floor() as u64;
+        for p in kairos_coordinator::baselines::run_peers(
+            &s.trace,
+            &peer_list,
+            s.test_end,
+            a.document_items.max(1),
+            target,
+            c.metric,
+            s.train_end,
+        ) {
+            report.peers.push(PeerRow {
+                interval: iv.clone(),
+                peer: p.label(),
+                realized: kairos_coordinator::baselines::window(
+                    &s.trace,
+                    &p.log,
+                    s.train_end,
+                    s.test_end,
+                ),
+                fetches_per_feed_per_day: p.fetches as f64 / n as f64 / (s.test_end / DAY),
             });
         }
     }
@@ -820,6 +866,42 @@ fn print_tables(r: &SimReport, a: &SimulateArgs) {
         println!(
             "weekly shapes: {d} feeds daily, {p} pooled, {ww} weekday/weekend, {dow} day of week"
         );
+    }
+    if !r.peers.is_empty() {
+        println!("\npeers, online from day 0 ({} on the replayed days; fetches per feed per day over all days)", r.metric);
+        print!("{:<36}", "peer");
+        for iv in &a.intervals {
+            print!("{:>12}{:>8}", iv, "f/f/d");
+        }
+        println!();
+        let mut labels: Vec<&str> = Vec::new();
+        for p in &r.peers {
+            if !labels.contains(&p.peer.as_str()) {
+                labels.push(&p.peer);
+            }
+        }
+        for label in labels {
+            print!("{label:<36}");
+            for iv in &a.intervals {
+                match r
+                    .peers
+                    .iter()
+                    .find(|p| p.peer == label && &p.interval == iv)
+                {
+                    // No posting of the replayed days was ever fetched.
+                    Some(p) if p.realized.postings == 0 => {
+                        print!("{:>12}{:>8.2}", "never", p.fetches_per_feed_per_day)
+                    }
+                    Some(p) => print!(
+                        "{:>12.1}{:>8.2}",
+                        p.realized.objective(r.metric),
+                        p.fetches_per_feed_per_day
+                    ),
+                    None => print!("{:>12}{:>8}", "-", "-"),
+                }
+            }
+            println!();
+        }
     }
     let fallbacks: usize = r.rows.iter().map(|x| x.search_fallbacks).sum();
     let nonconvex: usize = r.rows.iter().map(|x| x.nonconvex_feeds).sum();

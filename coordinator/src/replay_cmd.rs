@@ -547,7 +547,12 @@ fn print_windows(
     for (label, figures, fpd) in &table {
         print!("{label:<36}");
         for v in figures {
-            print!("{v:>12.2}");
+            if v.is_finite() {
+                print!("{v:>12.2}");
+            } else {
+                // Nothing measured: no posting of the window was ever fetched.
+                print!("{:>12}", "-");
+            }
         }
         println!("{fpd:>16.3}");
     }

@@ -23,6 +23,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json = dir.path().join("days.json");
+    let svg = dir.path().join("days.svg");
     let o = coordinator(&[
         "replay",
         "--trace",
@@ -31,6 +32,8 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         "7",
         "--json",
         json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -69,6 +72,67 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         ratio < 1.08,
         "live / offline on days 7-15: {ratio:.3}\n{stdout}"
     );
+    // The peers' schedulers ran beside it, each with its defaults and tuned to the live
+    // run's fetches; the live system beats the best tuned one on days 7-15.
+    let peers = days[0]["peers"].as_array().unwrap();
+    assert_eq!(peers.len(), 14, "{stdout}");
+    let peer_delay = |label: &str| -> f64 {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for d in &days[7..] {
+            let r = d["peers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p[0] == label)
+                .unwrap_or_else(|| panic!("{label} missing\n{stdout}"));
+            let p = r[1]["postings"].as_f64().unwrap();
+            sum += r[1]["avg_delay_min"].as_f64().unwrap() * p;
+            n += p;
+        }
+        sum / n
+    };
+    let best = peers
+        .iter()
+        .map(|p| p[0].as_str().unwrap())
+        .filter(|l| l.ends_with("(tuned)"))
+        .map(peer_delay)
+        .fold(f64::INFINITY, f64::min);
+    let live = per_posting("live");
+    assert!(
+        live < 0.9 * best,
+        "live {live:.1} against the best tuned peer {best:.1} on days 7-15\n{stdout}"
+    );
+    let live_fetches: f64 = days
+        .iter()
+        .map(|d| d["live"]["fetches"].as_f64().unwrap())
+        .sum();
+    for p in peers
+        .iter()
+        .filter(|p| p[0].as_str().unwrap().ends_with("(tuned)"))
+    {
+        let label = p[0].as_str().unwrap();
+        let fetches: f64 = days
+            .iter()
+            .map(|d| {
+                let r = d["peers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|q| q[0] == label)
+                    .unwrap();
+                r[1]["fetches"].as_f64().unwrap()
+            })
+            .sum();
+        assert!(
+            fetches <= live_fetches && fetches >= 0.97 * live_fetches,
+            "{label}: {fetches} fetches against the live {live_fetches}\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("kairos / best tuned peer"), "{stdout}");
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg") && picture.contains("Kairos (live)"));
+    assert!(picture.contains("commafeed (tuned)"));
+
     // Postings lost to the 20-item documents are counted per plan: uniform polling loses
     // some on this trace's busiest feeds; the live plan's document floors keep nearly all.
     let lost = |k: &str| -> u64 {
