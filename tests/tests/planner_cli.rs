@@ -266,7 +266,7 @@ fn missing_files_and_impossible_budgets_are_errors() {
     let o = plan_on(&dir, &["--budget", "1"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("below the 2.000 the per-feed minimums need"),
+        stderr(&o).contains("below what --min-fetches-per-day 1 needs for 2 feeds (2.0 a day)"),
         "{}",
         stderr(&o)
     );
