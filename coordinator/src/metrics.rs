@@ -98,6 +98,9 @@ pub const PLAN_EXPECTED_DELAY_SECONDS: &str = "kairos_plan_expected_delay_second
 pub const PLAN_FEEDS_RESOLVED: &str = "kairos_plan_feeds_resolved";
 /// Gauge: fetches per day of the budget the plan could not place (host caps, no value).
 pub const PLAN_UNSPENT_FETCHES: &str = "kairos_plan_unspent_fetches_per_day";
+/// Gauge: share of the daily budget the current plan spends (below 1 when the UTC day's
+/// fetches so far, first-sight fetches included, spent the rest).
+pub const PLAN_BUDGET_SHARE: &str = "kairos_plan_budget_share";
 /// Gauge: hosts planned up to their politeness cap.
 pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
 /// Counter: fetches whose document held only new items after an earlier fetch.
@@ -291,6 +294,10 @@ pub fn describe() {
     describe_gauge!(
         PLAN_UNSPENT_FETCHES,
         "Fetches per day of the budget the current plan leaves unplaced (hosts at their cap, or no fetch with value)."
+    );
+    describe_gauge!(
+        PLAN_BUDGET_SHARE,
+        "Share of the daily budget the current plan spends: below 1 while the UTC day's fetches so far (first-sight fetches included) have spent the rest."
     );
     describe_gauge!(
         PLAN_HOSTS_AT_CAP,
@@ -495,6 +502,7 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
     gauge!(PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
     gauge!(PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
+    gauge!(PLAN_BUDGET_SHARE).set(p.budget_share);
     gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
     gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
     gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);

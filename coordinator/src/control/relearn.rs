@@ -236,8 +236,11 @@ pub struct PlanOutcome {
     pub expected_cost: f64,
     /// Planned fetches per day.
     pub fetches_per_day: f64,
-    /// Budget per day.
+    /// Budget per day, as configured.
     pub budget_per_day: f64,
+    /// Share of it this round planned with (below 1 when the day's fetches so far spent
+    /// the rest).
+    pub budget_share: f64,
     /// Feeds whose model changed and were re-solved (all of them on a fresh solve).
     pub resolved: usize,
     /// Whether this round solved from scratch.
@@ -327,6 +330,8 @@ struct Last {
     models: Vec<FeedModel>,
     state: PlanState,
     caps: HashMap<u32, f64>,
+    /// The budget (fetches per period) it was planned with.
+    budget: f64,
 }
 
 /// Plans round after round, re-solving only what changed under the optimal policy.
@@ -336,7 +341,13 @@ pub struct Replanner {
     /// Shared with readers (Admin's plan inspection) without copying or locking the
     /// replanner: a round publishes a new map, readers keep the one they took.
     view: Arc<HashMap<String, (FeedModel, FeedPlan)>>,
+    /// Share of the configured budget the next round plans with ([`Self::set_budget_share`]).
+    budget_share: f64,
 }
+
+/// The smallest share of its budget a round plans with: a day whose budget is spent
+/// already still keeps the minimums' schedule in shape for the next day.
+pub const MIN_BUDGET_SHARE: f64 = 0.02;
 
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
 const MODEL_TOLERANCE: f64 = 0.1;
@@ -369,7 +380,19 @@ impl Replanner {
             settings,
             last: None,
             view: Arc::default(),
+            budget_share: 1.0,
         }
+    }
+
+    /// Plans the next rounds with `share` (clamped to [[`MIN_BUDGET_SHARE`], 1]) of the
+    /// configured budget: what the day's fetches so far left of it (see
+    /// `hub::rounds::day_budget_share`). The outcome still reports the configured budget.
+    pub fn set_budget_share(&mut self, share: f64) {
+        self.budget_share = if share.is_finite() {
+            share.clamp(MIN_BUDGET_SHARE, 1.0)
+        } else {
+            1.0
+        };
     }
 
     /// Replaces the settings; the next round solves afresh.
@@ -413,6 +436,13 @@ impl Replanner {
         host_caps: HashMap<u32, f64>,
     ) -> Result<PlanOutcome, AllocError> {
         let mut cfg = self.settings.plan_config(feeds.len());
+        let configured_budget = cfg.budget;
+        // Never below what the configured minimums need: that plan could not be made.
+        let minimums = feeds.len() as f64 * level_rate(self.settings.levels().0);
+        cfg.budget = (configured_budget * self.budget_share)
+            .max(minimums)
+            .min(configured_budget);
+        let share = cfg.budget / configured_budget;
         let days = self.settings.days_per_period();
         for (h, cap) in &host_caps {
             let cap = cap * days;
@@ -448,7 +478,8 @@ impl Replanner {
                             *m = last.models[i].clone();
                         }
                     }
-                    if !changed.is_empty() {
+                    // A budget share that moved re-runs the allocation even when no model did.
+                    if !changed.is_empty() || last.budget != cfg.budget {
                         planner::replan(&models, &cfg, &mut last.state, &changed)?;
                     }
                     let plan = last.state.plan().clone();
@@ -458,6 +489,7 @@ impl Replanner {
                         models,
                         state: last.state,
                         caps: host_caps,
+                        budget: cfg.budget,
                     });
                     (plan, n, false)
                 }
@@ -469,6 +501,7 @@ impl Replanner {
                         models,
                         state,
                         caps: host_caps,
+                        budget: cfg.budget,
                     });
                     (plan, feeds.len(), true)
                 }
@@ -511,7 +544,8 @@ impl Replanner {
             specs,
             expected_cost: plan.expected_cost / days,
             fetches_per_day: plan.fetches_per_period / days,
-            budget_per_day: cfg.budget / days,
+            budget_per_day: configured_budget / days,
+            budget_share: share,
             resolved,
             fresh,
             host_limited,

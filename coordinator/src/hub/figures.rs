@@ -37,8 +37,29 @@ pub struct Totals {
     pub bytes: u64,
     /// Planning rounds.
     pub plans: u64,
+    /// Fetches counted against the budget since this coordinator's first fetch.
+    pub ledger: Ledger,
     /// The last plan's figures.
     pub last_plan: Option<PlanFigures>,
+}
+
+/// Fetches made since the first one this coordinator counted: what the budget has paid
+/// for so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Ledger {
+    /// Start of the first fetch counted, Unix ms (`None` before any).
+    pub since_ms: Option<i64>,
+    /// Fetches counted.
+    pub fetches: u64,
+}
+
+impl Ledger {
+    /// Counts a fetch started at `started_ms`.
+    pub fn add(&mut self, started_ms: i64) {
+        let since = self.since_ms.get_or_insert(started_ms);
+        *since = (*since).min(started_ms);
+        self.fetches += 1;
+    }
 }
 
 /// The last plan, as reported.
@@ -58,6 +79,8 @@ pub struct PlanFigures {
     pub solve_seconds: f64,
     /// Fetches per day of the budget left unplaced.
     pub unspent_per_day: f64,
+    /// Share of the daily budget the plan spends (see `kairos_plan_budget_share`).
+    pub budget_share: f64,
     /// Hosts planned up to their cap.
     pub hosts_at_cap: usize,
     /// Fetches per day one host can take, if capped.

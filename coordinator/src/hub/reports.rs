@@ -301,6 +301,7 @@ impl State {
             }
             let label = outcome_label(r.outcome);
             t.fetches += 1;
+            t.ledger.add(r.started_unix_ms);
             *t.outcomes.entry(label.to_string()).or_default() += 1;
             *t.fetches_per_feed.entry(r.feed_id.clone()).or_default() += 1;
             if matches!(label, "ok" | "not_modified") {

@@ -7,7 +7,7 @@
 //! while 100k feeds are planned.
 
 use super::actor::{panic_text, Parked, State};
-use super::figures::warn_unspent;
+use super::figures::{warn_unspent, Ledger};
 use super::health::FeedBounds;
 use super::{health, Hub, PlanFigures, PlanView, DAY_MS};
 use crate::control::cluster::Prepared;
@@ -101,7 +101,7 @@ impl<B: KvBackend> Hub<B> {
         };
         // Everything the solve reads, taken in one short message: the states are shared by
         // pointer, the cluster's owners likewise, throttles and limits are small.
-        let (states, (generation, settings), (throttles, limits), shard, old_subs) = self
+        let (states, (generation, settings), (throttles, limits), shard, old_subs, ledger) = self
             .actor
             .call(move |s| {
                 (
@@ -111,6 +111,7 @@ impl<B: KvBackend> Hub<B> {
                     s.cluster.shard_view(),
                     // Freed here, not on the actor.
                     std::mem::replace(&mut s.subscribers, subs),
+                    s.totals.ledger,
                 )
             })
             .await;
@@ -163,6 +164,12 @@ impl<B: KvBackend> Hub<B> {
                     relearn::models(&feeds, &states, &access_bins, now, r.settings());
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
+                // Feeds with no state yet get a first fetch at sight, off the plan: it is
+                // paid from the budget like the fetches already made.
+                let pending = feeds.iter().filter(|f| !states.contains_key(&f.id)).count();
+                let per_day =
+                    r.settings().plan_config(feeds.len()).budget / r.settings().days_per_period();
+                r.set_budget_share(budget_share(now, ledger, pending, per_day));
                 let mut outcome = r.plan_with_caps(&feeds, models, caps)?;
                 let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
                 let figures = figures_of(&outcome, &counts, r.settings(), &states, now, started);
@@ -397,6 +404,7 @@ fn figures_of(
         resolved: outcome.resolved,
         solve_seconds: started.elapsed().as_secs_f64(),
         unspent_per_day: outcome.host_limited.unspent_per_day,
+        budget_share: outcome.budget_share,
         hosts_at_cap: outcome.host_limited.hosts_at_cap,
         host_cap_per_day: settings.host_fetches_per_day,
         capacity_floors: counts.capacity_floors,
@@ -406,9 +414,118 @@ fn figures_of(
     }
 }
 
+/// The share of the daily budget a round at `now_ms` plans with, so that the fetches made
+/// (`ledger`) and the first-sight fetches still to come (`pending`) do not run ahead of the
+/// budget earned since the first fetch: what they spent beyond it is paid back over the
+/// next [`PAYBACK_DAYS`] days, at the rate the plan gives up. 1 when nothing is overspent (the plan never
+/// spends above its budget to make up for fetches not made); the replanner keeps it at or
+/// above what the minimums need.
+pub(crate) fn budget_share(now_ms: i64, ledger: Ledger, pending: usize, per_day: f64) -> f64 {
+    if per_day.is_nan() || per_day <= 0.0 {
+        return 1.0;
+    }
+    let since = ledger.since_ms.unwrap_or(now_ms).min(now_ms);
+    let earned = per_day * (now_ms - since) as f64 / DAY_MS as f64;
+    let ahead = ledger.fetches as f64 + pending as f64 - earned;
+    (1.0 - ahead / (PAYBACK_DAYS * per_day)).clamp(0.0, 1.0)
+}
+
+/// Days over which fetches made ahead of the budget are paid back. A single day made the
+/// plan swing: a sparse plan followed by a dense one finds many feeds a whole gap overdue,
+/// and their catch-ups overspend again (on `real-commits` at one fetch a day, day 1 spent
+/// 127% of its budget after day 0's first-sight fetches were paid back).
+pub(crate) const PAYBACK_DAYS: f64 = 3.0;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetches_ahead_of_the_budget_are_paid_back_over_the_next_days() {
+        let day = DAY_MS;
+        // Nothing fetched yet, 100 feeds to see at a budget of 100 a day: the first-sight
+        // fetches are a whole day's budget, paid back over three days.
+        let none = Ledger::default();
+        let s = budget_share(0, none, 100, 100.0);
+        assert!((s - (1.0 - 1.0 / PAYBACK_DAYS)).abs() < 1e-12, "{s}");
+        // On budget: the whole budget.
+        let mut l = Ledger::default();
+        for i in 0..100 {
+            l.add(i * day / 100);
+        }
+        assert_eq!(l.since_ms, Some(0));
+        assert_eq!(l.fetches, 100);
+        assert_eq!(budget_share(day, l, 0, 100.0), 1.0);
+        // Behind the budget: never more than the budget (no catching up above it).
+        assert_eq!(budget_share(2 * day, l, 0, 100.0), 1.0);
+        // 150 ahead at 100 a day, paid back over three days: half the budget.
+        for _ in 0..150 {
+            l.add(day / 2);
+        }
+        assert!((budget_share(day, l, 0, 100.0) - 0.5).abs() < 1e-12);
+        // Far ahead: 0 here; the replanner keeps what the minimums need.
+        assert_eq!(budget_share(day, l, 10_000, 100.0), 0.0);
+        // A budget that is not a positive number leaves the plan alone.
+        assert_eq!(budget_share(day, l, 0, f64::NAN), 1.0);
+        assert_eq!(budget_share(day, l, 0, 0.0), 1.0);
+        // A fetch reported with an earlier start moves the ledger's start back.
+        l.add(-day);
+        assert_eq!(l.since_ms, Some(-day));
+    }
+
+    #[test]
+    fn a_reduced_share_keeps_the_minimums_and_reports_the_configured_budget() {
+        let feeds: Vec<FeedRecord> = (0..20)
+            .map(|i| FeedRecord {
+                id: format!("f{i}"),
+                url: format!("http://h{i}.test/feed"),
+                host: format!("h{i}.test"),
+                weight: 1.0,
+            })
+            .collect();
+        let model = crate::plan::planner::FeedModel {
+            weight: 1.0,
+            post_bins: vec![0.5; 24],
+            access_bins: vec![0.0; 24],
+            min_level: crate::plan::alloc::ceil_level(1.0 / 7.0),
+            max_level: 96,
+            host: None,
+        };
+        let mut r = Replanner::new(PlannerSettings {
+            slots: 96,
+            ..PlannerSettings::default()
+        });
+        let full = r
+            .plan_with_caps(&feeds, vec![model.clone(); 20], HashMap::new())
+            .unwrap();
+        assert!(
+            (full.fetches_per_day - 80.0).abs() < 1.0,
+            "{}",
+            full.fetches_per_day
+        );
+        r.set_budget_share(0.5);
+        let half = r
+            .plan_with_caps(&feeds, vec![model.clone(); 20], HashMap::new())
+            .unwrap();
+        assert!(
+            (half.fetches_per_day - 40.0).abs() < 1.0,
+            "{}",
+            half.fetches_per_day
+        );
+        assert_eq!(half.budget_per_day, 80.0);
+        assert_eq!(half.budget_share, 0.5);
+        // Below the minimums (20 feeds once a week): held at them.
+        r.set_budget_share(0.0);
+        let low = r
+            .plan_with_caps(&feeds, vec![model; 20], HashMap::new())
+            .unwrap();
+        assert!(
+            (low.budget_share - 20.0 / 7.0 / 80.0).abs() < 1e-9,
+            "{}",
+            low.budget_share
+        );
+        assert!(low.fetches_per_day <= 20.0 / 7.0 + 1e-9);
+    }
 
     #[test]
     fn a_planner_panic_is_an_error_of_the_round_and_leaves_a_usable_replanner() {
