@@ -40,7 +40,7 @@ pub struct LivePlanArgs {
     #[arg(long, default_value_t = 1440)]
     pub slots: usize,
     /// Days of observations a model learns from.
-    #[arg(long, default_value_t = 14.0)]
+    #[arg(long, default_value_t = PlannerSettings::default().window_days)]
     pub window_days: f64,
     /// Pseudo-days of the pooled hourly pattern added to each feed's observations (higher:
     /// steadier, slower to specialise).

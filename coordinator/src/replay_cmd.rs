@@ -62,6 +62,9 @@ pub struct ReplayArgs {
     /// Share of the budget above the minimums that exploring feeds may take.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
     explore_share: f64,
+    /// Days of observations the live models learn from.
+    #[arg(long, default_value_t = PlannerSettings::default().window_days)]
+    window_days: f64,
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
@@ -161,6 +164,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,
         explore_share: a.explore_share,
+        window_days: a.window_days,
         ..PlannerSettings::default()
     };
     planner.validate().map_err(anyhow::Error::msg)?;
