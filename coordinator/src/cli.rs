@@ -195,11 +195,12 @@ struct Common {
     /// most recently active first); 0 turns exploration off.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
     explore_share: f64,
-    /// Which learner builds the models: `offline` (this command's own, with smoothing and
-    /// shrinkage tuned on held-out days) or `live` (the live relearner's rules, as `serve`
-    /// and `replay` learn; `--shrinkage` is then in pseudo-days, `auto` choosing it on
-    /// held-out days as live, and smoothing is linear, as live).
-    #[arg(long, value_enum, default_value = "offline")]
+    /// Which learner builds the models: `live` (the default: the live relearner's rules, as
+    /// `serve` and `replay` learn; `--shrinkage` is then in pseudo-days, `auto` choosing it
+    /// on held-out days as live, and smoothing is linear, as live) or `offline` (the papers'
+    /// reproduction: pseudo-postings toward the pooled shape, smoothing and shrinkage tuned
+    /// on held-out days).
+    #[arg(long, value_enum, default_value = "live")]
     learner: LearnerArg,
 }
 
