@@ -69,6 +69,7 @@ pub fn run_peers(
         duration,
         document_items,
         knobs: Knobs::DEFAULT,
+        max_fetches: None,
     };
     let from = if score_from < duration {
         score_from

@@ -98,6 +98,9 @@ pub struct PeerRun {
     pub document_items: usize,
     /// Multipliers on the rule's settings.
     pub knobs: Knobs,
+    /// Stop once the run has made more fetches than this: a tuning probe whose settings
+    /// fetch every second would otherwise fill memory with billions of fetch times.
+    pub max_fetches: Option<u64>,
 }
 
 /// A peer's fetch times per feed (seconds from the trace start, ascending).
@@ -109,11 +112,12 @@ pub fn run(trace: &Trace, peer: Peer, cfg: &PeerRun) -> Vec<Vec<f64>> {
             subscribers[f as usize] += 1;
         }
     }
+    let made = std::sync::atomic::AtomicU64::new(0);
     (0..n)
         .into_par_iter()
         .map(|f| {
             let first = f as f64 * 60.0 / n.max(1) as f64;
-            one_feed(&trace.postings[f], subscribers[f], f, first, peer, cfg)
+            one_feed(&trace.postings[f], subscribers[f], f, first, peer, cfg, &made)
         })
         .collect()
 }
@@ -126,7 +130,10 @@ fn one_feed(
     first: f64,
     peer: Peer,
     cfg: &PeerRun,
+    made: &std::sync::atomic::AtomicU64,
 ) -> Vec<f64> {
+    use std::sync::atomic::Ordering;
+    let cap = cfg.max_fetches.unwrap_or(u64::MAX);
     let items = cfg.document_items.max(1);
     let mut log = Vec::new();
     let mut stored: Vec<f64> = Vec::new();
@@ -136,6 +143,10 @@ fn one_feed(
     let mut t = first;
     let mut k = 0u64;
     while t < cfg.duration {
+        // Counted in batches, so the shared counter is not touched on every fetch.
+        if log.len() % 1024 == 1023 && made.fetch_add(1024, Ordering::Relaxed) > cap {
+            break;
+        }
         log.push(t);
         let upto = posts.partition_point(|&p| p <= t);
         let from = upto.saturating_sub(items);
@@ -202,8 +213,18 @@ pub fn tune(
     target: u64,
     score: &(dyn Fn(&[Vec<f64>]) -> f64 + Sync),
 ) -> Tuned {
+    // A probe past twice the target is cut short: it only has to say "too many".
+    let cap = target.saturating_mul(2).saturating_add(10_000);
     let at = |knobs: Knobs| {
-        let log = run(trace, peer, &PeerRun { knobs, ..*base });
+        let log = run(
+            trace,
+            peer,
+            &PeerRun {
+                knobs,
+                max_fetches: Some(cap),
+                ..*base
+            },
+        );
         let fetches = fetch_count(&log);
         (knobs, log, fetches)
     };

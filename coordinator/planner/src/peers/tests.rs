@@ -203,6 +203,7 @@ fn a_run_fetches_every_feed_at_sight_and_never_past_the_end() {
         duration: 6.0 * D,
         document_items: 20,
         knobs: Knobs::DEFAULT,
+        max_fetches: None,
     };
     for peer in Peer::ALL {
         let log = run(&trace, peer, &cfg);
@@ -216,6 +217,18 @@ fn a_run_fetches_every_feed_at_sight_and_never_past_the_end() {
     // Round robin at its default: every hour, 144 fetches per feed in 6 days.
     let rr = run(&trace, Peer::MinifluxRoundRobin, &cfg);
     assert_eq!(fetch_count(&rr), 60 * 144);
+    // A capped run stops soon after the cap.
+    let capped = run(
+        &trace,
+        Peer::MinifluxRoundRobin,
+        &PeerRun {
+            knobs: Knobs::uniform(0.001),
+            max_fetches: Some(5_000),
+            ..cfg
+        },
+    );
+    let made = fetch_count(&capped);
+    assert!(made > 5_000 && made < 5_000 + 60 * 2_048, "{made}");
     // Deterministic: the same run twice gives the same log.
     assert_eq!(
         run(&trace, Peer::NewsBlur, &cfg),
@@ -230,6 +243,7 @@ fn tuning_spends_the_budget_without_passing_it() {
         duration: 6.0 * D,
         document_items: 20,
         knobs: Knobs::DEFAULT,
+        max_fetches: None,
     };
     let target = 60 * 6 * 4;
     for peer in Peer::ALL {
