@@ -117,7 +117,15 @@ pub fn run(trace: &Trace, peer: Peer, cfg: &PeerRun) -> Vec<Vec<f64>> {
         .into_par_iter()
         .map(|f| {
             let first = f as f64 * 60.0 / n.max(1) as f64;
-            one_feed(&trace.postings[f], subscribers[f], f, first, peer, cfg, &made)
+            one_feed(
+                &trace.postings[f],
+                subscribers[f],
+                f,
+                first,
+                peer,
+                cfg,
+                &made,
+            )
         })
         .collect()
 }
