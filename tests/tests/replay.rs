@@ -48,7 +48,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         .map(|d| d["live"]["fetches"].as_f64().unwrap())
         .sum();
     assert!(
-        total <= 1.005 * 16.0 * 1200.0 && total >= 0.98 * 16.0 * 1200.0,
+        (0.98 * 16.0 * 1200.0..=1.005 * 16.0 * 1200.0).contains(&total),
         "{total} fetches in 16 days\n{stdout}"
     );
     for d in &days[1..] {
@@ -56,7 +56,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         // Neither lost nor exceeded by replans, day by day.
         let fetches = d["live"]["fetches"].as_f64().unwrap();
         assert!(
-            fetches <= 1.05 * 1200.0 && fetches >= 0.85 * 1200.0,
+            (0.85 * 1200.0..=1.05 * 1200.0).contains(&fetches),
             "day {day}: {fetches} fetches\n{stdout}"
         );
         // Below 0.75× uniform polling from the second day (0.8 on the first full day).
@@ -134,7 +134,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
             })
             .sum();
         assert!(
-            fetches <= live_fetches && fetches >= 0.97 * live_fetches,
+            (0.97 * live_fetches..=live_fetches).contains(&fetches),
             "{label}: {fetches} fetches against the live {live_fetches}\n{stdout}"
         );
     }
