@@ -18,6 +18,8 @@ use std::collections::VecDeque;
 pub const RECENT_ITEMS: usize = 256;
 /// Posting times remembered per feed for learning.
 pub const MAX_OBSERVATIONS: usize = 4096;
+/// Back-dated new items one fetch may always count (see [`FeedState::observe`]).
+pub const BACKDATED_MIN: usize = 5;
 
 /// One fetch as the coordinator learns from it.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +49,9 @@ pub struct Observed {
     /// Whether every item of the document was new after an earlier answered fetch: postings
     /// may have scrolled off the document between the two fetches.
     pub overflowed: bool,
+    /// New items dated before the previous fetch beyond what one fetch may count (a flood
+    /// of back-dated items): stored, but not counted as postings of the interval.
+    pub backdated_ignored: usize,
 }
 
 /// Runtime and learned state of one feed.
@@ -73,6 +78,10 @@ pub struct FeedState {
     pub spread_ms: VecDeque<(i64, i64)>,
     /// Answered fetches.
     pub fetches: u64,
+    /// New items counted per answered fetch, a moving average (weight 0.1 on the latest):
+    /// what bounds a flood of back-dated items.
+    #[serde(default)]
+    pub usual_new: f32,
     /// Most items one document of the feed has held (0 until known).
     #[serde(default)]
     pub doc_capacity: u32,
@@ -162,6 +171,12 @@ impl FeedState {
         }
         let mut times = Vec::with_capacity(o.new_items.len());
         let mut spread = Vec::new();
+        // New items dated before the previous fetch claim to be older than what was seen
+        // then: a few are late publications, a flood of them is an import or a re-dated
+        // archive. At most twice the feed's usual new items per fetch (5 at least) count.
+        let mut backdated_left = (2.0 * self.usual_new as f64)
+            .ceil()
+            .max(BACKDATED_MIN as f64) as usize;
         for &(id, published) in &o.new_items {
             self.recent_items.push_back(id);
             let trusted = matches!((previous, published),
@@ -176,6 +191,14 @@ impl FeedState {
                         times.push(p);
                     }
                 }
+                (Some(p), Some(prev)) if p <= prev => {
+                    if backdated_left > 0 {
+                        backdated_left -= 1;
+                        spread.push((prev.max(window_start), o.finished_ms));
+                    } else {
+                        out.backdated_ignored += 1;
+                    }
+                }
                 (_, Some(prev)) => spread.push((prev.max(window_start), o.finished_ms)),
                 // Undated history of a first document: no interval to place it in.
                 (_, None) => {}
@@ -184,6 +207,12 @@ impl FeedState {
         while self.recent_items.len() > RECENT_ITEMS {
             self.recent_items.pop_front();
         }
+        let counted = (times.len() + spread.len()) as f32;
+        self.usual_new = if previous.is_none() {
+            counted
+        } else {
+            0.9 * self.usual_new + 0.1 * counted
+        };
         if self.observed_since_ms.is_none() {
             // The first document shows history back to its oldest dated item (clamped to
             // the window below).

@@ -446,4 +446,106 @@ mod tests {
         assert_eq!(days[1].count, 1.5);
         assert_eq!(days[2].count, 0.5);
     }
+
+    /// Bad input from publishers: every model stays finite and sensible, and no single
+    /// feed takes the budget (docs/PLANNER.md, "What bad input does to a model").
+    #[test]
+    fn bad_dates_bursts_and_back_dated_floods_give_finite_rates_and_no_budget_swing() {
+        let window = 28 * DAY_MS;
+        let start = 20_000 * DAY_MS;
+        let year = 365 * DAY_MS;
+        // Feed 0..40 normal; then: undated, future-dated, dated 1970, a flood of 1,000
+        // back-dated items on day 20, one posting in the whole time, 500 in one hour.
+        let kinds = ["undated", "future", "epoch", "flood", "yearly", "burst"];
+        let feeds: Vec<FeedRecord> = (0..40 + kinds.len()).map(feed).collect();
+        let mut states: HashMap<String, FeedState> = HashMap::new();
+        for (f, rec) in feeds.iter().enumerate() {
+            let kind = f.checked_sub(40).map(|k| kinds[k]);
+            let mut st = FeedState::default();
+            let mut id = (f as u64) << 32;
+            for d in 0..28i64 {
+                let fetch = start + d * DAY_MS + 12 * H;
+                let mut items: Vec<(u64, Option<i64>)> = Vec::new();
+                let mut push = |items: &mut Vec<(u64, Option<i64>)>, t: Option<i64>| {
+                    id += 1;
+                    items.push((id, t));
+                };
+                for k in 0..2 {
+                    let at = fetch - (3 + 8 * k) * H;
+                    match kind {
+                        None | Some("flood") => push(&mut items, Some(at)),
+                        Some("undated") => push(&mut items, None),
+                        Some("future") => push(&mut items, Some(at + 10 * year)),
+                        Some("epoch") => push(&mut items, Some(0)),
+                        _ => {}
+                    }
+                }
+                match kind {
+                    Some("flood") if d == 20 => {
+                        for k in 0..1_000 {
+                            push(&mut items, Some(fetch - year + k * 60_000));
+                        }
+                    }
+                    Some("yearly") if d == 3 => push(&mut items, Some(fetch - H)),
+                    Some("burst") if d == 25 => {
+                        for k in 0..500 {
+                            push(&mut items, Some(fetch - 2 * H + k * 7_000));
+                        }
+                    }
+                    _ => {}
+                }
+                st.observe(
+                    &FetchObservation {
+                        finished_ms: fetch,
+                        answered: true,
+                        new_items: items,
+                        items_in_document: 20,
+                        ..Default::default()
+                    },
+                    window,
+                );
+            }
+            states.insert(rec.id.clone(), st);
+        }
+        let now = start + 27 * DAY_MS + 13 * H;
+        let s = PlannerSettings {
+            budget: crate::control::relearn::Budget::PerFeedPerDay(1.0),
+            slots: 288,
+            ..PlannerSettings::default()
+        };
+        let (learned, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        let rate = |i: usize| learned[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
+        for (i, m) in learned.iter().enumerate() {
+            assert!(
+                m.post_bins.iter().all(|b| b.is_finite() && *b >= 0.0),
+                "feed {i}: {:?}",
+                m.post_bins
+            );
+        }
+        let normal = rate(0);
+        assert!((normal - 2.0).abs() < 0.4, "{normal}");
+        // Undated, future and 1970 dates: counted between fetches, at the same rate.
+        for k in 0..3 {
+            let r = rate(40 + k);
+            assert!(
+                (r / normal - 1.0).abs() < 0.25,
+                "{}: {r} vs {normal}",
+                kinds[k]
+            );
+        }
+        // The flood counts in the interval it appeared in: a high rate, but finite.
+        let flood = rate(43);
+        assert!(flood > normal && flood < 60.0, "{flood}");
+        // One posting in the whole time: well below the typical feed.
+        assert!(rate(44) < 0.5 * normal, "{}", rate(44));
+        // 500 in an hour: a high, finite rate.
+        assert!(rate(45) > normal && rate(45) < 30.0, "{}", rate(45));
+        // The plan: no feed takes more than a tenth of the budget.
+        let out = Replanner::new(s.clone()).plan(&feeds, learned).unwrap();
+        let budget = out.budget_per_day;
+        for (id, spec) in &out.specs {
+            let per_day = spec.offsets_seconds.len() as f64 / (spec.period_seconds / 86_400.0);
+            assert!(per_day <= 0.1 * budget, "{id}: {per_day} of {budget}");
+        }
+    }
 }
