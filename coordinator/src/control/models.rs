@@ -525,13 +525,9 @@ mod tests {
         let normal = rate(0);
         assert!((normal - 2.0).abs() < 0.4, "{normal}");
         // Undated, future and 1970 dates: counted between fetches, at the same rate.
-        for k in 0..3 {
+        for (k, kind) in kinds.iter().enumerate().take(3) {
             let r = rate(40 + k);
-            assert!(
-                (r / normal - 1.0).abs() < 0.25,
-                "{}: {r} vs {normal}",
-                kinds[k]
-            );
+            assert!((r / normal - 1.0).abs() < 0.25, "{kind}: {r} vs {normal}");
         }
         // The flood counts in the interval it appeared in: a high rate, but finite.
         let flood = rate(43);
