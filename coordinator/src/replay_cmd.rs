@@ -547,7 +547,7 @@ fn print_windows(
     for &w in &windows {
         print!("{:>12}", name(w));
     }
-    println!("{:>16}", "fetches/feed/day");
+    println!(" {:>15}", "fetches/feed/day");
     for (label, figures, fpd) in &table {
         print!("{label:<36}");
         for v in figures {
@@ -558,7 +558,12 @@ fn print_windows(
                 print!("{:>12}", "-");
             }
         }
-        println!("{fpd:>16.3}");
+        if fpd.is_finite() {
+            println!("{fpd:>16.3}");
+        } else {
+            // The offline reference is a plan per day, not a run: its fetches are each day's.
+            println!("{:>16}", "-");
+        }
     }
     // Kairos against the best tuned peer in each window.
     print!("{:<36}", "kairos / best tuned peer");
