@@ -86,17 +86,22 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
     // run's fetches; the live system beats the best tuned one on days 7-15.
     let peers = days[0]["peers"].as_array().unwrap();
     assert_eq!(peers.len(), 14, "{stdout}");
+    // One peer's figures on one day.
+    let peer_day = |d: &serde_json::Value, label: &str| -> serde_json::Value {
+        d["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == label)
+            .unwrap_or_else(|| panic!("{label} missing\n{stdout}"))[1]
+            .clone()
+    };
     let peer_delay = |label: &str| -> f64 {
         let (mut sum, mut n) = (0.0, 0.0);
         for d in &days[7..] {
-            let r = d["peers"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p[0] == label)
-                .unwrap_or_else(|| panic!("{label} missing\n{stdout}"));
-            let p = r[1]["postings"].as_f64().unwrap();
-            sum += r[1]["avg_delay_min"].as_f64().unwrap() * p;
+            let r = peer_day(d, label);
+            let p = r["postings"].as_f64().unwrap();
+            sum += r["avg_delay_min"].as_f64().unwrap() * p;
             n += p;
         }
         sum / n
@@ -112,10 +117,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         live < 0.9 * best,
         "live {live:.1} against the best tuned peer {best:.1} on days 7-15\n{stdout}"
     );
-    let live_fetches: f64 = days
-        .iter()
-        .map(|d| d["live"]["fetches"].as_f64().unwrap())
-        .sum();
+    let live_fetches = total;
     for p in peers
         .iter()
         .filter(|p| p[0].as_str().unwrap().ends_with("(tuned)"))
@@ -123,15 +125,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         let label = p[0].as_str().unwrap();
         let fetches: f64 = days
             .iter()
-            .map(|d| {
-                let r = d["peers"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|q| q[0] == label)
-                    .unwrap();
-                r[1]["fetches"].as_f64().unwrap()
-            })
+            .map(|d| peer_day(d, label)["fetches"].as_f64().unwrap())
             .sum();
         assert!(
             (0.97 * live_fetches..=live_fetches).contains(&fetches),

@@ -348,8 +348,8 @@ pub struct Replanner {
     budget_share: f64,
 }
 
-/// The smallest share of its budget a round plans with: a day whose budget is spent
-/// already still keeps the minimums' schedule in shape for the next day.
+/// The smallest share of its budget a round plans with, however far ahead the fetches
+/// made have run.
 pub const MIN_BUDGET_SHARE: f64 = 0.02;
 
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
@@ -387,9 +387,10 @@ impl Replanner {
         }
     }
 
-    /// Plans the next rounds with `share` (clamped to [[`MIN_BUDGET_SHARE`], 1]) of the
-    /// configured budget: what the day's fetches so far left of it (see
-    /// `hub::rounds::day_budget_share`). The outcome still reports the configured budget.
+    /// Plans the next rounds with `share` (clamped to [[`MIN_BUDGET_SHARE`], 1], and never
+    /// below what the minimums need) of the configured budget: what is left after paying
+    /// back fetches made ahead of it (`hub::rounds::budget_share`). The outcome still
+    /// reports the configured budget.
     pub fn set_budget_share(&mut self, share: f64) {
         self.budget_share = if share.is_finite() {
             share.clamp(MIN_BUDGET_SHARE, 1.0)

@@ -196,15 +196,20 @@ fn small_trace() -> Trace {
     })
 }
 
-#[test]
-fn a_run_fetches_every_feed_at_sight_and_never_past_the_end() {
-    let trace = small_trace();
-    let cfg = PeerRun {
+/// Six days of [`small_trace`] with the shipped settings, 20-item documents, no cap.
+fn six_days() -> PeerRun {
+    PeerRun {
         duration: 6.0 * D,
         document_items: 20,
         knobs: Knobs::DEFAULT,
         max_fetches: None,
-    };
+    }
+}
+
+#[test]
+fn a_run_fetches_every_feed_at_sight_and_never_past_the_end() {
+    let trace = small_trace();
+    let cfg = six_days();
     for peer in Peer::ALL {
         let log = run(&trace, peer, &cfg);
         assert_eq!(log.len(), 60);
@@ -239,12 +244,7 @@ fn a_run_fetches_every_feed_at_sight_and_never_past_the_end() {
 #[test]
 fn tuning_spends_the_budget_without_passing_it() {
     let trace = small_trace();
-    let base = PeerRun {
-        duration: 6.0 * D,
-        document_items: 20,
-        knobs: Knobs::DEFAULT,
-        max_fetches: None,
-    };
+    let base = six_days();
     let target = 60 * 6 * 4;
     for peer in Peer::ALL {
         // Scored by the fetches' count, so the ratio kept is the one with the fewest.
