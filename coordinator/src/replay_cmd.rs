@@ -135,6 +135,23 @@ struct ScrolledOff {
 /// Runs the replay and prints the day-by-day table.
 pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let peer_list = parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
+    // Refused before the replay runs, not after it.
+    if let Some(p) = &a.plot {
+        if p.extension().and_then(|e| e.to_str()) != Some("svg") {
+            bail!(
+                "--plot writes SVG only: give a file name ending in .svg, not {}",
+                p.display()
+            );
+        }
+    }
+    // More than one fetch per slot cannot be planned (a budget of 1e308 ran without end).
+    if a.fetches_per_feed_per_day > a.slots as f64 {
+        bail!(
+            "--fetches-per-feed-per-day {} is more than one fetch per slot ({} slots a day)",
+            a.fetches_per_feed_per_day,
+            a.slots
+        );
+    }
     let fixed_shrinkage = match a.shrinkage_days.as_str() {
         "auto" => None,
         v => match v.parse::<f64>() {
