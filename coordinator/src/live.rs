@@ -42,6 +42,9 @@ pub struct LivePlanArgs {
     /// Days of observations a model learns from.
     #[arg(long, default_value_t = PlannerSettings::default().window_days)]
     pub window_days: f64,
+    /// Half-life of an observation's weight in the models, days (0: none).
+    #[arg(long, default_value_t = PlannerSettings::default().half_life_days)]
+    pub half_life_days: f64,
     /// Pseudo-days of the pooled hourly pattern added to each feed's observations (higher:
     /// steadier, slower to specialise).
     #[arg(long, default_value_t = PlannerSettings::default().shrinkage)]
@@ -130,6 +133,7 @@ impl LivePlanArgs {
             max_fetches_per_day: self.max_fetches_per_day,
             slots: self.slots,
             window_days: self.window_days,
+            half_life_days: self.half_life_days,
             shrinkage: self.shrinkage_days,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,

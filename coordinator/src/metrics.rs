@@ -148,6 +148,8 @@ pub const STALE_EPOCH_REPORTS_TOTAL: &str = "kairos_reports_stale_epoch_total";
 pub const FENCED_WRITES_TOTAL: &str = "kairos_fenced_writes_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
+/// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
+pub const PLAN_HALF_LIFE_DAYS: &str = "kairos_plan_half_life_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
 pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
 /// Gauge `shape`: on weekly plans, feeds by the weekly shape they learned.
@@ -408,6 +410,10 @@ pub fn describe() {
         "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
     );
     describe_gauge!(
+        PLAN_HALF_LIFE_DAYS,
+        "Half-life of the observations the live models learn from, days (0: every day alike), chosen on the last week's postings."
+    );
+    describe_gauge!(
         PLAN_HOST_CAP,
         "Fetches per day one host can take under the politeness gap (0: uncapped)."
     );
@@ -507,6 +513,7 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
     gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
     gauge!(PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
+    gauge!(PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
     if let Some(shapes) = p.week_shapes {
         for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
             .iter()

@@ -59,6 +59,8 @@ pub struct ReplayLog {
     pub hub_avg_delay_min: f64,
     /// Pseudo-days of shrinkage of the last replan of each simulated day.
     pub shrinkage_by_day: Vec<f64>,
+    /// Half-life (days; 0: none) of the last replan of each simulated day.
+    pub half_life_by_day: Vec<f64>,
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
     /// the replans of each simulated day: what the model promised, next to what happened.
     pub expected_delay_min_by_day: Vec<f64>,
@@ -167,6 +169,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 let day = (t / 86_400_000) as usize;
                 log.shrinkage_by_day.resize(day + 1, f64::NAN);
                 log.shrinkage_by_day[day] = p.shrinkage_days;
+                log.half_life_by_day.resize(day + 1, f64::NAN);
+                log.half_life_by_day[day] = p.half_life_days;
                 expected.resize(day + 1, (0.0, 0));
                 expected[day].0 += p.expected_delay_seconds / 60.0;
                 expected[day].1 += 1;

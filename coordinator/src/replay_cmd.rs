@@ -65,6 +65,10 @@ pub struct ReplayArgs {
     /// Days of observations the live models learn from.
     #[arg(long, default_value_t = PlannerSettings::default().window_days)]
     window_days: f64,
+    /// Half-life of an observation's weight in the live models, days: `auto` (chosen on the
+    /// last week's observations, as `serve` does) or a fixed number (0: none)
+    #[arg(long, default_value = "auto")]
+    half_life_days: String,
     /// Plan weekly (day-of-week factors) live.
     #[arg(long)]
     weekly: bool,
@@ -117,6 +121,8 @@ struct DayRow {
     offline: Realized,
     /// Pseudo-days of shrinkage of the live models at the day's last replan.
     shrinkage_days: Option<f64>,
+    /// Half-life of the live models' observations at the day's last replan, days (0: none).
+    half_life_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
@@ -159,6 +165,13 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             _ => bail!("--shrinkage-days must be `auto` or a positive number, got `{v}`"),
         },
     };
+    let fixed_half_life = match a.half_life_days.as_str() {
+        "auto" => None,
+        v => match v.parse::<f64>() {
+            Ok(x) if x >= 0.0 && x.is_finite() => Some(x),
+            _ => bail!("--half-life-days must be `auto` or a non-negative number, got `{v}`"),
+        },
+    };
     let trace =
         Trace::load(&a.trace).with_context(|| format!("loading trace {}", a.trace.display()))?;
     let trace_days = (trace.end_ts / DAY).ceil() as usize;
@@ -182,6 +195,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         explore_min_postings: a.explore_min_postings,
         explore_share: a.explore_share,
         window_days: a.window_days,
+        half_life_days: fixed_half_life.unwrap_or(PlannerSettings::default().half_life_days),
+        tune_half_life: fixed_half_life.is_none(),
         ..PlannerSettings::default()
     };
     planner.validate().map_err(anyhow::Error::msg)?;
@@ -300,6 +315,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 offline: replay(&trace, &offline, s, e),
                 shrinkage_days: log
                     .shrinkage_by_day
+                    .get(d)
+                    .copied()
+                    .filter(|b| b.is_finite()),
+                half_life_days: log
+                    .half_life_by_day
                     .get(d)
                     .copied()
                     .filter(|b| b.is_finite()),

@@ -24,6 +24,7 @@ pub mod health;
 pub mod hosts;
 pub mod models;
 pub mod readers;
+pub mod recency;
 pub mod relearn;
 pub mod shrink;
 

@@ -5,6 +5,7 @@
 //! The rules are listed in [`super::relearn`].
 
 use super::feedstate::FeedState;
+use super::recency;
 use super::relearn::PlannerSettings;
 use super::shrink;
 use crate::plan::alloc::ceil_level;
@@ -35,6 +36,17 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     let mut pooled = [0.0f64; BINS];
     let mut pooled_exposure = [0.0f64; BINS];
     let mut rates: Vec<f64> = Vec::new();
+    // Recent observations weigh more; postings and exposure alike, so a steady feed's rate
+    // is the same either way.
+    let chosen = if s.tune_half_life {
+        let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| state_of(&f.id)).collect();
+        recency::choose(&watched, window_start, now_ms)
+    } else {
+        None
+    };
+    let half_life = chosen.map_or(s.half_life_days, |c| c.0);
+    let w = |t: i64| recency::weight(now_ms - t, half_life);
+    let mut span_days = vec![0.0f64; feeds.len()];
     for (f, feed) in feeds.iter().enumerate() {
         let Some(st) = state_of(&feed.id) else {
             continue;
@@ -44,9 +56,9 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         };
         let mut n = 0.0;
         for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
-            counts[f][bin_of(t)] += 1.0;
-            pooled[bin_of(t)] += 1.0;
-            n += 1.0;
+            counts[f][bin_of(t)] += w(t);
+            pooled[bin_of(t)] += w(t);
+            n += w(t);
         }
         for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
             // One posting's mass spread evenly over the hours of its interval.
@@ -55,18 +67,20 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             if total <= 0.0 {
                 continue;
             }
+            let wt = w(to);
             for (b, e) in share.iter().enumerate() {
-                counts[f][b] += e / total;
-                pooled[b] += e / total;
+                counts[f][b] += wt * e / total;
+                pooled[b] += wt * e / total;
             }
-            n += 1.0;
+            n += wt;
         }
         let until = st.observed_until_ms(now_ms).unwrap_or(since);
-        exposure[f] = hour_exposure(since.max(window_start), until);
+        exposure[f] = weighted_hour_exposure(since.max(window_start), until, &w);
         for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
             *p += e;
         }
-        let days = (st.observed_span_ms(now_ms) as f64 / DAY_MS as f64).max(1.0);
+        span_days[f] = exposure[f].iter().sum::<f64>() / BINS as f64;
+        let days = span_days[f].max(1.0);
         rates.push(n / days);
     }
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
@@ -106,6 +120,8 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         None
     };
     decided.held_out_days = tuned.map_or(0, |t| t.1);
+    decided.half_life_days = half_life;
+    decided.half_life_feeds = chosen.map_or(0, |c| c.1);
     let beta = tuned.map_or(s.shrinkage, |t| t.0).max(1e-3);
     decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
@@ -138,8 +154,8 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             // shape: a feed seen for a day or two with one posting is not taken for a quiet
             // one (the allocator would starve it on noise, and its real postings would wait).
             let rate = match state {
-                Some(st) => {
-                    let days = st.observed_span_ms(now_ms) as f64 / DAY_MS as f64;
+                Some(_) => {
+                    let days = span_days[f];
                     (n + beta * typical) / (days + beta)
                 }
                 None => typical,
@@ -259,6 +275,10 @@ pub struct ModelCounts {
     pub shrinkage: f64,
     /// Feed-days held out to choose it (0: the configured value).
     pub held_out_days: usize,
+    /// Half-life of the observations' weight, days (0: none; chosen or configured).
+    pub half_life_days: f64,
+    /// Feeds whose last week chose it (0: the configured value).
+    pub half_life_feeds: usize,
 }
 
 /// Share of a feed's document the postings expected between two fetches may fill: the
@@ -305,6 +325,22 @@ fn watched_days(st: &FeedState, window_start: i64, now_ms: i64) -> Vec<weekly::D
         }
     }
     days
+}
+
+/// Weighted days of observation per hour of the day in `[from, to)`: each UTC day's part
+/// weighs what `w` gives at its middle.
+fn weighted_hour_exposure(from: i64, to: i64, w: &dyn Fn(i64) -> f64) -> [f64; BINS] {
+    let mut e = [0.0; BINS];
+    let mut t = from;
+    while t < to {
+        let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(to);
+        let wt = w(t + (end - t) / 2);
+        for (a, b) in e.iter_mut().zip(hour_exposure(t, end)) {
+            *a += wt * b;
+        }
+        t = end;
+    }
+    e
 }
 
 /// Days of observation each hour of the day got in `[from, to)` (ms).

@@ -74,6 +74,14 @@ pub struct PlannerSettings {
     /// and on `sample-500` 82.1 against 85.7 (docs/RESULTS.md); each feed keeps its dated
     /// postings of the window.
     pub window_days: f64,
+    /// Half-life of an observation's weight, days (0: every day of the window weighs
+    /// alike). Recent postings and watched hours count more, so a feed that woke up or went
+    /// quiet moves its rate within days while a long window still backs the quiet feeds.
+    /// With `tune_half_life` it is chosen on the last week's observations
+    /// ([`super::recency`]) and this value stands only until there are enough.
+    pub half_life_days: f64,
+    /// Choose the half-life on held-out recent days instead of using `half_life_days`.
+    pub tune_half_life: bool,
     /// Pseudo-days of the pooled hourly pattern (at the feed's own rate) added to every
     /// hour's observations: sparse feeds and hours not yet watched lean on it.
     pub shrinkage: f64,
@@ -109,6 +117,8 @@ impl Default for PlannerSettings {
             max_fetches_per_day: None,
             slots: 1440,
             window_days: 28.0,
+            half_life_days: 21.0,
+            tune_half_life: true,
             shrinkage: 1.0,
             tune_shrinkage: true,
             explore_min_postings: 3,
@@ -164,6 +174,9 @@ impl PlannerSettings {
         }
         if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
             return Err("the learning window must be at least one day".into());
+        }
+        if !(self.half_life_days >= 0.0 && self.half_life_days.is_finite()) {
+            return Err("the half-life must be a non-negative number of days (0: none)".into());
         }
         if let Some(h) = self.host_fetches_per_day {
             if !(h > 0.0 && h.is_finite()) {

@@ -92,6 +92,10 @@ pub struct PlanFigures {
     /// Feed-days held out to choose `shrinkage_days` (0: the configured value, before two
     /// whole days are watched).
     pub shrinkage_held_out_days: usize,
+    /// Half-life of the models' observations, days (0: none).
+    pub half_life_days: f64,
+    /// Feeds whose last week chose `half_life_days` (0: the configured value).
+    pub half_life_feeds: usize,
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }
