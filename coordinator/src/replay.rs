@@ -132,6 +132,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     let mut specs: Vec<Option<crate::control::FeedSpec>> = vec![None; trace.feeds.len()];
     let mut version = 0u64;
     let mut reported = vec![0usize; trace.feeds.len()];
+    // The first-fetch time each feed was expedited to.
+    let mut first_at: Vec<Option<i64>> = vec![None; trace.feeds.len()];
     let end_ms = (cfg.duration * 1000.0) as i64;
     let freeze_ms = cfg.freeze_after.map_or(i64::MAX, |f| (f * 1000.0) as i64);
     let step_ms = (cfg.replan_every * 1000.0) as i64;
@@ -176,11 +178,21 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 expected[day].1 += 1;
             }
             let mut upserts = Vec::new();
+            let mut first = Vec::new();
             for (f, spec) in hub.feed_specs(ids.clone()).await.into_iter().enumerate() {
                 if spec == specs[f] {
                     continue;
                 }
                 if let Some(s) = &spec {
+                    // As the worker does: a feed never fetched is fetched when the hub
+                    // paced its first fetch (at once without a time), again if it moves.
+                    let t = s.first_fetch_unix_ms;
+                    if log.fetches[f].is_empty()
+                        && (first_at[f].is_none() || (t != 0 && first_at[f] != Some(t)))
+                    {
+                        first_at[f] = Some(t);
+                        first.push((s.id.clone(), t.max(now)));
+                    }
                     upserts.push(FeedTimes::from_seconds(
                         &s.id,
                         &s.host,
@@ -192,14 +204,9 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 specs[f] = spec;
             }
             version += 1;
-            let first = version == 1;
-            let fresh: Vec<String> = upserts.iter().map(|u| u.feed_id.clone()).collect();
             schedule.apply_delta(version, upserts, &[], now)?;
-            if first {
-                // First sight: every feed once, spread over the first minute.
-                for (i, id) in fresh.iter().enumerate() {
-                    schedule.expedite(id, now + i as i64 * 60_000 / fresh.len().max(1) as i64);
-                }
+            for (id, at) in first {
+                schedule.expedite(&id, at);
             }
             continue;
         }

@@ -113,8 +113,9 @@ pub struct Schedule {
     /// When each feed was last handed out, so a re-assignment does not fetch it again
     /// right away.
     last_out: HashMap<String, i64>,
-    /// Feeds with an expedited fetch not yet handed out (it survives re-assignment).
-    expedited: std::collections::HashSet<String>,
+    /// Feeds with an expedited fetch not yet handed out, and when it is due (it survives
+    /// re-assignment).
+    expedited: HashMap<String, i64>,
     /// Feeds whose queued fetch is a catch-up between the plan's times (see `first_due`).
     off_plan: std::collections::HashSet<String>,
     min_host_gap_ms: i64,
@@ -205,13 +206,9 @@ impl Schedule {
 
     fn insert(&mut self, f: FeedTimes, now_ms: i64) {
         self.generation += 1;
-        if self.expedited.contains(&f.feed_id) {
-            self.heap.push(Reverse((
-                now_ms,
-                self.generation,
-                now_ms,
-                f.feed_id.clone(),
-            )));
+        if let Some(&at) = self.expedited.get(&f.feed_id) {
+            self.heap
+                .push(Reverse((at, self.generation, at, f.feed_id.clone())));
         } else if let Some((due, on_plan)) = self.first_due(&f, now_ms) {
             if on_plan {
                 self.off_plan.remove(&f.feed_id);
@@ -260,7 +257,7 @@ impl Schedule {
             let times = times.clone();
             // A new generation makes the feed's queued entry stale: one chain per feed.
             self.generation += 1;
-            self.expedited.insert(feed_id.to_string());
+            self.expedited.insert(feed_id.to_string(), at_ms);
             self.heap.push(Reverse((
                 at_ms,
                 self.generation,
@@ -368,8 +365,8 @@ mod tests {
         };
         assert_eq!(
             due(&mut s, 10),
-            vec![5],
-            "still expedited after the re-assignment"
+            vec![10],
+            "still expedited after the re-assignment, at its time"
         );
         assert_eq!(due(&mut s, 499), Vec::<i64>::new());
         assert_eq!(
@@ -377,6 +374,16 @@ mod tests {
             vec![500, 1500, 2500],
             "one chain, no duplicate"
         );
+        // A first fetch paced to a later time: the plan's times before it wait for it, and
+        // a re-assignment meanwhile does not bring it forward.
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(1, vec![feed("b", "h", &[500], 1000)], 0)
+            .unwrap();
+        s.expedite("b", 2200);
+        s.apply_delta(2, vec![feed("b", "h", &[500], 1000)], &[], 100)
+            .unwrap();
+        assert_eq!(due(&mut s, 2199), Vec::<i64>::new());
+        assert_eq!(due(&mut s, 2600), vec![2200, 2500]);
     }
 
     #[test]

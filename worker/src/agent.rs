@@ -121,11 +121,17 @@ struct FeedInfo {
     skip_days: u32,
     /// Already moved forward once for a first fetch.
     expedited: bool,
+    /// When the coordinator wants the first fetch (Unix ms; 0 = at once): it paces first
+    /// sights within each day's budget.
+    first_fetch_ms: i64,
+    /// Fetched at least once by this worker.
+    fetched: bool,
 }
 
 impl FeedInfo {
     fn never_fetched(&self) -> bool {
         !self.expedited
+            && !self.fetched
             && self.seen.is_empty()
             && self.validators.etag.is_none()
             && self.validators.last_modified.is_none()
@@ -397,7 +403,17 @@ fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
         skip_hours: 0,
         skip_days: 0,
         expedited: false,
+        first_fetch_ms: 0,
+        fetched: false,
     });
+    // A first fetch the coordinator moved: queued again at its new time (`0` means the
+    // feed has been seen; an earlier time stands then).
+    if a.first_fetch_unix_ms != 0 && a.first_fetch_unix_ms != info.first_fetch_ms {
+        info.first_fetch_ms = a.first_fetch_unix_ms;
+        if !info.fetched {
+            info.expedited = false;
+        }
+    }
     info.url = a.url.clone();
     info.held_until_ms = a.not_before_unix_ms;
     info.skip_hours = a.skip_hours_mask;
@@ -515,15 +531,16 @@ async fn assignments(
                     .store(u.version, Ordering::Relaxed);
                 metrics::gauge!(telemetry::ASSIGNMENT_VERSION).set(u.version as f64);
                 metrics::gauge!(telemetry::FEEDS).set(st.feeds.len() as f64);
-                // Feeds nobody has fetched yet are fetched at once, to start learning them.
-                let fresh: Vec<String> = st
+                // Feeds nobody has fetched yet are fetched at once, or when the coordinator
+                // paced their first fetch, to start learning them.
+                let fresh: Vec<(String, i64)> = st
                     .feeds
                     .iter()
                     .filter(|(_, f)| f.never_fetched())
-                    .map(|(id, _)| id.clone())
+                    .map(|(id, f)| (id.clone(), f.first_fetch_ms.max(now)))
                     .collect();
-                for id in fresh {
-                    st.schedule.expedite(&id, now);
+                for (id, at) in fresh {
+                    st.schedule.expedite(&id, at);
                     if let Some(f) = st.feeds.get_mut(&id) {
                         f.expedited = true;
                     }
@@ -808,6 +825,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         let Some(info) = st.feeds.get_mut(feed) else {
             return; // Revoked while fetching: the new owner reports it.
         };
+        info.fetched = true;
         if let Some(secs) = retry_after {
             info.not_before_ms = finished + secs as i64 * 1000;
         }

@@ -92,6 +92,7 @@ mod tests {
             period_seconds: period_s,
             origin_unix_ms: origin,
             not_before_unix_ms: 0,
+            first_fetch_unix_ms: 0,
             skip_hours: 0,
             skip_days: 0,
         }

@@ -47,6 +47,9 @@ pub struct FeedSpec {
     pub origin_unix_ms: i64,
     /// No fetch before this time, Unix ms (0 = none): back-off or the host's Retry-After.
     pub not_before_unix_ms: i64,
+    /// A feed never fetched: when its first fetch is due, Unix ms (0 = at once). The hub
+    /// paces first sights within each day's budget (`hub::pacing`).
+    pub first_fetch_unix_ms: i64,
     /// Hours (bit h, UTC) the publisher asked not to be fetched in.
     pub skip_hours: u32,
     /// Days (bit 0 = Monday) the publisher asked not to be fetched on.

@@ -66,6 +66,10 @@ pub(super) struct State {
     pub bounds: FeedBounds,
     /// Running totals.
     pub totals: Totals,
+    /// When each feed never fetched yet is due for its first fetch ([`super::pacing`]).
+    pub first_sights: HashMap<String, i64>,
+    /// The latest UTC day that held first sights ([`super::pacing::Pacing::paced_day`]).
+    pub paced_day: Option<i64>,
 }
 
 /// A message: what to run on the state, and where it comes from (the closure's type name,
@@ -191,6 +195,8 @@ mod tests {
             host_limits: HashMap::new(),
             bounds: Default::default(),
             totals: Totals::default(),
+            first_sights: HashMap::new(),
+            paced_day: None,
         }
     }
 

@@ -51,6 +51,10 @@ pub struct Ledger {
     pub since_ms: Option<i64>,
     /// Fetches counted.
     pub fetches: u64,
+    /// The latest UTC day (days since the Unix epoch) a counted fetch started on.
+    pub day: i64,
+    /// Fetches started on `day`.
+    pub day_fetches: u64,
 }
 
 impl Ledger {
@@ -59,6 +63,23 @@ impl Ledger {
         let since = self.since_ms.get_or_insert(started_ms);
         *since = (*since).min(started_ms);
         self.fetches += 1;
+        let day = started_ms.div_euclid(86_400_000);
+        if day > self.day || self.day_fetches == 0 {
+            self.day = day;
+            self.day_fetches = 1;
+        } else if day == self.day {
+            self.day_fetches += 1;
+        }
+        // A late report of an earlier day: that day is closed.
+    }
+
+    /// Fetches started on the UTC day of `now_ms` so far.
+    pub fn today(&self, now_ms: i64) -> u64 {
+        if self.day == now_ms.div_euclid(86_400_000) {
+            self.day_fetches
+        } else {
+            0
+        }
     }
 }
 

@@ -33,6 +33,7 @@ mod checks;
 mod figures;
 mod health;
 mod limits;
+mod pacing;
 mod reports;
 mod rounds;
 pub use figures::{FeedView, HealthView, PlanFigures, SettingsRecord, Totals};
@@ -193,6 +194,8 @@ impl<B: KvBackend> Hub<B> {
             host_limits,
             bounds: Default::default(),
             totals: Totals::default(),
+            first_sights: HashMap::new(),
+            paced_day: None,
         });
         Ok(Hub {
             store: store.clone(),
@@ -644,6 +647,7 @@ fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
         period_seconds: spec.period_seconds,
         period_origin_unix_ms: spec.origin_unix_ms,
         not_before_unix_ms: spec.not_before_unix_ms,
+        first_fetch_unix_ms: spec.first_fetch_unix_ms,
         skip_hours_mask: spec.skip_hours,
         skip_days_mask: spec.skip_days,
     }

@@ -7,16 +7,18 @@
 //! while 100k feeds are planned.
 
 use super::actor::{panic_text, Parked, State};
-use super::figures::{warn_unspent, Ledger};
+use super::figures::warn_unspent;
+#[cfg(test)]
+use super::figures::Ledger;
 use super::health::FeedBounds;
-use super::{health, Hub, PlanFigures, PlanView, DAY_MS};
+use super::{health, pacing, Hub, PlanFigures, PlanView, DAY_MS};
 use crate::control::cluster::Prepared;
 use crate::control::feedstate::FeedState;
 use crate::control::readers;
 use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
 use crate::control::FeedSpec;
 use crate::metrics as m;
-use crate::plan::alloc::AllocError;
+use crate::plan::alloc::{level_rate, AllocError};
 use crate::registry::FeedRecord;
 use crate::store::KvBackend;
 use std::collections::{BTreeMap, HashMap};
@@ -62,6 +64,10 @@ fn guarded<T>(
 /// What the blocking task hands back besides the replanner: the plan, decorated, with
 /// everything its installation needs prepared, so installing it is a few pointer moves.
 struct Solved {
+    /// When each feed never fetched is due for its first fetch.
+    first_sights: HashMap<String, i64>,
+    /// The latest UTC day that holds first sights.
+    paced_day: Option<i64>,
     outcome: PlanOutcome,
     view: PlanView,
     bounds: FeedBounds,
@@ -101,20 +107,21 @@ impl<B: KvBackend> Hub<B> {
         };
         // Everything the solve reads, taken in one short message: the states are shared by
         // pointer, the cluster's owners likewise, throttles and limits are small.
-        let (states, (generation, settings), (throttles, limits), shard, old_subs, ledger) = self
-            .actor
-            .call(move |s| {
-                (
-                    s.feeds.clone(),
-                    s.settings.clone(),
-                    s.throttles_for_round(now),
-                    s.cluster.shard_view(),
-                    // Freed here, not on the actor.
-                    std::mem::replace(&mut s.subscribers, subs),
-                    s.totals.ledger,
-                )
-            })
-            .await;
+        let (states, (generation, settings), (throttles, limits), shard, old_subs, ledger, given) =
+            self.actor
+                .call(move |s| {
+                    (
+                        s.feeds.clone(),
+                        s.settings.clone(),
+                        s.throttles_for_round(now),
+                        s.cluster.shard_view(),
+                        // Freed here, not on the actor.
+                        std::mem::replace(&mut s.subscribers, subs),
+                        s.totals.ledger,
+                        (s.first_sights.clone(), s.paced_day),
+                    )
+                })
+                .await;
         drop(old_subs);
         let feeds = Arc::new(feeds);
         let users = Arc::new(users);
@@ -164,17 +171,33 @@ impl<B: KvBackend> Hub<B> {
                     relearn::models(&feeds, &states, &access_bins, now, r.settings());
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
-                // Feeds with no state yet get a first fetch at sight, off the plan: it is
-                // paid from the budget like the fetches already made.
-                let pending = feeds.iter().filter(|f| !states.contains_key(&f.id)).count();
-                let per_day =
-                    r.settings().plan_config(feeds.len()).budget / r.settings().days_per_period();
-                r.set_budget_share(budget_share(now, ledger, pending, per_day));
+                // Feeds with no state yet get a first fetch at sight, off the plan, paced
+                // within each day's budget; the plan gets what the day has left.
+                let pending: Vec<&str> = feeds
+                    .iter()
+                    .filter(|f| !states.contains_key(&f.id))
+                    .map(|f| f.id.as_str())
+                    .collect();
+                let days = r.settings().days_per_period();
+                let per_day = r.settings().plan_config(feeds.len()).budget / days;
+                let min_share =
+                    feeds.len() as f64 * level_rate(r.settings().levels().0) / days / per_day;
+                let paced = pacing::pace(
+                    now, per_day, min_share, &ledger, &pending, &given.0, given.1,
+                );
+                r.set_budget_share(paced.share);
                 let mut outcome = r.plan_with_caps(&feeds, models, caps)?;
+                for (id, spec) in outcome.specs.iter_mut() {
+                    if let Some(&t) = paced.first_sights.get(id) {
+                        spec.first_fetch_unix_ms = t;
+                    }
+                }
                 let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
                 let figures = figures_of(&outcome, &counts, r.settings(), &states, now, started);
                 let desired = shard.prepare(outcome.specs.clone());
                 Ok::<_, AllocError>(Solved {
+                    paced_day: paced.paced_day,
+                    first_sights: paced.first_sights,
                     outcome,
                     view: r.view(),
                     bounds,
@@ -350,6 +373,8 @@ impl State {
     /// 100k specs and models would hold up every other message).
     fn install_plan(&mut self, solved: Solved) -> PlanOutcome {
         let Solved {
+            first_sights,
+            paced_day,
             outcome,
             view,
             bounds,
@@ -371,6 +396,8 @@ impl State {
         };
         m::record_membership(c.workers().len(), c.moves_total() - before);
         self.totals.plans += 1;
+        self.first_sights = first_sights;
+        self.paced_day = paced_day;
         self.totals.last_plan = Some(figures);
         tokio::task::spawn_blocking(move || drop((old_view, old_bounds, replaced)));
         outcome
@@ -416,60 +443,26 @@ fn figures_of(
     }
 }
 
-/// The share of the daily budget a round at `now_ms` plans with, so that the fetches made
-/// (`ledger`) and the first-sight fetches still to come (`pending`) do not run ahead of the
-/// budget earned since the first fetch: what they spent beyond it is paid back over the
-/// next [`PAYBACK_DAYS`] days, at the rate the plan gives up. 1 when nothing is overspent (the plan never
-/// spends above its budget to make up for fetches not made); the replanner keeps it at or
-/// above what the minimums need.
-pub(crate) fn budget_share(now_ms: i64, ledger: Ledger, pending: usize, per_day: f64) -> f64 {
-    if per_day.is_nan() || per_day <= 0.0 {
-        return 1.0;
-    }
-    let since = ledger.since_ms.unwrap_or(now_ms).min(now_ms);
-    let earned = per_day * (now_ms - since) as f64 / DAY_MS as f64;
-    let ahead = ledger.fetches as f64 + pending as f64 - earned;
-    (1.0 - ahead / (PAYBACK_DAYS * per_day)).clamp(0.0, 1.0)
-}
-
-/// Days over which fetches made ahead of the budget are paid back. A single day made the
-/// plan swing: a sparse plan followed by a dense one finds many feeds a whole gap overdue,
-/// and their catch-ups overspend again (on `real-commits` at one fetch a day, day 1 spent
-/// 127% of its budget after day 0's first-sight fetches were paid back).
-pub(crate) const PAYBACK_DAYS: f64 = 3.0;
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn fetches_ahead_of_the_budget_are_paid_back_over_the_next_days() {
+    fn the_ledger_counts_each_utc_day_and_closes_the_days_gone() {
         let day = DAY_MS;
-        // Nothing fetched yet, 100 feeds to see at a budget of 100 a day: the first-sight
-        // fetches are a whole day's budget, paid back over three days.
-        let none = Ledger::default();
-        let s = budget_share(0, none, 100, 100.0);
-        assert!((s - (1.0 - 1.0 / PAYBACK_DAYS)).abs() < 1e-12, "{s}");
-        // On budget: the whole budget.
         let mut l = Ledger::default();
+        assert_eq!(l.today(0), 0);
         for i in 0..100 {
             l.add(i * day / 100);
         }
-        assert_eq!(l.since_ms, Some(0));
-        assert_eq!(l.fetches, 100);
-        assert_eq!(budget_share(day, l, 0, 100.0), 1.0);
-        // Behind the budget: never more than the budget (no catching up above it).
-        assert_eq!(budget_share(2 * day, l, 0, 100.0), 1.0);
-        // 150 ahead at 100 a day, paid back over three days: half the budget.
-        for _ in 0..150 {
-            l.add(day / 2);
-        }
-        assert!((budget_share(day, l, 0, 100.0) - 0.5).abs() < 1e-12);
-        // Far ahead: 0 here; the replanner keeps what the minimums need.
-        assert_eq!(budget_share(day, l, 10_000, 100.0), 0.0);
-        // A budget that is not a positive number leaves the plan alone.
-        assert_eq!(budget_share(day, l, 0, f64::NAN), 1.0);
-        assert_eq!(budget_share(day, l, 0, 0.0), 1.0);
+        assert_eq!((l.since_ms, l.fetches), (Some(0), 100));
+        assert_eq!(l.today(day - 1), 100);
+        // The next day starts from nothing; a late report of the day before is counted in
+        // the run's total only.
+        assert_eq!(l.today(day), 0);
+        l.add(day + 5);
+        l.add(day - 5);
+        assert_eq!((l.today(day + 10), l.fetches), (1, 102));
         // A fetch reported with an earlier start moves the ledger's start back.
         l.add(-day);
         assert_eq!(l.since_ms, Some(-day));
