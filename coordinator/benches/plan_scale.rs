@@ -184,6 +184,7 @@ fn main() {
         weekend_factor: 0.5,
         hosts: 0,
         seed: 7,
+        dynamics: Default::default(),
     });
     let postings: usize = synth.postings.iter().map(Vec::len).sum();
     let rss_trace = mem("VmRSS:");

@@ -82,6 +82,18 @@ struct SynthArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Drift: standard deviation of each feed's daily log-rate step (0: steady rates).
+    #[arg(long, default_value_t = 0.0)]
+    drift: f64,
+    /// Bursts per feed per week, each `--burst-postings` postings within an hour.
+    #[arg(long, default_value_t = 0.0)]
+    bursts_per_week: f64,
+    /// Mean postings of one burst.
+    #[arg(long, default_value_t = 10.0)]
+    burst_postings: f64,
+    /// Share of feeds that start late or stop early (half each).
+    #[arg(long, default_value_t = 0.0)]
+    start_stop: f64,
 }
 
 fn synth(a: SynthArgs) -> Result<()> {
@@ -104,18 +116,37 @@ fn synth(a: SynthArgs) -> Result<()> {
              10,000,000 feeds or users and 3,650 days"
         );
     }
-    let t = kairos_coordinator::synth::generate(&kairos_coordinator::synth::SynthConfig {
-        feeds: a.feeds,
-        users: a.users,
-        days: a.days,
-        mean_posts_per_day: a.posts_per_day,
-        subs_per_user: a.subs_per_user,
-        accesses_per_user_per_day: a.accesses_per_user_per_day,
-        weekend_factor: a.weekend_factor,
-        hosts: a.hosts,
-        seed: a.seed,
-    });
+    let within = |x: f64, hi: f64| (0.0..=hi).contains(&x);
+    if !(within(a.drift, 2.0)
+        && within(a.bursts_per_week, 1_000.0)
+        && within(a.burst_postings, 10_000.0)
+        && within(a.start_stop, 1.0))
+    {
+        bail!(
+            "--drift takes 0 to 2, --bursts-per-week 0 to 1,000, --burst-postings 0 to \
+             10,000 and --start-stop a share from 0 to 1"
+        );
+    }
+    let (t, truth) =
+        kairos_coordinator::synth::generate_with_truth(&kairos_coordinator::synth::SynthConfig {
+            feeds: a.feeds,
+            users: a.users,
+            days: a.days,
+            mean_posts_per_day: a.posts_per_day,
+            subs_per_user: a.subs_per_user,
+            accesses_per_user_per_day: a.accesses_per_user_per_day,
+            weekend_factor: a.weekend_factor,
+            hosts: a.hosts,
+            seed: a.seed,
+            dynamics: kairos_coordinator::synth::Dynamics {
+                drift: a.drift,
+                bursts_per_week: a.bursts_per_week,
+                burst_postings: a.burst_postings,
+                start_stop: a.start_stop,
+            },
+        });
     kairos_coordinator::synth::write(&t, &a.out)
+        .and_then(|()| kairos_coordinator::synth::write_truth(&t, &truth, &a.out))
         .with_context(|| format!("writing {}", a.out.display()))?;
     let postings: usize = t.postings.iter().map(Vec::len).sum();
     println!(

@@ -116,6 +116,10 @@ struct DayRow {
     /// The offline optimal plan learned on the days before this one (up to `train_days`):
     /// what a planner with the same history would fetch. `None` on day 0.
     offline_causal: Option<Realized>,
+    /// The optimal plan made from the day's generating intensities (synthetic traces that
+    /// carry them, `intensities.csv`): the limit of learning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    truth: Option<Realized>,
     /// The offline optimal plan learned on days 0 to `train_days − 1`: out of sample from
     /// day `train_days` on (the papers' setup), an oracle before.
     offline: Realized,
@@ -174,6 +178,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     };
     let trace =
         Trace::load(&a.trace).with_context(|| format!("loading trace {}", a.trace.display()))?;
+    let truth =
+        kairos_coordinator::synth::load_truth(&a.trace, &trace).map_err(anyhow::Error::msg)?;
     let trace_days = (trace.end_ts / DAY).ceil() as usize;
     let days = a.days.unwrap_or(trace_days).min(trace_days);
     if days == 0 {
@@ -292,6 +298,17 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 offline: scrolled_off_schedules(&trace, &offline, items, s, e),
                 offline_causal: 0,
             };
+            let truth = match &truth {
+                Some(t) => {
+                    let mut l = learn_plain(0, a.train_days);
+                    for (f, m) in l.models.iter_mut().enumerate() {
+                        m.post_bins = t.day(f, d);
+                    }
+                    let plan = schedules(&with_floors(l).models, Policy::Optimal)?;
+                    Some(replay(&trace, &plan, s, e))
+                }
+                None => None,
+            };
             let offline_causal = if d == 0 {
                 None
             } else {
@@ -312,6 +329,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 scrolled_off: lost,
                 uniform: replay(&trace, &uniform, s, e),
                 offline_causal,
+                truth,
                 offline: replay(&trace, &offline, s, e),
                 shrinkage_days: log
                     .shrinkage_by_day
@@ -566,6 +584,14 @@ fn print_windows(
         pooled_rows(&|r| r.offline_causal.as_ref()),
         f64::NAN,
     ));
+    let has_truth = rows.iter().any(|r| r.truth.is_some());
+    if has_truth {
+        table.push((
+            "truth (generating intensities)".into(),
+            pooled_rows(&|r| r.truth.as_ref()),
+            f64::NAN,
+        ));
+    }
     let uniform_fetches: u64 = rows.iter().map(|r| r.uniform.fetches).sum();
     table.push((
         "uniform".into(),
@@ -618,5 +644,12 @@ fn print_windows(
     println!();
     if !any {
         println!("(no peer ran: --peers none)");
+    }
+    if has_truth {
+        print!("{:<36}", "kairos / truth");
+        for k in 0..windows.len() {
+            print!("{:>12.3}", table[0].1[k] / table[2].1[k]);
+        }
+        println!();
     }
 }

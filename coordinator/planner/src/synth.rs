@@ -32,6 +32,42 @@ pub struct SynthConfig {
     pub hosts: usize,
     /// Random seed.
     pub seed: u64,
+    /// How feeds change over the trace (none by default).
+    pub dynamics: Dynamics,
+}
+
+/// How a synthetic population changes over time, the way real ones do: rates that drift,
+/// bursts, feeds that start or stop. All zero: every feed keeps its rate and shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Dynamics {
+    /// Standard deviation of a feed's daily log-rate step (a random walk from day 0).
+    pub drift: f64,
+    /// Bursts per feed per week: each starts at a uniform time and adds
+    /// `burst_postings` postings (Poisson mean) within the hour after it.
+    pub bursts_per_week: f64,
+    /// Mean postings of one burst.
+    pub burst_postings: f64,
+    /// Share of feeds that start late (half of them) or stop early (the other half), at a
+    /// uniform time within the middle 60% of the trace.
+    pub start_stop: f64,
+}
+
+/// What generated a trace: each feed's expected postings per hour of the trace (hour `i`
+/// is `[i·3600, (i+1)·3600)` s), so a plan made from it shows the limit of learning.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Truth {
+    /// Per feed, per hour of the trace.
+    pub per_hour: Vec<Vec<f32>>,
+}
+
+impl Truth {
+    /// A feed's expected postings per hour over day `d` (24 values; zeros past the end).
+    pub fn day(&self, feed: usize, d: usize) -> Vec<f32> {
+        let h = &self.per_hour[feed];
+        (d * 24..(d + 1) * 24)
+            .map(|i| h.get(i).copied().unwrap_or(0.0))
+            .collect()
+    }
 }
 
 /// Hourly weight of template `t` at hour `h` (before shifting).
@@ -56,7 +92,17 @@ fn template(t: usize, h: usize) -> f64 {
 
 /// Generates a trace in memory.
 pub fn generate(cfg: &SynthConfig) -> Trace {
+    generate_with_truth(cfg).0
+}
+
+/// Generates a trace and the intensities it was drawn from.
+pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
     let mut rng = StdRng::seed_from_u64(cfg.seed);
+    // The dynamics draw from their own stream: a trace without them is the same as before
+    // they existed.
+    let mut dyn_rng = StdRng::seed_from_u64(cfg.seed ^ 0x5eed_d1a5_0000_0001);
+    let dy = cfg.dynamics;
+    let mut truth = Truth::default();
     let day = 86_400.0;
     let sigma: f64 = 1.2;
     let rate_dist = LogNormal::new(cfg.mean_posts_per_day.ln() - sigma * sigma / 2.0, sigma)
@@ -72,10 +118,34 @@ pub fn generate(cfg: &SynthConfig) -> Trace {
             .collect();
         let sum: f64 = weights.iter().sum();
         let mut ts = Vec::new();
+        let mut hourly = Vec::with_capacity(cfg.days * 24);
+        // Active span, seconds: the whole trace unless the feed starts or stops.
+        let span = cfg.days as f64 * day;
+        let (from, to) = if dy.start_stop > 0.0 && dyn_rng.gen::<f64>() < dy.start_stop {
+            let at = span * (0.2 + 0.6 * dyn_rng.gen::<f64>());
+            if dyn_rng.gen::<bool>() {
+                (at, span)
+            } else {
+                (0.0, at)
+            }
+        } else {
+            (0.0, span)
+        };
+        let mut log_level = 0.0f64;
+        let burst_rate = dy.bursts_per_week / 7.0;
         for d in 0..cfg.days {
             let weekend = if d % 7 >= 5 { cfg.weekend_factor } else { 1.0 };
+            if d > 0 && dy.drift > 0.0 {
+                let step: f64 = rand_distr::StandardNormal.sample(&mut dyn_rng);
+                log_level += dy.drift * step;
+            }
+            let level = log_level.exp();
             for (h, w) in weights.iter().enumerate() {
+                let start = d as f64 * day + h as f64 * 3600.0;
+                // Share of the hour the feed is active.
+                let on = ((to.min(start + 3600.0) - from.max(start)) / 3600.0).clamp(0.0, 1.0);
                 let lambda = rate * weekend * w / sum;
+                hourly.push(((lambda * level + burst_rate * dy.burst_postings / 24.0) * on) as f32);
                 if lambda <= 0.0 {
                     continue;
                 }
@@ -83,10 +153,44 @@ pub fn generate(cfg: &SynthConfig) -> Trace {
                     .map(|p| p.sample(&mut rng) as usize)
                     .unwrap_or(0);
                 for _ in 0..k {
-                    ts.push(d as f64 * day + (h as f64 + rng.gen::<f64>()) * 3600.0);
+                    let t = d as f64 * day + (h as f64 + rng.gen::<f64>()) * 3600.0;
+                    // Drift thins (or adds to) the steady draw, so a feed without dynamics
+                    // draws exactly what it drew before.
+                    if (from..to).contains(&t) && (level >= 1.0 || dyn_rng.gen::<f64>() < level) {
+                        ts.push(t);
+                    }
+                }
+                if level > 1.0 {
+                    let extra = Poisson::new(lambda * (level - 1.0))
+                        .map(|p| p.sample(&mut dyn_rng) as usize)
+                        .unwrap_or(0);
+                    for _ in 0..extra {
+                        let t = d as f64 * day + (h as f64 + dyn_rng.gen::<f64>()) * 3600.0;
+                        if (from..to).contains(&t) {
+                            ts.push(t);
+                        }
+                    }
+                }
+            }
+            if burst_rate > 0.0 {
+                let bursts = Poisson::new(burst_rate)
+                    .map(|p| p.sample(&mut dyn_rng) as usize)
+                    .unwrap_or(0);
+                for _ in 0..bursts {
+                    let at = d as f64 * day + dyn_rng.gen::<f64>() * day;
+                    let n = Poisson::new(dy.burst_postings.max(1e-9))
+                        .map(|p| p.sample(&mut dyn_rng) as usize)
+                        .unwrap_or(0);
+                    for _ in 0..n {
+                        let t = at + dyn_rng.gen::<f64>() * 3600.0;
+                        if (from..to).contains(&t) && t < span {
+                            ts.push(t);
+                        }
+                    }
                 }
             }
         }
+        truth.per_hour.push(hourly);
         ts.sort_by(f64::total_cmp);
         feeds.push(FeedRow {
             id: format!("f{f}"),
@@ -138,14 +242,74 @@ pub fn generate(cfg: &SynthConfig) -> Trace {
     }
     accesses.sort_by(|a, b| a.ts.total_cmp(&b.ts));
     let end_ts = cfg.days as f64 * day - 1.0;
-    Trace {
-        feeds,
-        postings,
-        users,
-        subscriptions,
-        accesses,
-        end_ts,
+    (
+        Trace {
+            feeds,
+            postings,
+            users,
+            subscriptions,
+            accesses,
+            end_ts,
+        },
+        truth,
+    )
+}
+
+/// File of a trace folder holding [`Truth`]: `feed_id,hour,rate` rows, hours counted from
+/// the trace's start, zero rates left out.
+pub const TRUTH_FILE: &str = "intensities.csv";
+
+/// Writes `truth` beside a trace written by [`write`].
+pub fn write_truth(trace: &Trace, truth: &Truth, dir: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(dir.join(TRUTH_FILE))?);
+    writeln!(w, "feed_id,hour,rate")?;
+    for (f, hours) in truth.per_hour.iter().enumerate() {
+        for (h, r) in hours.iter().enumerate() {
+            if *r > 0.0 {
+                writeln!(w, "{},{h},{r}", trace.feeds[f].id)?;
+            }
+        }
     }
+    w.flush()
+}
+
+/// Reads the [`Truth`] of a trace folder, if it has one: `Ok(None)` without the file; an
+/// error naming the line for a row that does not parse or names an unknown feed.
+pub fn load_truth(dir: &std::path::Path, trace: &Trace) -> Result<Option<Truth>, String> {
+    let path = dir.join(TRUTH_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let index: std::collections::HashMap<&str, usize> = trace
+        .feeds
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id.as_str(), i))
+        .collect();
+    let hours = ((trace.end_ts / 3600.0).ceil() as usize).max(1);
+    let mut per_hour = vec![vec![0.0f32; hours]; trace.feeds.len()];
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let bad = |why: &str| format!("{}:{}: {why}", path.display(), n + 1);
+        let mut parts = line.split(',');
+        let (Some(id), Some(h), Some(r), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad("expected feed_id,hour,rate"));
+        };
+        let f = *index.get(id).ok_or_else(|| bad("unknown feed"))?;
+        let h: usize = h.parse().map_err(|_| bad("bad hour"))?;
+        let r: f32 = r.parse().map_err(|_| bad("bad rate"))?;
+        if !(r.is_finite() && r >= 0.0) {
+            return Err(bad("a rate must be a non-negative number"));
+        }
+        if h < hours {
+            per_hour[f][h] = r;
+        }
+    }
+    Ok(Some(Truth { per_hour }))
 }
 
 /// Writes `trace` as the CSV files of a trace folder (created if missing).
@@ -225,6 +389,7 @@ mod tests {
             weekend_factor: 0.5,
             hosts: 4,
             seed: 3,
+            dynamics: Default::default(),
         });
         let dir = std::env::temp_dir().join(format!("kairos-synth-{}", std::process::id()));
         write(&t, &dir).unwrap();
@@ -246,5 +411,120 @@ mod tests {
         {
             assert!((a - b).abs() <= 0.05 + 1e-9);
         }
+    }
+
+    fn config(dynamics: Dynamics) -> SynthConfig {
+        SynthConfig {
+            feeds: 200,
+            users: 5,
+            days: 28,
+            mean_posts_per_day: 3.0,
+            subs_per_user: 4,
+            accesses_per_user_per_day: 5.0,
+            weekend_factor: 0.5,
+            hosts: 0,
+            seed: 9,
+            dynamics,
+        }
+    }
+
+    /// Postings drawn against the truth's expectation, over the whole population.
+    fn drawn_and_expected(t: &Trace, truth: &Truth) -> (f64, f64) {
+        let drawn = t.postings.iter().map(Vec::len).sum::<usize>() as f64;
+        let expected: f64 = truth.per_hour.iter().flatten().map(|&r| r as f64).sum();
+        (drawn, expected)
+    }
+
+    #[test]
+    fn the_truth_is_what_the_postings_were_drawn_from() {
+        // Without dynamics the trace is the one `generate` always made.
+        let steady = config(Dynamics::default());
+        let (t, truth) = generate_with_truth(&steady);
+        assert_eq!(t.postings, generate(&steady).postings);
+        assert_eq!(truth.per_hour.len(), 200);
+        assert!(truth.per_hour.iter().all(|h| h.len() == 28 * 24));
+        for dynamics in [
+            Dynamics::default(),
+            Dynamics {
+                drift: 0.2,
+                ..Default::default()
+            },
+            Dynamics {
+                bursts_per_week: 2.0,
+                burst_postings: 10.0,
+                ..Default::default()
+            },
+            Dynamics {
+                start_stop: 0.5,
+                ..Default::default()
+            },
+        ] {
+            let (t, truth) = generate_with_truth(&config(dynamics));
+            let (drawn, expected) = drawn_and_expected(&t, &truth);
+            // Tens of thousands of Poisson postings: within 3% of their expectation (a
+            // truth off by a factor, or bursts left out of it, is far outside).
+            assert!(
+                (drawn / expected - 1.0).abs() < 0.03,
+                "{dynamics:?}: drawn {drawn}, expected {expected}"
+            );
+            // Per feed: postings only in hours the truth says the feed can post in.
+            for (f, posts) in t.postings.iter().enumerate() {
+                for &p in posts {
+                    let h = (p / 3600.0) as usize;
+                    assert!(
+                        truth.per_hour[f][h] > 0.0,
+                        "{dynamics:?}: feed {f} hour {h}"
+                    );
+                }
+            }
+        }
+        // Feeds that start or stop: some feeds are silent for a stretch of whole days.
+        let (_, truth) = generate_with_truth(&config(Dynamics {
+            start_stop: 0.5,
+            ..Default::default()
+        }));
+        let dark = truth
+            .per_hour
+            .iter()
+            .filter(|h| h.chunks(24).any(|d| d.iter().all(|&r| r == 0.0)))
+            .count();
+        assert!(
+            (60..=140).contains(&dark),
+            "{dark} of 200 feeds start or stop"
+        );
+    }
+
+    #[test]
+    fn a_written_truth_loads_back_and_bad_rows_are_named() {
+        let (t, truth) = generate_with_truth(&config(Dynamics {
+            drift: 0.1,
+            ..Default::default()
+        }));
+        let dir = std::env::temp_dir().join(format!("kairos-truth-{}", std::process::id()));
+        write(&t, &dir).unwrap();
+        assert_eq!(load_truth(&dir, &t).unwrap(), None, "no file, no truth");
+        write_truth(&t, &truth, &dir).unwrap();
+        let back = load_truth(&dir, &t).unwrap().unwrap();
+        for (a, b) in truth
+            .per_hour
+            .iter()
+            .flatten()
+            .zip(back.per_hour.iter().flatten())
+        {
+            assert!((a - b).abs() <= 1e-6 * a.abs().max(1.0));
+        }
+        assert_eq!(back.day(3, 2), truth.day(3, 2));
+        for (row, why) in [
+            ("nope,1,0.5", "unknown feed"),
+            ("f1,x,0.5", "bad hour"),
+            ("f1,2,-1", "non-negative"),
+            ("f1,2,NaN", "non-negative"),
+            ("f1,2", "expected"),
+        ] {
+            std::fs::write(dir.join(TRUTH_FILE), format!("feed_id,hour,rate\n{row}\n")).unwrap();
+            let e = load_truth(&dir, &t).unwrap_err();
+            assert!(e.contains(why) && e.contains(":2:"), "{row}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

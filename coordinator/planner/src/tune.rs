@@ -287,6 +287,7 @@ mod tests {
             weekend_factor: 1.0,
             hosts: 0,
             seed: 11,
+            dynamics: Default::default(),
         });
         let lc = LearnConfig {
             period_seconds: 86_400.0,

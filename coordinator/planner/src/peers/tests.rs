@@ -193,6 +193,7 @@ fn small_trace() -> Trace {
         weekend_factor: 1.0,
         hosts: 0,
         seed: 3,
+        dynamics: Default::default(),
     })
 }
 
