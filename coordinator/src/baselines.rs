@@ -54,8 +54,11 @@ pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
     }
 }
 
-/// Every peer of `peers` twice, with its defaults and tuned to `target_fetches` over
-/// `duration` seconds, the tuning scored by `metric` over `[score_from, duration)`.
+/// Every peer of `peers` twice, with its defaults and tuned: run over `duration` seconds,
+/// spending `target_fetches` on the scored days `[score_from, duration)` (the same budget
+/// over the same days as what it is compared with; a peer tuned on the whole run's count
+/// starved the first days and spent up to twice the budget on the scored ones), and
+/// scored by `metric` there.
 pub fn run_peers(
     trace: &Trace,
     peers: &[Peer],
@@ -77,6 +80,17 @@ pub fn run_peers(
         0.0
     };
     let score = |log: &[Vec<f64>]| window(trace, log, from, duration).objective(metric);
+    let count = |log: &[Vec<f64>]| -> u64 {
+        log.iter()
+            .map(|l| l.iter().filter(|&&t| t >= from && t < duration).count() as u64)
+            .sum()
+    };
+    // Probes cut short at twice the target's rate over the whole run.
+    let cap = (2.0 * target_fetches as f64 * duration / (duration - from).max(1.0)) as u64 + 10_000;
+    let tuning = PeerRun {
+        max_fetches: Some(cap),
+        ..base
+    };
     let mut out = Vec::with_capacity(peers.len() * 2);
     for &peer in peers {
         let log = peers::run(trace, peer, &base);
@@ -87,12 +101,12 @@ pub fn run_peers(
             fetches: peers::fetch_count(&log),
             log,
         });
-        let t = peers::tune(trace, peer, &base, target_fetches, &score);
+        let t = peers::tune(trace, peer, &tuning, target_fetches, &count, &score);
         out.push(PeerLog {
             peer,
             tuned: true,
             knobs: t.knobs,
-            fetches: t.fetches,
+            fetches: peers::fetch_count(&t.log),
             log: t.log,
         });
     }

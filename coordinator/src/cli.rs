@@ -770,9 +770,9 @@ fn simulate(a: SimulateArgs) -> Result<()> {
                 solve_seconds,
             });
         }
-        // The peers fetch from day 0 (they learn while they fetch); they get the plan's
-        // daily budget over every day they run and are measured on the replayed days.
-        let target = (per_feed_day * n as f64 * s.test_end / DAY).floor() as u64;
+        // The peers fetch from day 0 (they learn while they fetch); they spend the plan's
+        // daily budget on the replayed days and are measured there.
+        let target = (per_feed_day * n as f64 * (s.test_end - s.train_end) / DAY).floor() as u64;
         for p in kairos_coordinator::baselines::run_peers(
             &s.trace,
             &peer_list,

@@ -278,14 +278,26 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let offline = schedules(&learned.models, Policy::Optimal)?;
     // The peers, online from the same empty start, tuned to the live run's fetches.
     let started = Instant::now();
+    // The peers spend what the live run spent on the scored days, on those days.
+    let scored_from = a.train_days as f64 * DAY;
+    let scored_from = if scored_from < cfg.duration {
+        scored_from
+    } else {
+        0.0
+    };
+    let live_scored: u64 = log
+        .fetches
+        .iter()
+        .map(|f| f.iter().filter(|&&t| t >= scored_from).count() as u64)
+        .sum();
     let peer_logs = run_peers(
         &trace,
         &peer_list,
         cfg.duration,
         items,
-        log.reports,
+        live_scored,
         a.metric,
-        a.train_days as f64 * DAY,
+        scored_from,
     );
     let peer_seconds = started.elapsed().as_secs_f64();
     let rows: Vec<DayRow> = (0..days)
@@ -453,12 +465,17 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     );
     if !peer_logs.is_empty() {
         println!(
-            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend the live run's {} fetches, the ratio of quiet to busy feeds' settings chosen in hindsight on days {}+ ({peer_seconds:.1} s)",
-            log.reports, a.train_days
+            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
+            a.train_days
         );
         for p in peer_logs.iter().filter(|p| p.tuned) {
+            let scored: usize = p
+                .log
+                .iter()
+                .map(|f| f.iter().filter(|&&t| t >= scored_from).count())
+                .sum();
             println!(
-                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {} fetches",
+                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days, {} in all",
                 p.peer.name(),
                 p.knobs.fast,
                 p.knobs.slow,

@@ -201,7 +201,7 @@ pub struct Tuned {
     pub knobs: Knobs,
     /// Its fetch times per feed.
     pub log: Vec<Vec<f64>>,
-    /// Fetches it made.
+    /// Fetches it made, as the tuning counted them (on the scored days).
     pub fetches: u64,
     /// Its score (lower is better).
     pub score: f64,
@@ -210,19 +210,24 @@ pub struct Tuned {
 /// Ratios of the quiet feeds' multiplier to the busy feeds' that [`tune`] tries.
 const RATIOS: [f64; 4] = [0.25, 1.0, 4.0, 16.0];
 
-/// The best run of `peer` that spends at most `target` fetches and within 3% of it: for
-/// each ratio of [`RATIOS`] (only 1 for a fixed interval), a bisection on the settings'
-/// common multiplier over [10⁻⁴, 10⁴] (fewer fetches at larger ones); among the ratios
-/// that reach the budget, the lowest `score`. If none does, the run closest to it.
+/// The best run of `peer` whose fetches as `count` counts them (those of the scored days)
+/// are at most `target` and within 3% of it: for each ratio of [`RATIOS`] (only 1 for a
+/// fixed interval), a bisection on the settings' common multiplier over [10⁻⁴, 10⁴]
+/// (fewer fetches at larger ones); among the ratios that reach the budget, the lowest
+/// `score`. If none does, the run closest to it. A probe is cut short past
+/// `base.max_fetches` fetches in all (twice the target and 10,000 when unset): it only has
+/// to say "too many".
 pub fn tune(
     trace: &Trace,
     peer: Peer,
     base: &PeerRun,
     target: u64,
+    count: &(dyn Fn(&[Vec<f64>]) -> u64 + Sync),
     score: &(dyn Fn(&[Vec<f64>]) -> f64 + Sync),
 ) -> Tuned {
-    // A probe past twice the target is cut short: it only has to say "too many".
-    let cap = target.saturating_mul(2).saturating_add(10_000);
+    let cap = base
+        .max_fetches
+        .unwrap_or_else(|| target.saturating_mul(2).saturating_add(10_000));
     let at = |knobs: Knobs| {
         let log = run(
             trace,
@@ -233,7 +238,7 @@ pub fn tune(
                 ..*base
             },
         );
-        let fetches = fetch_count(&log);
+        let fetches = count(&log);
         (knobs, log, fetches)
     };
     let ratios: &[f64] = if peer.two_knobs() { &RATIOS } else { &[1.0] };

@@ -249,7 +249,9 @@ fn tuning_spends_the_budget_without_passing_it() {
     let target = 60 * 6 * 4;
     for peer in Peer::ALL {
         // Scored by the fetches' count, so the ratio kept is the one with the fewest.
-        let t = tune(&trace, peer, &base, target, &|l| fetch_count(l) as f64);
+        let t = tune(&trace, peer, &base, target, &fetch_count, &|l| {
+            fetch_count(l) as f64
+        });
         assert_eq!(t.score, t.fetches as f64);
         assert!(t.fetches <= target, "{}: {}", peer.name(), t.fetches);
         assert!(
@@ -260,5 +262,20 @@ fn tuning_spends_the_budget_without_passing_it() {
             t.knobs
         );
         assert_eq!(fetch_count(&t.log), t.fetches);
+        // Counted on the last three days only: those days spend the target, whatever the
+        // first three spent.
+        let late = |l: &[Vec<f64>]| -> u64 {
+            l.iter()
+                .map(|f| f.iter().filter(|&&x| x >= 3.0 * 86_400.0).count() as u64)
+                .sum()
+        };
+        let half = target / 2;
+        let t = tune(&trace, peer, &base, half, &late, &|l| fetch_count(l) as f64);
+        let spent = late(&t.log);
+        assert!(
+            spent <= half && spent as f64 >= 0.97 * half as f64,
+            "{}: {spent} of {half} on the last days",
+            peer.name()
+        );
     }
 }
