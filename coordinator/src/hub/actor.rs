@@ -69,7 +69,7 @@ pub(super) struct State {
     /// When each feed never fetched yet is due for its first fetch ([`super::pacing`]).
     pub first_sights: HashMap<String, i64>,
     /// The latest UTC day that held first sights ([`super::pacing::Pacing::paced_day`]).
-    pub paced_day: Option<i64>,
+    pub paced_day: super::pacing::Steering,
 }
 
 /// A message: what to run on the state, and where it comes from (the closure's type name,
@@ -196,7 +196,7 @@ mod tests {
             bounds: Default::default(),
             totals: Totals::default(),
             first_sights: HashMap::new(),
-            paced_day: None,
+            paced_day: Default::default(),
         }
     }
 

@@ -195,7 +195,7 @@ impl<B: KvBackend> Hub<B> {
             bounds: Default::default(),
             totals: Totals::default(),
             first_sights: HashMap::new(),
-            paced_day: None,
+            paced_day: Default::default(),
         });
         Ok(Hub {
             store: store.clone(),

@@ -24,12 +24,24 @@ use std::collections::HashMap;
 
 const DAY_MS: i64 = 86_400_000;
 
+/// What steers the plan from one round to the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Steering {
+    /// The latest UTC day (days since the Unix epoch) that holds first sights: the plan is
+    /// steered by the day's spending until that day ends.
+    pub last_day: Option<i64>,
+    /// The share a steered day has allowed so far, and the day: it only comes down within
+    /// the day. A plan's fetches are not spread evenly over the day (on a cold start every
+    /// feed has the same model, and their daily fetch falls in the same minutes), so a share
+    /// raised for the day's last hours could spend a whole day's fetches in them.
+    pub cap: Option<(i64, f64)>,
+}
+
 /// What a round decides for the day.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pacing {
-    /// The latest UTC day (days since the Unix epoch) that holds first sights: the plan is
-    /// steered by the day's spending until that day ends.
-    pub paced_day: Option<i64>,
+    /// What steers the next round.
+    pub paced_day: Steering,
     /// Share of the daily budget the plan may spend for the rest of the day (0..=1; the
     /// replanner keeps it at or above what the minimums need).
     pub share: f64,
@@ -41,7 +53,7 @@ pub struct Pacing {
 /// seen) at `now_ms`, with `per_day` fetches a day of which `min_share` is what the plan's
 /// minimums need; `ledger` counts the fetches made (first sights included);
 /// `given` holds the times earlier rounds gave (kept while still ahead or today: a worker
-/// may hold them already); `paced_day` is the last round's [`Pacing::paced_day`].
+/// may hold them already); `steering` is the last round's [`Pacing::paced_day`].
 pub fn pace(
     now_ms: i64,
     per_day: f64,
@@ -49,14 +61,14 @@ pub fn pace(
     ledger: &Ledger,
     pending: &[&str],
     given: &HashMap<String, i64>,
-    paced_day: Option<i64>,
+    steering: Steering,
 ) -> Pacing {
     let mut first_sights = HashMap::with_capacity(pending.len());
     if !(per_day.is_finite() && per_day > 0.0) {
         // Nothing to pace against: every first sight at once, the plan unchanged.
         first_sights.extend(pending.iter().map(|id| (id.to_string(), now_ms)));
         return Pacing {
-            paced_day,
+            paced_day: steering,
             share: 1.0,
             first_sights,
         };
@@ -109,18 +121,24 @@ pub fn pace(
         first_sights.insert(id.to_string(), due);
     }
     let latest = (per_day_given.iter().rposition(|&n| n > 0.0)).map(|d| today + d as i64);
-    let paced_day = latest.max(paced_day);
+    let last_day = latest.max(steering.last_day);
     // The plan: what today's budget has left, spread over the rest of the day, on a day
-    // that holds first sights.
+    // that holds first sights; never more than an earlier round of the day allowed.
     let spare = per_day - today_fetches as f64 - given_on(&per_day_given, 0);
-    let share = if left > 0.0 && paced_day.is_some_and(|d| d >= today) {
-        (spare / (per_day * left)).clamp(0.0, 1.0)
+    let (share, cap) = if left > 0.0 && last_day.is_some_and(|d| d >= today) {
+        let mut share = (spare / (per_day * left)).clamp(0.0, 1.0);
+        if let Some((day, cap)) = steering.cap {
+            if day == today {
+                share = share.min(cap);
+            }
+        }
+        (share, Some((today, share)))
     } else {
-        1.0
+        (1.0, None)
     };
     let share = share.min(payback(now_ms, ledger, per_day));
     Pacing {
-        paced_day,
+        paced_day: Steering { last_day, cap },
         share,
         first_sights,
     }
@@ -180,7 +198,7 @@ mod tests {
             &spent(0, 0),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         let days = per_day_count(&p);
         // 461 × 5/7 = 329.3: 329 today (at once), 329 tomorrow, 264 the day after.
@@ -202,7 +220,7 @@ mod tests {
             &spent(0, 0),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         assert_eq!(per_day_count(&p)[&0], 922);
         assert!((p.share - 0.75).abs() < 1e-9);
@@ -219,7 +237,7 @@ mod tests {
             &spent(0, 0),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         // Two hours later 300 of today's were made; the rest are still pending.
         let seen: std::collections::HashSet<&str> = first
@@ -247,9 +265,50 @@ mod tests {
         for id in &still {
             assert_eq!(second.first_sights[*id], first.first_sights[*id]);
         }
-        // 300 made + 29 due today: the plan has 132 of 461 for the 22 hours left.
+        // 300 made + 29 due today: 132 of 461 left for the 22 hours left would be a share
+        // of 0.312, but the day allowed 0.286 at its start: it stays there.
+        assert!((first.share - 132.0 / 461.0).abs() < 1e-9);
+        assert!(
+            (second.share - first.share).abs() < 1e-9,
+            "{}",
+            second.share
+        );
+        // Without that cap, the share would have risen.
+        let uncapped = pace(
+            now,
+            461.0,
+            2.0 / 7.0,
+            &spent(0, 300),
+            &still,
+            &first.first_sights,
+            Steering {
+                cap: None,
+                ..first.paced_day
+            },
+        );
         let want = (461.0 - 329.0) / (461.0 * 22.0 / 24.0);
-        assert!((second.share - want).abs() < 1e-9, "{}", second.share);
+        assert!((uncapped.share - want).abs() < 1e-9, "{}", uncapped.share);
+        // The next day starts from its own budget, less its first sights and the 29 of
+        // yesterday's still to be made.
+        let tomorrow = pace(
+            DAY_MS,
+            461.0,
+            2.0 / 7.0,
+            &Ledger {
+                since_ms: Some(0),
+                fetches: 461,
+                day: 0,
+                day_fetches: 461,
+            },
+            &still,
+            &first.first_sights,
+            second.paced_day,
+        );
+        assert!(
+            (tomorrow.share - (461.0 - 329.0 - 29.0) / 461.0).abs() < 1e-9,
+            "{}",
+            tomorrow.share
+        );
     }
 
     #[test]
@@ -265,7 +324,7 @@ mod tests {
             &spent(noon, 95),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         assert_eq!(per_day_count(&p)[&1], 10);
         assert!((p.share - 5.0 / 50.0).abs() < 1e-9);
@@ -277,7 +336,10 @@ mod tests {
             &spent(noon, 130),
             &[],
             &HashMap::new(),
-            Some(0),
+            Steering {
+                last_day: Some(0),
+                cap: None,
+            },
         );
         assert_eq!(p.share, 0.0);
         // Nothing pending, nothing spent: the whole budget.
@@ -289,7 +351,7 @@ mod tests {
                 &Ledger::default(),
                 &[],
                 &HashMap::new(),
-                None
+                Steering::default()
             )
             .share,
             1.0
@@ -303,7 +365,10 @@ mod tests {
                 &spent(-DAY_MS, 140),
                 &[],
                 &HashMap::new(),
-                Some(-1)
+                Steering {
+                    last_day: Some(-1),
+                    cap: None,
+                }
             )
             .share,
             1.0
@@ -316,7 +381,10 @@ mod tests {
             &spent(noon - 1, 90),
             &[],
             &HashMap::new(),
-            Some(0),
+            Steering {
+                last_day: Some(0),
+                cap: None,
+            },
         );
         assert!((p.share - 0.2).abs() < 1e-9);
         // A budget of nothing paces nothing.
@@ -327,7 +395,7 @@ mod tests {
             &Ledger::default(),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         assert_eq!(p.share, 1.0);
         assert!(p.first_sights.values().all(|&t| t == noon));
@@ -339,7 +407,15 @@ mod tests {
             day: 0,
             day_fetches: 100,
         };
-        let p = pace(DAY_MS, 100.0, 0.1, &ahead, &[], &HashMap::new(), None);
+        let p = pace(
+            DAY_MS,
+            100.0,
+            0.1,
+            &ahead,
+            &[],
+            &HashMap::new(),
+            Steering::default(),
+        );
         assert!((p.share - 0.5).abs() < 1e-9, "{}", p.share);
         // Minimums that take the whole budget still let one first sight a day through.
         let p = pace(
@@ -349,7 +425,7 @@ mod tests {
             &Ledger::default(),
             &pending,
             &HashMap::new(),
-            None,
+            Steering::default(),
         );
         assert_eq!(per_day_count(&p).values().max(), Some(&1));
     }

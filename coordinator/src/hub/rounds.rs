@@ -67,7 +67,7 @@ struct Solved {
     /// When each feed never fetched is due for its first fetch.
     first_sights: HashMap<String, i64>,
     /// The latest UTC day that holds first sights.
-    paced_day: Option<i64>,
+    paced_day: pacing::Steering,
     outcome: PlanOutcome,
     view: PlanView,
     bounds: FeedBounds,
