@@ -159,6 +159,13 @@ impl PlannerSettings {
             ));
         }
         if let Budget::PerFeedPerDay(x) = self.budget {
+            // A feed takes at most one fetch per slot (a budget of 1e308 ran without end).
+            if x > self.slots as f64 {
+                return Err(format!(
+                    "a budget of {x} fetches per feed per day is more than one fetch per slot ({} slots a day)",
+                    self.slots
+                ));
+            }
             if self.min_fetches_per_day > x {
                 return Err(format!(
                     "the minimum of {} fetches per feed per day is above the budget of {x}",
@@ -239,7 +246,13 @@ impl PlannerSettings {
             scheduler: Scheduler::Exact,
             slots: self.period_slots(),
             period_seconds: 86_400.0 * d,
-            budget: self.budget.per_day(feeds) * d,
+            // A budget above one fetch per slot for every feed cannot be placed: what no
+            // feed can take is not planned for (a total budget is not per feed).
+            budget: self
+                .budget
+                .per_day(feeds)
+                .min(feeds as f64 * self.slots as f64)
+                * d,
             host_caps: HostCaps::uniform(self.host_fetches_per_day.map(|h| h * d)),
             smoothing: Smoothing::Linear,
         }
@@ -871,9 +884,38 @@ mod tests {
         // A cap below the per-feed minimum is refused by validation.
         let bad = PlannerSettings {
             host_fetches_per_day: Some(0.1),
-            ..settings
+            ..settings.clone()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn a_budget_past_one_fetch_per_slot_is_refused_or_capped() {
+        let per_feed = PlannerSettings {
+            budget: Budget::PerFeedPerDay(1e308),
+            ..PlannerSettings::default()
+        };
+        let e = per_feed.validate().unwrap_err();
+        assert!(e.contains("one fetch per slot"), "{e}");
+        // A total budget cannot be checked without the feeds: it is capped where it is
+        // planned, and a plan is made.
+        let total = PlannerSettings {
+            budget: Budget::PerDay(1e308),
+            slots: 24,
+            ..PlannerSettings::default()
+        };
+        total.validate().unwrap();
+        assert_eq!(total.plan_config(3).budget, 72.0);
+        let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
+        let states: HashMap<String, FeedState> = HashMap::new();
+        let access = |_: &str| Vec::new();
+        let (m, _) = models(&feeds, &states, &access, 1000 * DAY_MS, &total);
+        let out = Replanner::new(total).plan(&feeds, m).unwrap();
+        assert!(
+            out.fetches_per_day <= 72.0 + 1e-9,
+            "{}",
+            out.fetches_per_day
+        );
     }
 
     #[test]
