@@ -161,8 +161,14 @@ impl PlannerSettings {
         if let Budget::PerFeedPerDay(x) = self.budget {
             // A feed takes at most one fetch per slot (a budget of 1e308 ran without end).
             if x > self.slots as f64 {
+                // Written as 1e308, not as its 309 digits.
+                let shown = if x < 1e15 {
+                    format!("{x}")
+                } else {
+                    format!("{x:e}")
+                };
                 return Err(format!(
-                    "a budget of {x} fetches per feed per day is more than one fetch per slot ({} slots a day)",
+                    "a budget of {shown} fetches per feed per day is more than one fetch per slot ({} slots a day)",
                     self.slots
                 ));
             }
