@@ -257,7 +257,12 @@ impl PlannerSettings {
             budget: self
                 .budget
                 .per_day(feeds)
-                .min(feeds as f64 * self.slots as f64)
+                // No feed yet: the configured figure, as reported.
+                .min(if feeds > 0 {
+                    feeds as f64 * self.slots as f64
+                } else {
+                    f64::INFINITY
+                })
                 * d,
             host_caps: HostCaps::uniform(self.host_fetches_per_day.map(|h| h * d)),
             smoothing: Smoothing::Linear,
