@@ -56,9 +56,10 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         };
         let mut n = 0.0;
         for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
-            counts[f][bin_of(t)] += w(t);
-            pooled[bin_of(t)] += w(t);
-            n += w(t);
+            let wt = w(t);
+            counts[f][bin_of(t)] += wt;
+            pooled[bin_of(t)] += wt;
+            n += wt;
         }
         for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
             // One posting's mass spread evenly over the hours of its interval.

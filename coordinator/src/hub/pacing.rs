@@ -178,6 +178,25 @@ mod tests {
         }
     }
 
+    /// A round with no first sight given before and nothing steering it.
+    fn fresh(
+        now_ms: i64,
+        per_day: f64,
+        min_share: f64,
+        ledger: &Ledger,
+        pending: &[&str],
+    ) -> Pacing {
+        pace(
+            now_ms,
+            per_day,
+            min_share,
+            ledger,
+            pending,
+            &HashMap::new(),
+            Steering::default(),
+        )
+    }
+
     fn per_day_count(p: &Pacing) -> HashMap<i64, usize> {
         let mut out = HashMap::new();
         for t in p.first_sights.values() {
@@ -191,15 +210,7 @@ mod tests {
         // 922 feeds at half a fetch a day (461 a day); the minimums need 2/7 of it.
         let names = ids(922);
         let pending: Vec<&str> = names.iter().map(String::as_str).collect();
-        let p = pace(
-            0,
-            461.0,
-            2.0 / 7.0,
-            &spent(0, 0),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(0, 461.0, 2.0 / 7.0, &spent(0, 0), &pending);
         let days = per_day_count(&p);
         // 461 × 5/7 = 329.3: 329 today (at once), 329 tomorrow, 264 the day after.
         assert_eq!(days[&0], 329);
@@ -213,15 +224,7 @@ mod tests {
             p.share
         );
         // At four a day every feed is seen at once and the plan gets the rest.
-        let p = pace(
-            0,
-            3688.0,
-            0.143 / 4.0,
-            &spent(0, 0),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(0, 3688.0, 0.143 / 4.0, &spent(0, 0), &pending);
         assert_eq!(per_day_count(&p)[&0], 922);
         assert!((p.share - 0.75).abs() < 1e-9);
     }
@@ -230,15 +233,7 @@ mod tests {
     fn later_rounds_keep_the_times_given_and_count_them() {
         let names = ids(922);
         let pending: Vec<&str> = names.iter().map(String::as_str).collect();
-        let first = pace(
-            0,
-            461.0,
-            2.0 / 7.0,
-            &spent(0, 0),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let first = fresh(0, 461.0, 2.0 / 7.0, &spent(0, 0), &pending);
         // Two hours later 300 of today's were made; the rest are still pending.
         let seen: std::collections::HashSet<&str> = first
             .first_sights
@@ -317,15 +312,7 @@ mod tests {
         let pending: Vec<&str> = names.iter().map(String::as_str).collect();
         // Noon, 100 a day, 95 spent: room for none today beyond the minimums.
         let noon = 12 * 3_600_000;
-        let p = pace(
-            noon,
-            100.0,
-            0.1,
-            &spent(noon, 95),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(noon, 100.0, 0.1, &spent(noon, 95), &pending);
         assert_eq!(per_day_count(&p)[&1], 10);
         assert!((p.share - 5.0 / 50.0).abs() < 1e-9);
         // Over budget: the plan share is 0 (the replanner raises it to the minimums).
@@ -343,19 +330,7 @@ mod tests {
         );
         assert_eq!(p.share, 0.0);
         // Nothing pending, nothing spent: the whole budget.
-        assert_eq!(
-            pace(
-                0,
-                100.0,
-                0.1,
-                &Ledger::default(),
-                &[],
-                &HashMap::new(),
-                Steering::default()
-            )
-            .share,
-            1.0
-        );
+        assert_eq!(fresh(0, 100.0, 0.1, &Ledger::default(), &[]).share, 1.0);
         // A day with no first sight is not steered, whatever it spent by noon.
         assert_eq!(
             pace(
@@ -388,15 +363,7 @@ mod tests {
         );
         assert!((p.share - 0.2).abs() < 1e-9);
         // A budget of nothing paces nothing.
-        let p = pace(
-            noon,
-            f64::NAN,
-            0.1,
-            &Ledger::default(),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(noon, f64::NAN, 0.1, &Ledger::default(), &pending);
         assert_eq!(p.share, 1.0);
         assert!(p.first_sights.values().all(|&t| t == noon));
         // A run 150 fetches ahead of the 100 a day it earned pays them back over three days:
@@ -407,26 +374,10 @@ mod tests {
             day: 0,
             day_fetches: 100,
         };
-        let p = pace(
-            DAY_MS,
-            100.0,
-            0.1,
-            &ahead,
-            &[],
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(DAY_MS, 100.0, 0.1, &ahead, &[]);
         assert!((p.share - 0.5).abs() < 1e-9, "{}", p.share);
         // Minimums that take the whole budget still let one first sight a day through.
-        let p = pace(
-            0,
-            10.0,
-            1.0,
-            &Ledger::default(),
-            &pending,
-            &HashMap::new(),
-            Steering::default(),
-        );
+        let p = fresh(0, 10.0, 1.0, &Ledger::default(), &pending);
         assert_eq!(per_day_count(&p).values().max(), Some(&1));
     }
 }
