@@ -205,6 +205,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             }
             version += 1;
             schedule.apply_delta(version, upserts, &[], now)?;
+            schedule.set_allowance(hub.allowance(&worker).await, now);
             for (id, at) in first {
                 schedule.expedite(&id, at);
             }

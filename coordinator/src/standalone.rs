@@ -439,6 +439,14 @@ async fn summarize<B: KvBackend>(
         "workers": workers,
         "fetches": t.fetches,
         "budget_fetches": (budget_per_day * days).round(),
+        "budget_per_day": budget_per_day,
+        // Fetches started per UTC day: each at most the day's budget (the workers'
+        // allowances hold it).
+        "fetches_by_day": t
+            .fetches_by_day
+            .iter()
+            .map(|(day, n)| serde_json::json!({ "day": day, "fetches": n }))
+            .collect::<Vec<_>>(),
         "fetch_outcomes": t.outcomes,
         "duplicates_ingested": t.postings_duplicate,
         "reports_rejected": t.reports_rejected,

@@ -66,6 +66,12 @@ mod tests {
                 removed_feed_ids: vec!["f9".into()],
                 more: true,
             })),
+            allowance: Some(v1::DayAllowance {
+                day: 20_000,
+                fetches: 5_000,
+                later_days: 4_800,
+                counted: 1_234,
+            }),
         };
         let bytes = update.encode_to_vec();
         assert_eq!(

@@ -1,6 +1,8 @@
 //! Plumbing shared by the coordinator and the worker, and nothing else: it links neither the
 //! planner nor the fetcher, so each binary takes only what it runs.
 //!
+//! * [`allowance`] — the most fetches a worker may start on a UTC day (the hard part of
+//!   the budget);
 //! * [`auth`] — bearer tokens with scopes in front of every gRPC service;
 //! * [`credentials`] — how a client reaches the coordinator (TLS, bearer token): the
 //!   worker's sessions and `kairosctl`;
@@ -11,6 +13,7 @@
 //! * [`process`] — logging set-up, shutdown signals, periodic reloads;
 //! * [`telemetry`] — the `/metrics` endpoint both binaries serve.
 
+pub mod allowance;
 pub mod auth;
 pub mod clock;
 pub mod credentials;

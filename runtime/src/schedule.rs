@@ -6,9 +6,11 @@
 //! one host start at least `min_host_gap` apart, so a fetch whose host was just used is
 //! pushed back (and reported late) rather than sent. Assignments are desired state with a
 //! monotonic version: a snapshot replaces everything, a delta upserts and revokes, and
-//! anything not newer than what was applied is ignored. Time is an input (simulated Unix
-//! ms), so tests drive it directly.
+//! anything not newer than what was applied is ignored. A daily allowance from the
+//! coordinator ([`crate::allowance`]) caps the fetches started on each UTC day. Time is an
+//! input (simulated Unix ms), so tests drive it directly.
 
+use crate::allowance::{Allowance, DayGate};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -121,6 +123,8 @@ pub struct Schedule {
     min_host_gap_ms: i64,
     applied: u64,
     generation: u64,
+    /// The day's allowance and the fetches started against it.
+    gate: DayGate,
 }
 
 impl Schedule {
@@ -269,6 +273,19 @@ impl Schedule {
         }
     }
 
+    /// Takes the coordinator's daily allowance ([`crate::allowance`]); `None` lifts it.
+    pub fn set_allowance(&mut self, allowance: Option<Allowance>, now_ms: i64) {
+        match allowance {
+            Some(a) => self.gate.set(a, now_ms),
+            None => self.gate.clear(),
+        }
+    }
+
+    /// The day's allowance and the fetches started against it.
+    pub fn gate(&self) -> &DayGate {
+        &self.gate
+    }
+
     /// When the next fetch is due (possibly a stale entry: waking early is harmless).
     pub fn next_due(&self) -> Option<i64> {
         self.heap.peek().map(|Reverse((due, ..))| *due)
@@ -296,6 +313,13 @@ impl Schedule {
             if free > now_ms {
                 // Host used too recently: retry when it is free, keeping the planned time.
                 self.heap.push(Reverse((free, generation, planned, id)));
+                continue;
+            }
+            if let Err(day_start) = self.gate.admit(now_ms) {
+                // Today's allowance is spent: the fetch waits for the next day, where it
+                // stands as that day's first time (the slots between are not made up).
+                self.heap
+                    .push(Reverse((day_start, generation, day_start, id)));
                 continue;
             }
             self.host_free_at
@@ -437,6 +461,49 @@ mod tests {
         s.apply_delta(3, vec![feed("a", "h", &[400, 900], 1000)], &[], 130)
             .unwrap();
         assert_eq!(planned(&mut s, 640), vec![400]);
+    }
+
+    #[test]
+    fn a_spent_allowance_holds_fetches_to_the_next_day_once_each() {
+        use crate::allowance::DAY_MS;
+        let hour = DAY_MS / 24;
+        // Three feeds fetched every 6 hours; the worker may start 5 fetches today and 12
+        // on later days.
+        let mut s = Schedule::new(0);
+        let feeds = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, id)| feed(id, id, &[i as i64 * 1000], 6 * hour))
+            .collect();
+        s.apply_snapshot(1, feeds, 0).unwrap();
+        s.set_allowance(
+            Some(Allowance {
+                day: 0,
+                fetches: 5,
+                later_days: 12,
+                counted: 0,
+            }),
+            0,
+        );
+        let mut per_day = [0usize; 3];
+        let mut t = 0;
+        while t < 3 * DAY_MS {
+            for d in s.pop_due(t) {
+                per_day[(t / DAY_MS) as usize] += 1;
+                if t == DAY_MS {
+                    assert_eq!(
+                        d.planned_ms, DAY_MS,
+                        "a held fetch stands at the day's start"
+                    );
+                }
+            }
+            t += 60_000;
+        }
+        // Day 0: 5 of its 12 slots. Day 1: the held fetches go first (one per feed, not
+        // one per missed slot), then the plan; 12 in all.
+        assert_eq!(per_day, [5, 12, 12]);
+        assert_eq!(s.gate().started_today(), 12);
+        assert!(s.gate().held_total() >= 7);
     }
 
     #[test]

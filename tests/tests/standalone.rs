@@ -77,6 +77,19 @@ fn demo_summary_has_every_field_and_beats_uniform_polling() {
     // 10% at this compression, where a replan interval is eight simulated hours).
     assert!(num("fetches") <= num("budget_fetches") * 1.2 + 300.0, "{s}");
     assert!(num("fetches") >= num("budget_fetches") * 0.8, "{s}");
+    // Every UTC day within its budget, first sights and catch-ups included: the two
+    // workers' allowances add up to it. The first day is a whole one (the clock starts at
+    // midnight) and spends most of it (0.89 when this was written: at this compression a
+    // replan comes every eight simulated hours, and the first plan is a cold one).
+    let budget = num("budget_per_day");
+    let days = s["fetches_by_day"].as_array().expect("fetches_by_day");
+    assert!(days.len() >= 2, "{s}");
+    for d in days {
+        let n = d["fetches"].as_f64().unwrap();
+        assert!(n <= budget, "day {} spent {n} of {budget}: {s}", d["day"]);
+    }
+    let first = days[0]["fetches"].as_f64().unwrap();
+    assert!(first >= 0.8 * budget, "the first day spent {first} of {budget}: {s}");
     assert!(num("missed_per_access") > 0.0);
     assert!(
         num("avg_delay_seconds") > 0.0

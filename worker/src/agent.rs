@@ -498,6 +498,12 @@ async fn assignments(
             pb::assignment_update::Update::Snapshot(s) => format!("snapshot of {}", s.feeds.len()),
             pb::assignment_update::Update::Delta(d) => format!("delta +{} -{}", d.upserts.len(), d.removed_feed_ids.len()),
         }), "assignment update");
+        let allowance = u.allowance.map(|a| kairos_runtime::allowance::Allowance {
+            day: a.day,
+            fetches: a.fetches,
+            later_days: a.later_days,
+            counted: a.counted,
+        });
         let mut st = shared.state.lock().expect("worker state");
         let st = &mut *st;
         let applied = match u.update {
@@ -525,6 +531,16 @@ async fn assignments(
         };
         match applied {
             Ok(()) => {
+                // The day's allowance comes with every update (none: no cap beyond the
+                // plan, as from a coordinator that deals none).
+                st.schedule.set_allowance(allowance, now);
+                metrics::gauge!(telemetry::DAY_ALLOWANCE).set(allowance.map_or(-1.0, |a| {
+                    if a.day == now.div_euclid(kairos_runtime::allowance::DAY_MS) {
+                        a.fetches as f64
+                    } else {
+                        a.later_days as f64
+                    }
+                }));
                 shared
                     .stats
                     .applied_version
@@ -646,7 +662,14 @@ async fn fetch_loop(
         let now = shared.clock.now_ms();
         let (due, next) = {
             let mut st = shared.state.lock().expect("worker state");
+            let held = st.schedule.gate().held_total();
             let due = st.schedule.pop_due(now);
+            let gate = st.schedule.gate();
+            if gate.held_total() > held {
+                metrics::counter!(telemetry::FETCHES_HELD_TOTAL)
+                    .increment(gate.held_total() - held);
+            }
+            metrics::gauge!(telemetry::DAY_FETCHES).set(gate.started_today() as f64);
             (due, st.schedule.next_due())
         };
         tracing::trace!(now, due = due.len(), next = ?next, "fetch loop");
@@ -945,6 +968,7 @@ mod tests {
             epoch: 1,
             version,
             update: Some(Update::Snapshot(pb::AssignmentSnapshot { feeds, more })),
+            allowance: None,
         };
         let mut pending = None;
         assert!(assemble(&mut pending, part(3, vec![feed("a")], true)).is_none());

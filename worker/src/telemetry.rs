@@ -41,6 +41,12 @@ pub const DNS_SECONDS: &str = "kairos_worker_dns_seconds";
 pub const CONNECT_SECONDS: &str = "kairos_worker_connect_seconds";
 /// Version of the last assignment applied (restarts at 1 with each session).
 pub const ASSIGNMENT_VERSION: &str = "kairos_worker_assignment_version";
+/// Fetches held to the next UTC day because the day's allowance was spent.
+pub const FETCHES_HELD_TOTAL: &str = "kairos_worker_fetches_held_total";
+/// The day's allowance: the most fetches this worker may start today (-1: none given).
+pub const DAY_ALLOWANCE: &str = "kairos_worker_day_allowance";
+/// Fetches started today (UTC) against the allowance.
+pub const DAY_FETCHES: &str = "kairos_worker_day_fetches";
 
 /// Buckets of fetch durations: 5 ms to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
@@ -104,16 +110,28 @@ pub fn describe() {
         ASSIGNMENT_VERSION,
         "Version of the last assignment applied."
     );
+    describe_counter!(
+        FETCHES_HELD_TOTAL,
+        "Fetches held to the next UTC day because the coordinator's daily allowance was spent."
+    );
+    describe_gauge!(
+        DAY_ALLOWANCE,
+        "The most fetches this worker may start today (UTC), as the coordinator dealt it; -1 when none was given."
+    );
+    describe_gauge!(DAY_FETCHES, "Fetches started today (UTC).");
     for g in [
         FETCHES_IN_FLIGHT,
         FETCHES_DUE_WAITING,
         FEEDS,
         REPORT_BACKLOG,
         ASSIGNMENT_VERSION,
+        DAY_FETCHES,
     ] {
         gauge!(g).set(0.0);
     }
+    gauge!(DAY_ALLOWANCE).set(-1.0);
     counter!(FETCH_BYTES_TOTAL).absolute(0);
+    counter!(FETCHES_HELD_TOTAL).absolute(0);
     for read in ["none", "partly"] {
         counter!(DOCUMENTS_UNREAD_TOTAL, "read" => read).absolute(0);
     }

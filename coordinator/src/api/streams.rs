@@ -156,6 +156,7 @@ mod tests {
             epoch: 1,
             version,
             update: None,
+            allowance: None,
         })
     }
 

@@ -238,11 +238,22 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                         Some(_) => None,
                     };
                     if let Some(update) = update {
-                        for part in split(update, PART_BYTES) {
+                        let parts = split(update, PART_BYTES);
+                        let last = parts.len().saturating_sub(1);
+                        for (i, part) in parts.into_iter().enumerate() {
                             let msg = pb::AssignmentUpdate {
                                 epoch,
                                 version: now.version,
                                 update: Some(part),
+                                // With the last part, which is when the update applies.
+                                allowance: now.allowance.filter(|_| i == last).map(|a| {
+                                    pb::DayAllowance {
+                                        day: a.day,
+                                        fetches: a.fetches,
+                                        later_days: a.later_days,
+                                        counted: a.counted,
+                                    }
+                                }),
                             };
                             if tx.send(Ok(msg)).await.is_err() {
                                 return; // The worker hung up.

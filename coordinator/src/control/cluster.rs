@@ -14,6 +14,7 @@
 
 use super::FeedSpec;
 use crate::shard::{self, Host, Worker};
+use kairos_runtime::allowance::Allowance;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,13 @@ pub struct Desired {
     pub version: u64,
     /// Feeds the worker should fetch, by id.
     pub feeds: Arc<BTreeMap<String, FeedSpec>>,
+    /// The most fetches the worker may start per UTC day (`None`: not dealt yet).
+    pub allowance: Option<Allowance>,
 }
+
+/// Deals the day's budget over the sessions: (session id, its feeds) → allowance.
+pub type Dealer<'a> =
+    &'a dyn Fn(&[(&str, &BTreeMap<String, FeedSpec>)]) -> HashMap<String, Allowance>;
 
 /// Why a cluster call was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -161,6 +168,7 @@ impl ShardView {
     pub fn prepare(
         &self,
         feeds: BTreeMap<String, FeedSpec>,
+        deal: Dealer,
     ) -> Result<Prepared, BTreeMap<String, FeedSpec>> {
         let hosts: BTreeSet<String> = feeds.values().map(|f| f.host.clone()).collect();
         if hosts != *self.hosts {
@@ -175,20 +183,34 @@ impl ShardView {
                     .insert(f.id.clone(), f.clone());
             }
         }
+        let mine: Vec<(&str, BTreeMap<String, FeedSpec>)> = self
+            .current
+            .iter()
+            .map(|(id, _)| {
+                let feeds = per_worker.remove(id.as_str()).unwrap_or_default();
+                (id.as_str(), feeds)
+            })
+            .collect();
+        let refs: Vec<(&str, &BTreeMap<String, FeedSpec>)> =
+            mine.iter().map(|(id, f)| (*id, f)).collect();
+        let mut allowances = deal(&refs);
         let changed = self
             .current
             .iter()
-            .filter_map(|(id, current)| {
-                let mine = per_worker.remove(id.as_str()).unwrap_or_default();
-                (current.version == 0 || *current.feeds != mine).then(|| {
-                    (
-                        id.clone(),
-                        Desired {
-                            version: current.version + 1,
-                            feeds: Arc::new(mine),
-                        },
-                    )
-                })
+            .zip(mine)
+            .filter_map(|((id, current), (_, mine))| {
+                let allowance = allowances.remove(id);
+                (current.version == 0 || *current.feeds != mine || current.allowance != allowance)
+                    .then(|| {
+                        (
+                            id.clone(),
+                            Desired {
+                                version: current.version + 1,
+                                feeds: Arc::new(mine),
+                                allowance,
+                            },
+                        )
+                    })
             })
             .collect();
         Ok(Prepared {
@@ -484,8 +506,41 @@ impl Cluster {
                 s.tx.send_replace(Desired {
                     version: current.version + 1,
                     feeds: Arc::new(feeds),
+                    allowance: current.allowance,
                 });
             }
+        }
+    }
+
+    /// Deals the day's budget over the sessions as they stand (after a change of members
+    /// or hosts); sessions whose allowance changes get a new version.
+    pub fn deal(&mut self, deal: Dealer) {
+        let current: Vec<(String, Desired)> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| (id.clone(), s.tx.borrow().clone()))
+            .collect();
+        let refs: Vec<(&str, &BTreeMap<String, FeedSpec>)> = current
+            .iter()
+            .map(|(id, d)| (id.as_str(), d.feeds.as_ref()))
+            .collect();
+        let mut allowances = deal(&refs);
+        let mut changed = false;
+        for (id, d) in current {
+            let allowance = allowances.remove(&id);
+            if d.version > 0 && d.allowance != allowance {
+                if let Some(s) = self.sessions.get(&id) {
+                    s.tx.send_replace(Desired {
+                        version: d.version + 1,
+                        feeds: d.feeds,
+                        allowance,
+                    });
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.generation += 1;
         }
     }
 }
@@ -544,6 +599,78 @@ mod tests {
             .collect()
     }
 
+    fn no_deal(_: &[(&str, &BTreeMap<String, FeedSpec>)]) -> HashMap<String, Allowance> {
+        HashMap::new()
+    }
+
+    #[test]
+    fn an_allowance_that_changes_is_a_new_version_and_set_feeds_keeps_it() {
+        let t = Instant::now();
+        let mut c = Cluster::new(ClusterConfig::default(), 1);
+        let a = c.register("a", 1.0, t).unwrap();
+        c.set_feeds(plan(10, 3, 0.0));
+        let v = c.subscribe(&a).unwrap().borrow().version;
+        // Each session's allowance from what it owns: one fetch per feed.
+        let per_feed = |w: &[(&str, &BTreeMap<String, FeedSpec>)]| -> HashMap<String, Allowance> {
+            w.iter()
+                .map(|(id, f)| {
+                    let n = f.len() as u64;
+                    (
+                        id.to_string(),
+                        Allowance {
+                            day: 0,
+                            fetches: n,
+                            later_days: n,
+                            counted: 0,
+                        },
+                    )
+                })
+                .collect()
+        };
+        // Same plan, a first allowance: a new version with the same feeds.
+        let prepared = c
+            .shard_view()
+            .prepare(plan(10, 3, 0.0), &per_feed)
+            .ok()
+            .unwrap();
+        let _ = c.install(prepared);
+        let d = c.subscribe(&a).unwrap().borrow().clone();
+        assert_eq!(
+            (d.version, d.allowance.map(|x| x.fetches)),
+            (v + 1, Some(10))
+        );
+        // The same allowance again: nothing new.
+        let prepared = c
+            .shard_view()
+            .prepare(plan(10, 3, 0.0), &per_feed)
+            .ok()
+            .unwrap();
+        let _ = c.install(prepared);
+        assert_eq!(c.subscribe(&a).unwrap().borrow().version, v + 1);
+        // New times through set_feeds keep the allowance; a second worker is dealt anew.
+        c.set_feeds(plan(10, 3, 50.0));
+        assert_eq!(
+            c.subscribe(&a)
+                .unwrap()
+                .borrow()
+                .allowance
+                .map(|x| x.fetches),
+            Some(10)
+        );
+        let b = c.register("b", 1.0, t).unwrap();
+        assert_eq!(c.subscribe(&b).unwrap().borrow().allowance, None);
+        c.deal(&per_feed);
+        let (da, db) = (
+            c.subscribe(&a).unwrap().borrow().clone(),
+            c.subscribe(&b).unwrap().borrow().clone(),
+        );
+        assert_eq!(
+            da.allowance.unwrap().fetches + db.allowance.unwrap().fetches,
+            10,
+            "the feeds split, and so do the allowances"
+        );
+    }
+
     #[test]
     fn a_plan_prepared_apart_installs_as_set_feeds_would_and_falls_back_when_the_cluster_moved() {
         let t = Instant::now();
@@ -559,23 +686,34 @@ mod tests {
         let versions = |c: &Cluster| all_desired(c).iter().map(|d| d.1).collect::<Vec<_>>();
         let before = versions(&apart);
         direct.set_feeds(plan(40, 7, 20.0));
-        let prepared = apart.shard_view().prepare(plan(40, 7, 20.0)).ok().unwrap();
+        let prepared = apart
+            .shard_view()
+            .prepare(plan(40, 7, 20.0), &no_deal)
+            .ok()
+            .unwrap();
         let _ = apart.install(prepared);
         assert_eq!(all_desired(&apart), all_desired(&direct));
         let bumped: Vec<u64> = before.iter().map(|v| v + 1).collect();
         assert_eq!(versions(&apart), bumped, "new times: one new version each");
         // An unchanged plan publishes nothing new.
-        let prepared = apart.shard_view().prepare(plan(40, 7, 20.0)).ok().unwrap();
+        let prepared = apart
+            .shard_view()
+            .prepare(plan(40, 7, 20.0), &no_deal)
+            .ok()
+            .unwrap();
         let _ = apart.install(prepared);
         assert_eq!(versions(&apart), bumped);
         // Other hosts cannot be prepared apart (they must be re-dealt).
-        assert!(apart.shard_view().prepare(plan(40, 9, 30.0)).is_err());
+        assert!(apart
+            .shard_view()
+            .prepare(plan(40, 9, 30.0), &no_deal)
+            .is_err());
         // A worker joined after the view was taken: installed the slow way, onto the
         // three sessions, as set_feeds would.
         let view = apart.shard_view();
         apart.register("c", 1.0, t).unwrap();
         direct.register("c", 1.0, t).unwrap();
-        let _ = apart.install(view.prepare(plan(40, 7, 30.0)).ok().unwrap());
+        let _ = apart.install(view.prepare(plan(40, 7, 30.0), &no_deal).ok().unwrap());
         direct.set_feeds(plan(40, 7, 30.0));
         assert_eq!(all_desired(&apart), all_desired(&direct));
         assert_eq!(all_desired(&apart).len(), 3);

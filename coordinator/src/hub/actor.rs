@@ -70,6 +70,27 @@ pub(super) struct State {
     pub first_sights: HashMap<String, i64>,
     /// The latest UTC day that held first sights ([`super::pacing::Pacing::paced_day`]).
     pub paced_day: super::pacing::Steering,
+    /// Fetches a day the last plan was made for: what the workers' allowances deal.
+    pub budget_per_day: Option<f64>,
+}
+
+impl State {
+    /// Deals the day's budget over the sessions as they stand ([`super::allowances`]):
+    /// after a plan installed the slow way and after workers join or leave.
+    pub fn deal_allowances(&mut self, now_ms: i64) {
+        let Some(per_day) = self.budget_per_day else {
+            return; // No plan yet: nothing to deal.
+        };
+        let counted = self.totals.worker_counts_today(now_ms);
+        let budget = super::allowances::DayBudget {
+            now_ms,
+            per_day,
+            today: self.totals.ledger.today(now_ms),
+            counted: &counted,
+            first_sights: &self.first_sights,
+        };
+        self.cluster.deal(&|w| super::allowances::deal(&budget, w));
+    }
 }
 
 /// A message: what to run on the state, and where it comes from (the closure's type name,
@@ -197,6 +218,7 @@ mod tests {
             totals: Totals::default(),
             first_sights: HashMap::new(),
             paced_day: Default::default(),
+            budget_per_day: None,
         }
     }
 

@@ -39,8 +39,52 @@ pub struct Totals {
     pub plans: u64,
     /// Fetches counted against the budget since this coordinator's first fetch.
     pub ledger: Ledger,
+    /// Fetches started on the latest UTC day each worker name reported one: (day, count).
+    pub worker_days: BTreeMap<String, (i64, u64)>,
+    /// Fetches started per UTC day (days since the Unix epoch), the last
+    /// [`DAYS_KEPT`] days.
+    pub fetches_by_day: BTreeMap<i64, u64>,
     /// The last plan's figures.
     pub last_plan: Option<PlanFigures>,
+}
+
+/// UTC days whose fetches [`Totals::fetches_by_day`] keeps.
+pub const DAYS_KEPT: usize = 90;
+
+impl Totals {
+    /// Counts a fetch of worker `name` started at `started_ms` against the budget: in the
+    /// ledger, its day and the worker's day.
+    pub fn count_fetch(&mut self, name: &str, started_ms: i64) {
+        self.ledger.add(started_ms);
+        let day = started_ms.div_euclid(86_400_000);
+        *self.fetches_by_day.entry(day).or_default() += 1;
+        while self.fetches_by_day.len() > DAYS_KEPT {
+            self.fetches_by_day.pop_first();
+        }
+        self.count_worker_fetch(name, started_ms);
+    }
+
+    fn count_worker_fetch(&mut self, name: &str, started_ms: i64) {
+        let day = started_ms.div_euclid(86_400_000);
+        match self.worker_days.get_mut(name) {
+            Some((d, n)) if *d == day => *n += 1,
+            Some((d, n)) if *d < day => (*d, *n) = (day, 1),
+            Some(_) => {} // A late report of a day gone.
+            None => {
+                self.worker_days.insert(name.to_string(), (day, 1));
+            }
+        }
+    }
+
+    /// Fetches each worker name started on the UTC day of `now_ms`.
+    pub fn worker_counts_today(&self, now_ms: i64) -> BTreeMap<String, u64> {
+        let today = now_ms.div_euclid(86_400_000);
+        self.worker_days
+            .iter()
+            .filter(|(_, (d, _))| *d == today)
+            .map(|(name, (_, n))| (name.clone(), *n))
+            .collect()
+    }
 }
 
 /// Fetches made since the first one this coordinator counted: what the budget has paid

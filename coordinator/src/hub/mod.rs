@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 mod access_state;
 mod actor;
+mod allowances;
 mod checks;
 mod figures;
 mod health;
@@ -196,6 +197,7 @@ impl<B: KvBackend> Hub<B> {
             totals: Totals::default(),
             first_sights: HashMap::new(),
             paced_day: Default::default(),
+            budget_per_day: None,
         });
         Ok(Hub {
             store: store.clone(),
@@ -386,6 +388,19 @@ impl<B: KvBackend> Hub<B> {
             .await
     }
 
+    /// The daily allowance dealt to worker session `worker`, as its assignment carries it.
+    pub async fn allowance(&self, worker: &str) -> Option<kairos_runtime::allowance::Allowance> {
+        let worker = worker.to_string();
+        self.actor
+            .call(move |s| {
+                s.cluster
+                    .subscribe(&worker)
+                    .ok()
+                    .and_then(|rx| rx.borrow().allowance)
+            })
+            .await
+    }
+
     /// Feeds planned (or with learned state), and the postings a day they were seen to
     /// publish in all (over each feed's watched span in the learning window, at least a
     /// day): what the store's retention window must hold.
@@ -419,11 +434,13 @@ impl<B: KvBackend> Hub<B> {
     /// Opens a worker session; returns (id, epoch).
     pub async fn register(&self, name: &str, capacity: f64) -> Result<(String, u64), ClusterError> {
         let name = name.to_string();
+        let now = self.clock.now_ms();
         self.actor
             .call(move |s| {
-                let c = &mut s.cluster;
-                let before = c.moves_total();
-                let id = c.register(&name, capacity, Instant::now())?;
+                let before = s.cluster.moves_total();
+                let id = s.cluster.register(&name, capacity, Instant::now())?;
+                s.deal_allowances(now);
+                let c = &s.cluster;
                 m::record_membership(c.workers().len(), c.moves_total() - before);
                 tracing::info!(worker = %id, capacity, "worker registered");
                 Ok((id, c.epoch()))
@@ -523,12 +540,14 @@ impl<B: KvBackend> Hub<B> {
 
     /// Drops sessions whose lease ran out (their hosts move to the others).
     pub async fn expire_leases(&self) {
+        let now = self.clock.now_ms();
         self.actor
-            .call(|s| {
-                let c = &mut s.cluster;
-                let before = c.moves_total();
-                let gone = c.expire(Instant::now());
+            .call(move |s| {
+                let before = s.cluster.moves_total();
+                let gone = s.cluster.expire(Instant::now());
                 if !gone.is_empty() {
+                    s.deal_allowances(now);
+                    let c = &s.cluster;
                     tracing::warn!(workers = ?gone, "worker leases expired; hosts reassigned");
                     m::record_membership(c.workers().len(), c.moves_total() - before);
                 }

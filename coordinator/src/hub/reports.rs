@@ -151,9 +151,10 @@ impl<B: KvBackend> Hub<B> {
         if !same_slot.is_empty() {
             tracing::debug!(worker, slots = ?same_slot, "planned slots fetched by a second worker");
         }
+        let name = super::allowances::worker_name(worker).to_string();
         let moves = self
             .actor
-            .call(move |s| s.install_reports(accepted, learned, counts, same_slot.len()))
+            .call(move |s| s.install_reports(&name, accepted, learned, counts, same_slot.len()))
             .await;
         drop(_writer);
         for (feed, to) in moves {
@@ -252,6 +253,7 @@ impl State {
     /// permanent redirects to follow in the registry.
     fn install_reports(
         &mut self,
+        worker_name: &str,
         accepted: Vec<Accepted>,
         learned: Vec<Learned>,
         counts: crate::ingest::IngestCounts,
@@ -301,7 +303,7 @@ impl State {
             }
             let label = outcome_label(r.outcome);
             t.fetches += 1;
-            t.ledger.add(r.started_unix_ms);
+            t.count_fetch(worker_name, r.started_unix_ms);
             *t.outcomes.entry(label.to_string()).or_default() += 1;
             *t.fetches_per_feed.entry(r.feed_id.clone()).or_default() += 1;
             if matches!(label, "ok" | "not_modified") {

@@ -11,7 +11,7 @@ use super::figures::warn_unspent;
 #[cfg(test)]
 use super::figures::Ledger;
 use super::health::FeedBounds;
-use super::{health, pacing, Hub, PlanFigures, PlanView, DAY_MS};
+use super::{allowances, health, pacing, Hub, PlanFigures, PlanView, DAY_MS};
 use crate::control::cluster::Prepared;
 use crate::control::feedstate::FeedState;
 use crate::control::readers;
@@ -64,6 +64,10 @@ fn guarded<T>(
 /// What the blocking task hands back besides the replanner: the plan, decorated, with
 /// everything its installation needs prepared, so installing it is a few pointer moves.
 struct Solved {
+    /// The round's time, Unix ms.
+    now: i64,
+    /// Fetches a day the plan was made for.
+    per_day: f64,
     /// When each feed never fetched is due for its first fetch.
     first_sights: HashMap<String, i64>,
     /// The latest UTC day that holds first sights.
@@ -117,11 +121,12 @@ impl<B: KvBackend> Hub<B> {
                         s.cluster.shard_view(),
                         // Freed here, not on the actor.
                         std::mem::replace(&mut s.subscribers, subs),
-                        s.totals.ledger,
+                        (s.totals.ledger, s.totals.worker_counts_today(now)),
                         (s.first_sights.clone(), s.paced_day),
                     )
                 })
                 .await;
+        let (ledger, counted) = ledger;
         drop(old_subs);
         let feeds = Arc::new(feeds);
         let users = Arc::new(users);
@@ -194,8 +199,19 @@ impl<B: KvBackend> Hub<B> {
                 }
                 let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
                 let figures = figures_of(&outcome, &counts, r.settings(), &states, now, started);
-                let desired = shard.prepare(outcome.specs.clone());
+                // The day's budget dealt over the workers: the hard part of it.
+                let budget = allowances::DayBudget {
+                    now_ms: now,
+                    per_day,
+                    today: ledger.today(now),
+                    counted: &counted,
+                    first_sights: &paced.first_sights,
+                };
+                let desired =
+                    shard.prepare(outcome.specs.clone(), &|w| allowances::deal(&budget, w));
                 Ok::<_, AllocError>(Solved {
+                    now,
+                    per_day,
                     paced_day: paced.paced_day,
                     first_sights: paced.first_sights,
                     outcome,
@@ -373,6 +389,8 @@ impl State {
     /// 100k specs and models would hold up every other message).
     fn install_plan(&mut self, solved: Solved) -> PlanOutcome {
         let Solved {
+            now,
+            per_day,
             first_sights,
             paced_day,
             outcome,
@@ -398,6 +416,11 @@ impl State {
         self.totals.plans += 1;
         self.first_sights = first_sights;
         self.paced_day = paced_day;
+        self.budget_per_day = Some(per_day);
+        if replaced.is_none() {
+            // Hosts were re-dealt: so is the day's budget.
+            self.deal_allowances(now);
+        }
         self.totals.last_plan = Some(figures);
         tokio::task::spawn_blocking(move || drop((old_view, old_bounds, replaced)));
         outcome

@@ -1,0 +1,179 @@
+//! The daily fetch allowance: the most fetches one worker may start on a UTC day.
+//!
+//! The coordinator steers its plan toward the day's budget, but a plan is only a forecast
+//! of what the workers will fetch: a replan that makes the plan denser finds feeds overdue
+//! and catches them up, phases of multi-day periods fall unevenly on days, first sights
+//! arrive in bulk. The allowance is the hard part of the budget: with every assignment the
+//! coordinator tells each worker how many fetches it may start on the current UTC day, its
+//! fetches already counted included, and how many on each later day until it says again.
+//! The coordinator deals the day's budget among the workers so that the allowances add up
+//! to it; a worker that has used its allowance holds every further fetch until the next
+//! UTC day begins. Counting is the worker's own (the coordinator's count lags by the
+//! reports in flight), raised to what the coordinator counted for the worker's name, so a
+//! restarted worker does not spend its day twice.
+
+/// Milliseconds in a UTC day.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// What the coordinator allows one worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Allowance {
+    /// The UTC day it is for (days since the Unix epoch).
+    pub day: i64,
+    /// The most fetches the worker may start on `day`, those already started included.
+    pub fetches: u64,
+    /// The most fetches on each later day, until a new allowance arrives.
+    pub later_days: u64,
+    /// Fetches the coordinator has counted for this worker's name on `day`.
+    pub counted: u64,
+}
+
+/// A worker's count of the fetches it started today, against its allowance.
+#[derive(Debug, Default)]
+pub struct DayGate {
+    allowance: Option<Allowance>,
+    day: i64,
+    started: u64,
+    held: u64,
+}
+
+impl DayGate {
+    /// Takes a new allowance from the coordinator (`now_ms`: the worker's clock).
+    pub fn set(&mut self, a: Allowance, now_ms: i64) {
+        self.roll(now_ms);
+        if a.day == self.day {
+            self.started = self.started.max(a.counted);
+        }
+        self.allowance = Some(a);
+    }
+
+    /// Forgets the allowance: every fetch goes (a coordinator that sends none).
+    pub fn clear(&mut self) {
+        self.allowance = None;
+    }
+
+    /// The allowance in force, if any.
+    pub fn allowance(&self) -> Option<Allowance> {
+        self.allowance
+    }
+
+    fn roll(&mut self, now_ms: i64) {
+        let day = now_ms.div_euclid(DAY_MS);
+        if day != self.day {
+            self.day = day;
+            self.started = 0;
+        }
+    }
+
+    /// The most fetches today, or `None` without an allowance.
+    fn limit(&self) -> Option<u64> {
+        let a = self.allowance?;
+        Some(if self.day == a.day {
+            a.fetches
+        } else {
+            a.later_days
+        })
+    }
+
+    /// Whether a fetch may start at `now_ms`: counts it and answers `Ok`, or answers the
+    /// start of the next UTC day, when it may.
+    pub fn admit(&mut self, now_ms: i64) -> Result<(), i64> {
+        self.roll(now_ms);
+        match self.limit() {
+            Some(limit) if self.started >= limit => {
+                self.held += 1;
+                Err((self.day + 1) * DAY_MS)
+            }
+            _ => {
+                self.started += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// Fetches started on the current day.
+    pub fn started_today(&self) -> u64 {
+        self.started
+    }
+
+    /// Fetches held to a later day since the start (one fetch held twice counts twice).
+    pub fn held_total(&self) -> u64 {
+        self.held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_allowance_every_fetch_goes() {
+        let mut g = DayGate::default();
+        for i in 0..1000 {
+            assert_eq!(g.admit(i), Ok(()));
+        }
+        assert_eq!(g.started_today(), 1000);
+    }
+
+    #[test]
+    fn the_allowance_holds_the_rest_of_the_day_then_later_days_use_their_own() {
+        let mut g = DayGate::default();
+        let day = 3;
+        let t = day * DAY_MS + 1000;
+        g.set(
+            Allowance {
+                day,
+                fetches: 5,
+                later_days: 2,
+                counted: 0,
+            },
+            t,
+        );
+        for i in 0..5 {
+            assert_eq!(g.admit(t + i), Ok(()));
+        }
+        assert_eq!(g.admit(t + 10), Err((day + 1) * DAY_MS));
+        assert_eq!(g.admit(t + 11), Err((day + 1) * DAY_MS));
+        assert_eq!(g.held_total(), 2);
+        // The next day runs on `later_days` until the coordinator speaks again.
+        let next = (day + 1) * DAY_MS;
+        assert_eq!(g.admit(next), Ok(()));
+        assert_eq!(g.admit(next + 1), Ok(()));
+        assert_eq!(g.admit(next + 2), Err((day + 2) * DAY_MS));
+    }
+
+    #[test]
+    fn what_the_coordinator_counted_raises_a_restarted_workers_count() {
+        let mut g = DayGate::default();
+        let t = 10 * DAY_MS + 5;
+        let a = Allowance {
+            day: 10,
+            fetches: 4,
+            later_days: 4,
+            counted: 3,
+        };
+        g.set(a, t);
+        assert_eq!(g.started_today(), 3);
+        assert_eq!(g.admit(t), Ok(()));
+        assert!(g.admit(t).is_err());
+        // A lower count (reports still in flight) never lowers the worker's own.
+        g.set(Allowance { counted: 1, ..a }, t);
+        assert_eq!(g.started_today(), 4);
+        // An allowance for a day already gone is that day's; today's limit is `later_days`.
+        let mut g = DayGate::default();
+        g.set(
+            Allowance {
+                day: 9,
+                fetches: 0,
+                later_days: 1,
+                counted: 7,
+            },
+            t,
+        );
+        assert_eq!(g.started_today(), 0);
+        assert_eq!(g.admit(t), Ok(()));
+        assert!(g.admit(t).is_err());
+        g.clear();
+        assert_eq!(g.admit(t), Ok(()));
+    }
+}
