@@ -89,7 +89,10 @@ fn demo_summary_has_every_field_and_beats_uniform_polling() {
         assert!(n <= budget, "day {} spent {n} of {budget}: {s}", d["day"]);
     }
     let first = days[0]["fetches"].as_f64().unwrap();
-    assert!(first >= 0.8 * budget, "the first day spent {first} of {budget}: {s}");
+    assert!(
+        first >= 0.8 * budget,
+        "the first day spent {first} of {budget}: {s}"
+    );
     assert!(num("missed_per_access") > 0.0);
     assert!(
         num("avg_delay_seconds") > 0.0
