@@ -16,6 +16,9 @@
 //! earned since its first fetch (catch-ups of feeds a denser plan finds overdue) is paid
 //! back over the next [`PAYBACK_DAYS`] days.
 //!
+//! Since the workers hold each day's budget (`hub::allowances`), the round reserves nothing
+//! for the minimums (`min_share` 0): first sights take the whole day's room.
+//!
 //! Pure: the round calls it with the ledger and the pending feeds, and hands the times
 //! to the workers in each feed's assignment (`first_fetch_unix_ms`).
 
