@@ -277,6 +277,10 @@ pub struct PlanOutcome {
     pub specs: BTreeMap<String, FeedSpec>,
     /// The model's expected weighted cost per day (seconds of delay for `delay`).
     pub expected_cost: f64,
+    /// The model's expected weighted postings per day (Σ weight × rate over the planned
+    /// feeds): what `expected_cost` is spread over, so that their ratio is the delay per
+    /// posting the plan expects under its own rates.
+    pub expected_postings_per_day: f64,
     /// Planned fetches per day.
     pub fetches_per_day: f64,
     /// Budget per day, as configured.
@@ -584,9 +588,15 @@ impl Replanner {
             })
             .collect();
         host_limited.unspent_per_day /= days;
+        let expected_postings: f64 = self
+            .view
+            .values()
+            .map(|(m, _)| m.weight * m.post_bins.iter().map(|&b| b as f64).sum::<f64>())
+            .sum();
         Ok(PlanOutcome {
             specs,
             expected_cost: plan.expected_cost / days,
+            expected_postings_per_day: expected_postings / days,
             fetches_per_day: plan.fetches_per_period / days,
             budget_per_day: configured_budget / days,
             budget_share: share,

@@ -11,9 +11,8 @@ use super::figures::warn_unspent;
 #[cfg(test)]
 use super::figures::Ledger;
 use super::health::FeedBounds;
-use super::{allowances, health, pacing, Hub, PlanFigures, PlanView, DAY_MS};
+use super::{allowances, health, pacing, Hub, PlanFigures, PlanView};
 use crate::control::cluster::Prepared;
-use crate::control::feedstate::FeedState;
 use crate::control::readers;
 use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
 use crate::control::FeedSpec;
@@ -200,7 +199,7 @@ impl<B: KvBackend> Hub<B> {
                     }
                 }
                 let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
-                let figures = figures_of(&outcome, &counts, r.settings(), &states, now, started);
+                let figures = figures_of(&outcome, &counts, r.settings(), started);
                 // The day's budget dealt over the workers: the hard part of it.
                 let budget = allowances::DayBudget {
                     now_ms: now,
@@ -434,16 +433,12 @@ fn figures_of(
     outcome: &PlanOutcome,
     counts: &ModelCounts,
     settings: &PlannerSettings,
-    states: &HashMap<String, Arc<FeedState>>,
-    now: i64,
     started: Instant,
 ) -> PlanFigures {
-    let posts_per_day: f64 = states
-        .values()
-        .map(|s| {
-            s.observed_postings() as f64 / (s.observed_span_ms(now) as f64 / DAY_MS as f64).max(1.0)
-        })
-        .sum();
+    // Spread over the postings the plan's own rates expect, not the raw observed rates:
+    // the cost is computed with the shrunk, recency-weighted rates, and dividing it by
+    // other rates would mix two models in one figure.
+    let posts_per_day = outcome.expected_postings_per_day;
     PlanFigures {
         fetches_per_day: outcome.fetches_per_day,
         budget_per_day: outcome.budget_per_day,
@@ -474,7 +469,7 @@ mod tests {
 
     #[test]
     fn the_ledger_counts_each_utc_day_and_closes_the_days_gone() {
-        let day = DAY_MS;
+        let day = super::super::DAY_MS;
         let mut l = Ledger::default();
         assert_eq!(l.today(0), 0);
         for i in 0..100 {
