@@ -49,6 +49,10 @@ pub struct LivePlanArgs {
     /// steadier, slower to specialise).
     #[arg(long, default_value_t = PlannerSettings::default().shrinkage)]
     pub shrinkage_days: f64,
+    /// Pseudo-postings of the pooled hourly shape each feed's hours take at least, so a
+    /// quiet feed's few postings do not decide its fetch times alone (0: pseudo-days only).
+    #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
+    pub shape_pseudo_postings: f64,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`.
     /// Older ones are removed in bounded batches once a minute.
     #[arg(long, default_value = "7d", value_parser = parse_retention)]
@@ -135,6 +139,7 @@ impl LivePlanArgs {
             window_days: self.window_days,
             half_life_days: self.half_life_days,
             shrinkage: self.shrinkage_days,
+            shape_pseudo_postings: self.shape_pseudo_postings,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

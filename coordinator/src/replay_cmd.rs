@@ -56,6 +56,10 @@ pub struct ReplayArgs {
     /// held-out days, as `serve` does) or a fixed number.
     #[arg(long, default_value = "auto")]
     shrinkage_days: String,
+    /// Pseudo-postings of the pooled hourly shape each feed's hours take at least (0:
+    /// pseudo-days only).
+    #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
+    shape_pseudo_postings: f64,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -196,6 +200,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         slots: a.slots,
         shrinkage: fixed_shrinkage.unwrap_or(PlannerSettings::default().shrinkage),
         tune_shrinkage: fixed_shrinkage.is_none(),
+        shape_pseudo_postings: a.shape_pseudo_postings,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,

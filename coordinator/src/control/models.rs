@@ -115,15 +115,16 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         let prior = shrink::Prior {
             shared: &shared,
             typical,
+            shape_postings: s.shape_pseudo_postings,
         };
         shrink::choose(&watched, window_start, now_ms, &prior)
     } else {
         None
     };
-    decided.held_out_days = tuned.map_or(0, |t| t.1);
+    decided.held_out_days = tuned.map_or(0, |t| t.held_out);
     decided.half_life_days = half_life;
     decided.half_life_feeds = chosen.map_or(0, |c| c.1);
-    let beta = tuned.map_or(s.shrinkage, |t| t.0).max(1e-3);
+    let beta = tuned.map_or(s.shrinkage, |t| t.days).max(1e-3);
     decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
     let days_per_period = s.days_per_period();
@@ -163,10 +164,12 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             };
             // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
             // the feed's rate, over observed days plus those pseudo-days.
+            // The shape's pseudo-days: at least the configured pseudo-postings' worth.
+            let shape = shrink::shape_days(beta, s.shape_pseudo_postings, rate);
             let post_bins: Vec<f32> = (0..BINS)
                 .map(|b| {
                     let prior = rate * shared[b];
-                    ((counts[f][b] + beta * prior) / (exposure[f][b] + beta)) as f32
+                    ((counts[f][b] + shape * prior) / (exposure[f][b] + shape)) as f32
                 })
                 .collect();
             let factors = match watched.get(f) {
@@ -462,6 +465,75 @@ mod tests {
             .collect();
         let (_, counts) = models(&feeds, &flat, &|_| vec![0.0; BINS], now, &s);
         assert_eq!(counts.week_shapes[0], 30, "{:?}", counts.week_shapes);
+    }
+
+    /// Fetched daily at 23:30 for `days` days before `now`, posting at `hours` on every
+    /// `every`-th day.
+    fn hourly_feed(hours: &[i64], every: i64, days: i64, now: i64) -> FeedState {
+        let mut st = FeedState::default();
+        for d in (0..days).rev() {
+            let day = now / DAY_MS - d;
+            let items = if day % every == 0 {
+                hours
+                    .iter()
+                    .enumerate()
+                    .map(|(k, h)| ((day * 100 + k as i64) as u64, Some(day * DAY_MS + h * H)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            st.observe(
+                &FetchObservation {
+                    finished_ms: day * DAY_MS + 23 * H + H / 2,
+                    answered: true,
+                    new_items: items,
+                    ..Default::default()
+                },
+                28 * DAY_MS,
+            );
+        }
+        st
+    }
+
+    #[test]
+    fn a_quiet_feeds_hours_lean_on_the_pool_by_pseudo_postings() {
+        let now = 20_000 * DAY_MS;
+        let feeds: Vec<FeedRecord> = (0..21).map(feed).collect();
+        // Twenty busy feeds spread over the day; one quiet feed posting at 03:00 once a week.
+        let mut states: HashMap<String, FeedState> = (0..20)
+            .map(|i| {
+                let hours: Vec<i64> = (0..8).map(|k| (i + 3 * k) % 24).collect();
+                (format!("f{i}"), hourly_feed(&hours, 1, 21, now))
+            })
+            .collect();
+        states.insert("f20".into(), hourly_feed(&[3], 7, 21, now));
+        let share_at = |postings: f64, feed: usize, hour: usize| {
+            let s = PlannerSettings {
+                shrinkage: 1.0,
+                tune_shrinkage: false,
+                tune_half_life: false,
+                half_life_days: 0.0,
+                shape_pseudo_postings: postings,
+                ..PlannerSettings::default()
+            };
+            let (learned, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+            let bins = &learned[feed].post_bins;
+            bins[hour] as f64 / bins.iter().map(|&b| b as f64).sum::<f64>()
+        };
+        // Three postings in three weeks, all at 03:00: with pseudo-days alone (one day of a
+        // pool that is nearly flat) that hour takes most of the feed's mass; with eight
+        // pseudo-postings it takes about 3 / (3 + 8) plus its pooled share.
+        let alone = share_at(0.0, 20, 3);
+        let pooled = share_at(8.0, 20, 3);
+        assert!(alone > 0.8, "{alone}");
+        assert!(pooled > 0.25 && pooled < 0.35, "{pooled}");
+        // A busy feed (8 postings a day) has far more than eight postings: unchanged.
+        let busy_alone = share_at(0.0, 0, 0);
+        let busy_pooled = share_at(8.0, 0, 0);
+        assert!(
+            (busy_alone - busy_pooled).abs() < 1e-6,
+            "{busy_alone} {busy_pooled}"
+        );
     }
 
     #[test]
