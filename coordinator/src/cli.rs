@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kairos_coordinator::learn::{host_names, learn, LearnConfig, Learned};
+use kairos_coordinator::learn::{host_names, LearnConfig, Learned};
 use kairos_coordinator::plan::alloc::{
     ceil_level, floor_level, level_rate, AllocError, HostCaps, Level,
 };
@@ -13,7 +13,6 @@ use kairos_coordinator::simulate::{
     accesses_per_period, expected, replay, Expected, FeedSchedule, Realized,
 };
 use kairos_coordinator::trace::Trace;
-use kairos_coordinator::tune::{tune, TuneRow, Tuned, SHRINKAGE_GRID, SMOOTHING_GRID};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -160,12 +159,6 @@ fn synth(a: SynthArgs) -> Result<()> {
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq, ValueEnum)]
-enum LearnerArg {
-    Offline,
-    Live,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 enum PeriodArg {
     Day,
@@ -213,10 +206,8 @@ struct Common {
     /// Closure tolerance of the papers' search, in slots.
     #[arg(long, default_value_t = 1)]
     search_tol_slots: usize,
-    /// Smoothing of hourly bins onto slots: auto (chosen on held-out days), step or linear.
-    #[arg(long, default_value = "auto")]
-    smoothing: String,
-    /// Shrinkage toward the shared pattern in pseudo-postings, or auto.
+    /// Pseudo-days of the pooled pattern each feed's hourly counts are shrunk toward
+    /// (the live learner's rule), or `auto`: chosen on held-out days, as `serve` does.
     #[arg(long, default_value = "auto")]
     shrinkage: String,
     /// Feeds with fewer training postings are candidates to be fetched at least daily.
@@ -226,13 +217,6 @@ struct Common {
     /// most recently active first); 0 turns exploration off.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
     explore_share: f64,
-    /// Which learner builds the models: `live` (the default: the live relearner's rules, as
-    /// `serve` and `replay` learn; `--shrinkage` is then in pseudo-days, `auto` choosing it
-    /// on held-out days as live, and smoothing is linear, as live) or `offline` (the papers'
-    /// reproduction: pseudo-postings toward the pooled shape, smoothing and shrinkage tuned
-    /// on held-out days).
-    #[arg(long, value_enum, default_value = "live")]
-    learner: LearnerArg,
 }
 
 #[derive(Args)]
@@ -392,17 +376,10 @@ fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) -> PlanConfig
     }
 }
 
-/// Learns with the chosen (or tuned) smoothing and shrinkage.
-fn learn_tuned(
-    c: &Common,
-    s: &Setup,
-    pc: &PlanConfig,
-    budget_for: &dyn Fn(usize) -> f64,
-) -> Result<(Learned, PlanConfig, Option<Tuned>, f64)> {
-    let fixed_smoothing = match c.smoothing.as_str() {
-        "auto" => None,
-        other => Some(other.parse::<Smoothing>().map_err(anyhow::Error::msg)?),
-    };
+/// Learns every feed's model with the live learner's rules, as `serve` and `replay` learn
+/// (one learner everywhere): shrinkage in pseudo-days, chosen on held-out days unless
+/// fixed; hours spread onto slots piecewise-linearly. Returns the pseudo-days used.
+fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
     let fixed_shrinkage = match c.shrinkage.as_str() {
         "auto" => None,
         other => match other.parse::<f64>() {
@@ -410,75 +387,22 @@ fn learn_tuned(
             _ => bail!("--shrinkage must be `auto` or a non-negative number, got `{other}`"),
         },
     };
-    if c.learner == LearnerArg::Live {
-        let settings = kairos_coordinator::control::relearn::PlannerSettings {
-            metric: c.metric,
-            min_fetches_per_day: c.min_fetches_per_day,
-            max_fetches_per_day: c.max_fetches_per_day,
-            slots: (c.slots as f64 / s.days_per_period).round().max(2.0) as usize,
-            shrinkage: fixed_shrinkage.unwrap_or(1.0),
-            tune_shrinkage: fixed_shrinkage.is_none(),
-            explore_min_postings: c.explore_min_postings,
-            explore_share: c.explore_share,
-            host_fetches_per_day: c.max_fetches_per_host_per_day,
-            ..Default::default()
-        };
-        let (learned, shrinkage) = kairos_coordinator::control::from_trace::learn_live(
-            &s.trace,
-            &learn_config(c, s, 0.0),
-            &settings,
-        );
-        return Ok((
-            learned,
-            PlanConfig {
-                smoothing: Smoothing::Linear,
-                ..pc.clone()
-            },
-            None,
-            shrinkage,
-        ));
-    }
-    let mut tuned = None;
-    let (smoothing, shrinkage) = match (fixed_smoothing, fixed_shrinkage) {
-        (Some(sm), Some(sh)) => (sm, sh),
-        _ => {
-            let tune_cfg = PlanConfig {
-                policy: Policy::Optimal,
-                scheduler: Scheduler::Exact,
-                ..pc.clone()
-            };
-            // Only the choices left open are tuned.
-            let smoothings = match fixed_smoothing {
-                Some(sm) => vec![sm],
-                None => SMOOTHING_GRID.to_vec(),
-            };
-            let shrinkages = match fixed_shrinkage {
-                Some(sh) => vec![sh],
-                None => SHRINKAGE_GRID.to_vec(),
-            };
-            let t = tune(
-                &s.trace,
-                &learn_config(c, s, 0.0),
-                &tune_cfg,
-                budget_for,
-                &smoothings,
-                &shrinkages,
-            );
-            let pair = (t.smoothing, t.shrinkage);
-            tuned = Some(t);
-            pair
-        }
+    let settings = kairos_coordinator::control::relearn::PlannerSettings {
+        metric: c.metric,
+        min_fetches_per_day: c.min_fetches_per_day,
+        max_fetches_per_day: c.max_fetches_per_day,
+        slots: (c.slots as f64 / s.days_per_period).round().max(2.0) as usize,
+        shrinkage: fixed_shrinkage.unwrap_or(1.0),
+        tune_shrinkage: fixed_shrinkage.is_none(),
+        explore_min_postings: c.explore_min_postings,
+        explore_share: c.explore_share,
+        host_fetches_per_day: c.max_fetches_per_host_per_day,
+        ..Default::default()
     };
-    let mut learned = learn(&s.trace, &learn_config(c, s, shrinkage));
-    learned.explore(pc.budget, c.explore_share, s.days_per_period);
-    Ok((
-        learned,
-        PlanConfig {
-            smoothing,
-            ..pc.clone()
-        },
-        tuned,
-        shrinkage,
+    Ok(kairos_coordinator::control::from_trace::learn_live(
+        &s.trace,
+        &learn_config(c, s, 0.0),
+        &settings,
     ))
 }
 
@@ -515,7 +439,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         );
     }
     let pc = plan_config(c, &s, a.policy, budget);
-    let (learned, pc, tuned, shrinkage) = learn_tuned(c, &s, &pc, &|_| budget)?;
+    let (learned, shrinkage) = learn_models(c, &s)?;
     let learned_at = started.elapsed();
     let plan = solve(&learned.models, &pc).map_err(|e| match e {
         AllocError::HostCapBelowMinimums { host, needed, cap } => {
@@ -565,12 +489,14 @@ fn plan(a: PlanArgs) -> Result<()> {
     }
     println!("policy / metric       {} / {}", a.policy.name(), c.metric);
     println!("smoothing / slots     {:?} / {}", pc.smoothing, pc.slots);
-    if let Some(t) = &tuned {
-        println!(
-            "tuned                 {:?} smoothing, shrinkage {} (held-out days, {} of {} feeds)",
-            pc.smoothing, shrinkage, t.sample_feeds, n
-        );
-    }
+    println!(
+        "shrinkage             {shrinkage} pseudo-days ({})",
+        if c.shrinkage == "auto" {
+            "chosen on held-out days"
+        } else {
+            "fixed"
+        }
+    );
     println!("exploring feeds       {}", learned.exploring);
     if learned.week_shapes.iter().sum::<usize>() > 0 {
         let [d, p, ww, dow] = learned.week_shapes;
@@ -681,11 +607,11 @@ struct SimReport {
     slots: usize,
     train_days: u32,
     test_days: f64,
-    smoothing_and_shrinkage: Vec<(String, String, f64)>,
+    /// Pseudo-days of shrinkage per interval (chosen on held-out days or fixed).
+    shrinkage: Vec<(String, f64)>,
     /// Weekly periods: feeds with no weekly effect, pooled factors, weekday/weekend, day of
     /// week.
     week_shapes: [usize; 4],
-    tuning: Vec<(String, Vec<TuneRow>)>,
     rows: Vec<SimRow>,
     /// The peers' schedulers, online from day 0, measured on the replayed days.
     peers: Vec<PeerRow>,
@@ -722,9 +648,8 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         slots: c.slots,
         train_days: c.train_days,
         test_days: (s.test_end - s.train_end) / DAY,
-        smoothing_and_shrinkage: Vec::new(),
+        shrinkage: Vec::new(),
         week_shapes: [0; 4],
-        tuning: Vec::new(),
         rows: Vec::new(),
         peers: Vec::new(),
     };
@@ -738,19 +663,13 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         let per_feed_day = DAY / d.as_secs_f64();
         let budget = per_feed_day * n as f64 * s.days_per_period;
         let base = plan_config(c, &s, Policy::Optimal, budget);
-        let (learned, tuned, t, shrinkage) = learn_tuned(c, &s, &base, &|_| budget)?;
-        let rows = t.map(|t| t.rows).unwrap_or_default();
-        report.smoothing_and_shrinkage.push((
-            iv.clone(),
-            format!("{:?}", tuned.smoothing),
-            shrinkage,
-        ));
-        report.tuning.push((iv.clone(), rows));
+        let (learned, shrinkage) = learn_models(c, &s)?;
+        report.shrinkage.push((iv.clone(), shrinkage));
         report.week_shapes = learned.week_shapes;
         for &policy in &a.policies {
             let pc = PlanConfig {
                 policy,
-                ..tuned.clone()
+                ..base.clone()
             };
             let t0 = Instant::now();
             let plan = solve(&learned.models, &pc)
@@ -876,22 +795,13 @@ fn print_tables(r: &SimReport, a: &SimulateArgs) {
         3,
     );
     println!();
-    for (iv, sm, sh) in &r.smoothing_and_shrinkage {
-        let best = r
-            .tuning
-            .iter()
-            .find(|(i, _)| i == iv)
-            .and_then(|(_, rows)| rows.iter().min_by(|a, b| a.realized.total_cmp(&b.realized)));
-        match best {
-            Some(b) => println!(
-                "{iv}: smoothing {sm}, shrinkage {sh} (held-out {} of the best candidate {:.3})",
-                r.metric, b.realized
-            ),
-            None if a.common.learner == LearnerArg::Live && a.common.shrinkage == "auto" => {
-                println!("{iv}: smoothing {sm}, shrinkage {sh} pseudo-days (live learner, chosen on held-out days)")
-            }
-            None => println!("{iv}: smoothing {sm}, shrinkage {sh} (fixed)"),
-        }
+    for (iv, sh) in &r.shrinkage {
+        let how = if a.common.shrinkage == "auto" {
+            "chosen on held-out days"
+        } else {
+            "fixed"
+        };
+        println!("{iv}: shrinkage {sh} pseudo-days ({how})");
     }
     if r.week_shapes.iter().sum::<usize>() > 0 {
         let [d, p, ww, dow] = r.week_shapes;

@@ -3,7 +3,7 @@
 //!
 //! The planner and the offline toolkit are the `kairos-planner` crate (no async runtime),
 //! re-exported here under their old paths ([`plan`], [`learn`], [`trace`], [`simulate`],
-//! [`synth`], [`tune`], [`weekly`], [`peers`]). The host-to-worker sharding ([`shard`]) and the control
+//! [`synth`], [`weekly`], [`peers`]). The host-to-worker sharding ([`shard`]) and the control
 //! state ([`control`]) are pure and synchronous too; everything async wraps them: the live hub
 //! ([`hub`]: relearn and replan loops, report ingest), the gRPC services ([`api`]), storage
 //! ([`store`]) and the server that assembles them ([`server`]).
@@ -28,4 +28,4 @@ pub mod server;
 pub mod shard;
 pub mod store;
 pub mod tls;
-pub use kairos_planner::{learn, peers, plan, simulate, synth, trace, tune, weekly};
+pub use kairos_planner::{learn, peers, plan, simulate, synth, trace, weekly};

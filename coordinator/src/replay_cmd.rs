@@ -8,7 +8,7 @@ use kairos_coordinator::baselines::{parse_peers, pooled, run_peers, window, Peer
 use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
-use kairos_coordinator::plan::alloc::{ceil_level, HostCaps};
+use kairos_coordinator::plan::alloc::{ceil_level, level_rate, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{document_level, solve, PlanConfig, Policy, Scheduler};
@@ -247,11 +247,25 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         smoothing: Smoothing::Linear,
     };
     let floor_cfg = pc(Policy::Optimal);
+    // As the live planner does, the document floors are dropped when together they need
+    // more than the budget (at half a fetch a day, 500 feeds posting 3.4 a day into 20-item
+    // documents need more than the budget to never overflow): the references then plan
+    // with the configured minimums rather than refusing to plan at all.
     let with_floors = |mut l: kairos_coordinator::learn::Learned| {
         if !a.references_ignore_documents {
-            for m in &mut l.models {
-                let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
-                m.min_level = m.min_level.max(floor).min(m.max_level);
+            let raised: Vec<_> = l
+                .models
+                .iter()
+                .map(|m| {
+                    let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
+                    m.min_level.max(floor).min(m.max_level)
+                })
+                .collect();
+            let need: f64 = raised.iter().map(|&lv| level_rate(lv)).sum();
+            if need <= budget + 1e-9 {
+                for (m, lv) in l.models.iter_mut().zip(raised) {
+                    m.min_level = lv;
+                }
             }
         }
         l
@@ -271,7 +285,25 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             },
         )
     };
-    let learn_days = |from: usize, to: usize| with_floors(learn_plain(from, to));
+    // The offline references learn with the live learner's rules (one learner everywhere),
+    // as if every posting of those days had been seen by a fetch.
+    let learn_days = |from: usize, to: usize| {
+        let (learned, _) = kairos_coordinator::control::from_trace::learn_live(
+            &trace,
+            &LearnConfig {
+                period_seconds: DAY,
+                bins: 24,
+                train_start: from as f64 * DAY,
+                train_end: to as f64 * DAY,
+                shrinkage: 0.0,
+                explore_min_postings: 0,
+                min_level: ceil_level(a.min_fetches_per_day),
+                max_level: a.slots as i32,
+            },
+            &cfg.planner,
+        );
+        with_floors(learned)
+    };
     let learned = learn_days(0, a.train_days);
     let schedules = |models: &[_], policy| -> Result<Vec<FeedSchedule>> {
         let c = pc(policy);

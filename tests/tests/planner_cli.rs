@@ -69,40 +69,6 @@ fn plan_writes_a_schedule_that_spends_the_budget() {
 }
 
 #[test]
-fn the_live_learners_rules_plan_as_well_as_the_offline_learner_on_full_history() {
-    // The live relearner's rules (`--learner live`) on 14 days of fully observed postings:
-    // the plan it makes realizes what the offline learner's does, within 3%.
-    let run = |learner: &str| -> f64 {
-        let o = coordinator(&[
-            "simulate",
-            "--trace",
-            &sample(),
-            "--slots",
-            "288",
-            "--policies",
-            "optimal",
-            "--intervals",
-            "6h",
-            "--smoothing",
-            "linear",
-            "--shrinkage",
-            "2",
-            "--learner",
-            learner,
-            "--json",
-        ]);
-        assert!(o.status.success(), "simulate failed: {}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v["rows"][0]["realized"]["avg_delay_min"].as_f64().unwrap()
-    };
-    let (offline, live) = (run("offline"), run("live"));
-    assert!(
-        (live / offline - 1.0).abs() < 0.03,
-        "live rules {live:.1} min against offline {offline:.1}"
-    );
-}
-
-#[test]
 fn simulate_json_orders_the_policies_like_the_papers() {
     let o = coordinator(&[
         "simulate",
@@ -116,8 +82,6 @@ fn simulate_json_orders_the_policies_like_the_papers() {
         "uniform,combined,optimal",
         "--intervals",
         "8h",
-        "--smoothing",
-        "linear",
         "--shrinkage",
         "0",
         "--json",
@@ -167,8 +131,6 @@ fn plan_on(dir: &TempDir, extra: &[&str]) -> std::process::Output {
         "1",
         "--slots",
         "96",
-        "--smoothing",
-        "step",
         "--shrinkage",
         "1",
         "--out",
@@ -352,8 +314,6 @@ fn a_week_period_plans_weekly_schedules() {
         "optimal",
         "--fetches-per-feed-per-day",
         "2",
-        "--smoothing",
-        "linear",
         "--shrinkage",
         "2",
         "--out",

@@ -4,8 +4,13 @@
 //!   the training window.
 //! * Sparse feeds are shrunk toward the shared pattern: a feed's shape is
 //!   `(c_b + α·g_b) / (n + α)`, with `g` the pooled shape of all feeds and `α` pseudo-postings
-//!   (the papers cluster shapes with k-means; one shared shape is the K = 1 case). `α` and
-//!   the smoothing onto slots are chosen on held-out days by [`crate::simulate::tune`].
+//!   (the papers cluster shapes with k-means; one shared shape is the K = 1 case), `α`
+//!   given by the caller.
+//!
+//! These are the papers' rules, kept for the scale benchmark (`benches/plan_scale.rs`) and
+//! as the counter of a trace's reader accesses. `plan`, `simulate`, `replay` and `serve`
+//! learn posting models with one learner, the live one (`control::models` in the
+//! coordinator; `control::from_trace` applies it to a trace).
 //! * A feed's rate is its count over the window; a feed with no posting at all gets half a
 //!   posting per window, a guess that keeps it in the plan without betting budget on it.
 //! * A feed with fewer than `explore_min_postings` postings is an exploration candidate:

@@ -3,13 +3,15 @@
 //! trace, a simulation and the live coordinator's next round (which wraps it).
 //!
 //! * [`trace`] — loading a trace folder (`DESIGN.md` §6) with errors that name file and line;
-//! * [`learn`] — per-feed posting and access patterns from a trace window;
+//! * [`learn`] — per-feed counts and access patterns from a trace window (the posting models
+//!   of `plan`, `simulate`, `replay` and `serve` are the live learner's, in the coordinator's
+//!   `control::models`; this one is the papers' reproduction, kept for the scale benchmark
+//!   and as the reader-access counter of a trace);
 //! * [`weekly`] — day-of-week factors, shrunk toward 1 and chosen on held-out weeks;
 //! * [`plan`] — exact schedules, the papers' baselines and the joint budget allocation;
 //! * [`simulate`] — replaying a trace against a plan: realized next to expected;
 //! * [`peers`] — the schedulers of Miniflux, CommaFeed, NewsBlur, FreshRSS, Nutch and
 //!   StormCrawler, simulated online on a trace as baselines;
-//! * [`tune`] — smoothing and shrinkage chosen on held-out days;
 //! * [`synth`] — synthetic traces with known patterns, for tests and scale runs.
 
 pub mod learn;
@@ -18,5 +20,4 @@ pub mod plan;
 pub mod simulate;
 pub mod synth;
 pub mod trace;
-pub mod tune;
 pub mod weekly;

@@ -1,7 +1,6 @@
-//! The live relearner's rules applied to a recorded trace, so the offline tools (`plan`,
-//! `simulate --learner live`) can show what the live system would plan from the same history
-//! (the offline learner itself is [`kairos_planner::learn`], which knows nothing of the live
-//! state).
+//! The live relearner's rules applied to a recorded trace: `plan`, `simulate` and
+//! `replay`'s offline references learn with them, so every tool plans with the one learner
+//! `serve` uses ([`kairos_planner::learn`] only counts the trace's reader accesses here).
 
 use super::feedstate::FeedState;
 use super::relearn::PlannerSettings;
