@@ -115,7 +115,6 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         let prior = shrink::Prior {
             shared: &shared,
             typical,
-            shape_postings: s.shape_pseudo_postings,
         };
         shrink::choose(&watched, window_start, now_ms, &prior)
     } else {
