@@ -1,0 +1,340 @@
+//! Tests of the replanner and the live models it plans with.
+
+use super::*;
+use crate::control::feedstate::FetchObservation;
+
+fn feed(i: usize) -> FeedRecord {
+    FeedRecord {
+        id: format!("f{i}"),
+        url: format!("http://h{}.test/f{i}", i % 3),
+        host: format!("h{}.test", i % 3),
+        weight: 1.0,
+    }
+}
+
+/// A feed posting `per_day` times a day at hour `hour`, watched for `days` days.
+fn watched(per_day: usize, hour: i64, days: i64, now: i64) -> FeedState {
+    let mut st = FeedState::default();
+    let h = 3_600_000;
+    for d in (0..days).rev() {
+        let day_start = (now / DAY_MS - d) * DAY_MS;
+        let items: Vec<(u64, Option<i64>)> = (0..per_day)
+            .map(|k| {
+                (
+                    (d * 100 + k as i64) as u64,
+                    Some(day_start + hour * h + k as i64),
+                )
+            })
+            .collect();
+        st.observe(
+            &FetchObservation {
+                finished_ms: day_start + 23 * h,
+                answered: true,
+                new_items: items,
+                ..Default::default()
+            },
+            14 * DAY_MS,
+        );
+    }
+    st
+}
+
+#[test]
+fn models_follow_observations_and_unknown_feeds_explore() {
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
+    let mut states = HashMap::new();
+    states.insert("f0".to_string(), watched(8, 9, 10, now));
+    states.insert("f1".to_string(), watched(1, 20, 10, now));
+    // Three feeds at 4 a day leave 11.6 fetches above the minimums: a fifth of that
+    // pays for raising one from once a week to once a day, 5% does not.
+    let s = PlannerSettings {
+        explore_share: 0.2,
+        ..PlannerSettings::default()
+    };
+    let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    let rate = |i: usize| m[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
+    // 80 postings over ~10 days observed (first fetch at 23:00 of the first day).
+    assert!((rate(0) - 8.0).abs() < 0.9, "{}", rate(0));
+    assert!((rate(1) - 1.0).abs() < 0.2, "{}", rate(1));
+    assert!(
+        m[0].post_bins[9] > 0.8 * 8.0,
+        "the 9 o'clock peak is learned"
+    );
+    assert!(
+        (rate(2) / rate(0) - 1.0).abs() < 0.1,
+        "an unwatched feed gets a typical rate: {} vs {}",
+        rate(2),
+        rate(0)
+    );
+    assert_eq!(counts.exploring, 1);
+    assert_eq!(counts.capacity_floors, 0, "documents of unknown size");
+    assert_eq!(m[2].min_level, 1);
+    let (m, counts) = models(
+        &feeds,
+        &states,
+        &|_| vec![0.0; BINS],
+        now,
+        &PlannerSettings::default(),
+    );
+    assert_eq!(counts.exploring, 0);
+    assert_eq!(m[2].min_level, ceil_level(1.0 / 7.0));
+}
+
+#[test]
+fn hours_not_yet_watched_are_not_read_as_quiet() {
+    let h = 3_600_000;
+    let start = 1000 * DAY_MS;
+    let now = start + 6 * h;
+    let feeds: Vec<FeedRecord> = (0..2).map(feed).collect();
+    let mut states = HashMap::new();
+    for (i, f) in feeds.iter().enumerate() {
+        let mut st = FeedState::default();
+        // Watched from midnight: two postings an hour in hours 0-5.
+        st.observe(
+            &FetchObservation {
+                finished_ms: start,
+                answered: true,
+                ..Default::default()
+            },
+            14 * DAY_MS,
+        );
+        let items = (0..12)
+            .map(|k| ((i * 100 + k) as u64, Some(start + k as i64 * h / 2 + 1)))
+            .collect();
+        st.observe(
+            &FetchObservation {
+                finished_ms: now,
+                answered: true,
+                new_items: items,
+                ..Default::default()
+            },
+            14 * DAY_MS,
+        );
+        states.insert(f.id.clone(), st);
+    }
+    let (m, _) = models(
+        &feeds,
+        &states,
+        &|_| vec![0.0; BINS],
+        now,
+        &PlannerSettings::default(),
+    );
+    let b = &m[0].post_bins;
+    assert!(b[2] > 1.0, "watched hours keep their rate: {b:?}");
+    assert!(
+        b[15] > 0.1,
+        "an unwatched hour gets the prior, not zero: {b:?}"
+    );
+    assert_eq!(hour_exposure(start, now)[3], 1.0);
+    assert_eq!(hour_exposure(start, now)[7], 0.0);
+    assert_eq!(hour_exposure(start - 2 * DAY_MS, now)[7], 2.0);
+}
+
+#[test]
+fn undated_postings_spread_over_the_hours_between_fetches() {
+    let h = 3_600_000;
+    let start = 1000 * DAY_MS;
+    let mut st = FeedState::default();
+    let obs = |at: i64, items: Vec<(u64, Option<i64>)>| FetchObservation {
+        finished_ms: at,
+        answered: true,
+        new_items: items,
+        ..Default::default()
+    };
+    st.observe(&obs(start, vec![]), 14 * DAY_MS);
+    // Every day: fetches at 06:00 and 12:00; one undated item shows up at 12:00.
+    for d in 0..10i64 {
+        let day = start + d * DAY_MS;
+        st.observe(&obs(day + 6 * h, vec![]), 14 * DAY_MS);
+        st.observe(&obs(day + 12 * h, vec![(d as u64, None)]), 14 * DAY_MS);
+    }
+    let now = start + 10 * DAY_MS;
+    let feeds = vec![feed(0)];
+    let states: HashMap<String, FeedState> = [("f0".to_string(), st)].into();
+    let (m, _) = models(
+        &feeds,
+        &states,
+        &|_| vec![0.0; BINS],
+        now,
+        &PlannerSettings::default(),
+    );
+    let b = &m[0].post_bins;
+    let inside: f32 = b[6..12].iter().sum();
+    let total: f32 = b.iter().sum();
+    assert!(inside / total > 0.8, "mass between 06:00 and 12:00: {b:?}");
+    assert!((b[7] - b[10]).abs() < 0.02, "evenly spread: {b:?}");
+}
+
+#[test]
+fn replans_resolve_only_changed_feeds_and_fetch_before_the_peak() {
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let n = 30;
+    let feeds: Vec<FeedRecord> = (0..n).map(feed).collect();
+    let mut states: HashMap<String, FeedState> = (0..n)
+        .map(|i| (format!("f{i}"), watched(4, 6 + 2 * (i % 6) as i64, 7, now)))
+        .collect();
+    let mut r = Replanner::new(PlannerSettings {
+        budget: Budget::PerFeedPerDay(2.0),
+        ..Default::default()
+    });
+    let access = |_: &str| vec![0.0; BINS];
+    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let first = r.plan(&feeds, m).unwrap();
+    assert!(first.fresh);
+    assert!((first.fetches_per_day - 2.0 * n as f64).abs() < 1e-6);
+    // f0 posts in the 06:00 hour: one of its fetches follows that hour closely.
+    let f0 = &first.specs["f0"];
+    assert!(
+        f0.offsets_seconds
+            .iter()
+            .any(|&o| (6.5 * 3600.0..8.0 * 3600.0).contains(&o)),
+        "{:?}",
+        f0.offsets_seconds
+    );
+    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let same = r.plan(&feeds, m).unwrap();
+    assert!(!same.fresh);
+    assert_eq!(same.resolved, 0);
+    assert_eq!(same.specs, first.specs);
+    // One feed learns more postings: only it is re-solved.
+    states.insert("f3".to_string(), watched(12, 15, 7, now));
+    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let next = r.plan(&feeds, m).unwrap();
+    assert!(!next.fresh);
+    assert!(next.resolved >= 1 && next.resolved < 4, "{}", next.resolved);
+    // A changed feed set solves afresh.
+    let (m, _) = models(&feeds[..5], &states, &access, now, r.settings());
+    assert!(r.plan(&feeds[..5], m).unwrap().fresh);
+    assert!(next.specs.len() == n);
+}
+
+#[test]
+fn host_caps_bound_the_plan_and_the_unspent_budget_is_reported() {
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let n = 30;
+    let feeds: Vec<FeedRecord> = (0..n).map(feed).collect();
+    // Busy feeds (12 a day) and quiet ones (1 a day) on each of the three hosts.
+    let states: HashMap<String, FeedState> = (0..n)
+        .map(|i| {
+            let per_day = if i < 6 { 12 } else { 1 };
+            (format!("f{i}"), watched(per_day, 9, 7, now))
+        })
+        .collect();
+    let settings = PlannerSettings {
+        budget: Budget::PerFeedPerDay(4.0),
+        min_fetches_per_day: 0.25,
+        host_fetches_per_day: Some(12.0),
+        ..Default::default()
+    };
+    let mut r = Replanner::new(settings.clone());
+    let access = |_: &str| vec![0.0; BINS];
+    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let out = r.plan(&feeds, m).unwrap();
+    let mut per_host: HashMap<String, f64> = HashMap::new();
+    for f in &feeds {
+        let spec = &out.specs[&f.id];
+        let rate = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+        *per_host.entry(f.host.clone()).or_default() += rate;
+    }
+    for (h, used) in &per_host {
+        assert!(*used <= 12.0 + 1e-9, "host {h} planned {used} > 12");
+    }
+    assert_eq!(out.host_limited.hosts, 3);
+    assert_eq!(out.host_limited.hosts_at_cap, 3);
+    assert!(
+        (out.host_limited.unspent_per_day - (120.0 - out.fetches_per_day)).abs() < 1e-9
+            && out.host_limited.unspent_per_day > 80.0,
+        "{:?}",
+        out.host_limited
+    );
+    // Within a full host the busy feeds keep the fetches.
+    let rate = |id: &str| {
+        let s = &out.specs[id];
+        s.offsets_seconds.len() as f64 * 86_400.0 / s.period_seconds
+    };
+    assert!(
+        rate("f0") >= 2.0 * rate("f9"),
+        "{} vs {}",
+        rate("f0"),
+        rate("f9")
+    );
+    // Uncapped, the same round spends the budget.
+    let mut free = Replanner::new(PlannerSettings {
+        host_fetches_per_day: None,
+        ..settings.clone()
+    });
+    let (m, _) = models(&feeds, &states, &access, now, free.settings());
+    let all = free.plan(&feeds, m).unwrap();
+    assert!(
+        all.host_limited.unspent_per_day < 1.0,
+        "{:?}",
+        all.host_limited
+    );
+    assert_eq!(all.host_limited.hosts_at_cap, 0);
+    // A cap below the per-feed minimum is refused by validation.
+    let bad = PlannerSettings {
+        host_fetches_per_day: Some(0.1),
+        ..settings.clone()
+    };
+    assert!(bad.validate().is_err());
+}
+
+#[test]
+fn a_budget_past_one_fetch_per_slot_is_refused_or_capped() {
+    let per_feed = PlannerSettings {
+        budget: Budget::PerFeedPerDay(1e308),
+        ..PlannerSettings::default()
+    };
+    let e = per_feed.validate().unwrap_err();
+    assert!(e.contains("one fetch per slot"), "{e}");
+    // A total budget cannot be checked without the feeds: it is capped where it is
+    // planned, and a plan is made.
+    let total = PlannerSettings {
+        budget: Budget::PerDay(1e308),
+        slots: 24,
+        ..PlannerSettings::default()
+    };
+    total.validate().unwrap();
+    assert_eq!(total.plan_config(3).budget, 72.0);
+    let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
+    let states: HashMap<String, FeedState> = HashMap::new();
+    let access = |_: &str| Vec::new();
+    let (m, _) = models(&feeds, &states, &access, 1000 * DAY_MS, &total);
+    let out = Replanner::new(total).plan(&feeds, m).unwrap();
+    assert!(
+        out.fetches_per_day <= 72.0 + 1e-9,
+        "{}",
+        out.fetches_per_day
+    );
+}
+
+#[test]
+fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let feeds: Vec<FeedRecord> = (0..2).map(feed).collect();
+    // 40 postings a day, all in the 09:00 hour, on both feeds; f0's document holds 10
+    // items, f1's is of unknown size.
+    let mut small = watched(40, 9, 7, now);
+    small.doc_capacity = 10;
+    let states: HashMap<String, FeedState> = [
+        ("f0".to_string(), small),
+        ("f1".to_string(), watched(40, 9, 7, now)),
+    ]
+    .into();
+    let s = PlannerSettings::default();
+    let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    assert_eq!(counts.capacity_floors, 1);
+    // Half a 10-item document holds 5 postings: at least 40 / 5 = 8 fetches a day, placed
+    // where the postings are (at the 09:00 burst), not evenly spaced at the burst's rate
+    // (about 190 a day).
+    assert!((8..60).contains(&m[0].min_level), "{}", m[0].min_level);
+    assert!(m[1].min_level <= 1, "{}", m[1].min_level);
+    // The budget cannot carry it: the floor is dropped, not the plan.
+    let mut r = Replanner::new(PlannerSettings {
+        budget: Budget::PerDay(6.0),
+        ..s
+    });
+    let out = r.plan(&feeds, m).unwrap();
+    assert_eq!(out.host_limited.floors_lowered, 1);
+}
