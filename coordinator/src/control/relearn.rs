@@ -585,8 +585,17 @@ impl Replanner {
             .zip(&plan.feeds)
             .map(|(f, p)| {
                 let base = p.phase_period as f64 * cfg.period_seconds;
-                let mut offsets: Vec<f64> =
-                    p.slots.iter().map(|&s| base + s as f64 * slot).collect();
+                let turn = match self.view.get(&f.id) {
+                    Some((m, _)) if flat(m, cfg.metric) => {
+                        spread_turn(&f.id, p.slots.len(), cfg.slots)
+                    }
+                    _ => 0,
+                };
+                let mut offsets: Vec<f64> = p
+                    .slots
+                    .iter()
+                    .map(|&s| base + ((s as usize + turn) % cfg.slots) as f64 * slot)
+                    .collect();
                 offsets.sort_by(f64::total_cmp);
                 let spec = FeedSpec {
                     id: f.id.clone(),
@@ -619,6 +628,32 @@ impl Replanner {
             host_limited,
         })
     }
+}
+
+/// Whether a model's cost is the same at every rotation of its schedule: postings alike in
+/// every hour (a population before its first posting), and for the reader metrics readers
+/// alike too. The solver's choice (from midnight) would then be every such feed's.
+fn flat(m: &FeedModel, metric: Metric) -> bool {
+    let alike = |v: &[f32]| {
+        v.windows(2)
+            .all(|w| (w[0] - w[1]).abs() <= 1e-6 * w[0].abs().max(1e-9))
+    };
+    alike(&m.post_bins) && (metric == Metric::Delay || alike(&m.access_bins))
+}
+
+/// Slots a flat model's schedule of `fetches` a period is turned by: a fixed pseudo-random
+/// share of its gap, from its id, so a new population's feeds are not all fetched at
+/// midnight and a feed keeps its turn from round to round.
+fn spread_turn(id: &str, fetches: usize, slots: usize) -> usize {
+    let gap = slots / fetches.max(1);
+    if gap <= 1 {
+        return 0;
+    }
+    // FNV-1a: stable across builds and platforms, unlike the std hasher.
+    let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    (h % gap as u64) as usize
 }
 
 /// Which hosts the plan filled to their cap, and what budget it could not place.

@@ -40,6 +40,58 @@ fn watched(per_day: usize, hour: i64, days: i64, now: i64) -> FeedState {
 }
 
 #[test]
+fn a_new_populations_schedules_are_turned_apart_and_keep_their_spacing() {
+    // Nothing posted yet: every model is flat, and the solver alone would fetch every feed
+    // at the same minutes.
+    let feeds: Vec<FeedRecord> = (0..40).map(feed).collect();
+    let models: Vec<FeedModel> = (0..40)
+        .map(|i| FeedModel {
+            weight: 1.0,
+            post_bins: vec![0.1; BINS],
+            // Readers do not matter to the delay metric.
+            access_bins: (0..BINS).map(|b| b as f32).collect(),
+            min_level: 1,
+            max_level: 1440,
+            host: Some(i),
+        })
+        .collect();
+    let s = PlannerSettings {
+        budget: Budget::PerFeedPerDay(2.0),
+        min_fetches_per_day: 1.0,
+        ..PlannerSettings::default()
+    };
+    let out = Replanner::new(s.clone())
+        .plan(&feeds, models.clone())
+        .unwrap();
+    let firsts: std::collections::BTreeSet<i64> = out
+        .specs
+        .values()
+        .map(|spec| {
+            assert_eq!(spec.offsets_seconds.len(), 2);
+            let gap = spec.offsets_seconds[1] - spec.offsets_seconds[0];
+            assert!((gap - 43_200.0).abs() < 1e-6, "{spec:?}");
+            spec.offsets_seconds[0] as i64
+        })
+        .collect();
+    assert!(firsts.len() >= 30, "{} distinct first times", firsts.len());
+    // The same feeds keep their turn from round to round.
+    let again = Replanner::new(s.clone())
+        .plan(&feeds, models.clone())
+        .unwrap();
+    assert_eq!(out.specs, again.specs);
+    // A feed with hours of its own keeps the solver's times: one posting hour, 09:00.
+    // (Hours are spread onto minutes piecewise-linearly, so the mass runs into 10:00.)
+    let mut shaped = models;
+    shaped[0].post_bins = (0..BINS).map(|b| if b == 9 { 2.0 } else { 0.0 }).collect();
+    let out = Replanner::new(s).plan(&feeds, shaped).unwrap();
+    let times = &out.specs["f0"].offsets_seconds;
+    assert!(
+        times.iter().all(|&t| (36_000.0..39_600.0).contains(&t)),
+        "fetched within the hour after the 9 o'clock one: {times:?}"
+    );
+}
+
+#[test]
 fn models_follow_observations_and_unknown_feeds_explore() {
     let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
     let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
