@@ -270,36 +270,24 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         }
         l
     };
-    let learn_plain = |from: usize, to: usize| {
-        learn(
-            &trace,
-            &LearnConfig {
-                period_seconds: DAY,
-                bins: 24,
-                train_start: from as f64 * DAY,
-                train_end: to as f64 * DAY,
-                shrinkage: 2.0,
-                explore_min_postings: 0,
-                min_level: ceil_level(a.min_fetches_per_day),
-                max_level: a.slots as i32,
-            },
-        )
+    // Days `from..to` of the trace as a learning window.
+    let span = |from: usize, to: usize, shrinkage: f64| LearnConfig {
+        period_seconds: DAY,
+        bins: 24,
+        train_start: from as f64 * DAY,
+        train_end: to as f64 * DAY,
+        shrinkage,
+        explore_min_postings: 0,
+        min_level: ceil_level(a.min_fetches_per_day),
+        max_level: a.slots as i32,
     };
+    let learn_plain = |from: usize, to: usize| learn(&trace, &span(from, to, 2.0));
     // The offline references learn with the live learner's rules (one learner everywhere),
     // as if every posting of those days had been seen by a fetch.
     let learn_days = |from: usize, to: usize| {
         let (learned, _) = kairos_coordinator::control::from_trace::learn_live(
             &trace,
-            &LearnConfig {
-                period_seconds: DAY,
-                bins: 24,
-                train_start: from as f64 * DAY,
-                train_end: to as f64 * DAY,
-                shrinkage: 0.0,
-                explore_min_postings: 0,
-                min_level: ceil_level(a.min_fetches_per_day),
-                max_level: a.slots as i32,
-            },
+            &span(from, to, 0.0),
             &cfg.planner,
         );
         with_floors(learned)

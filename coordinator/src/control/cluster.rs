@@ -599,6 +599,12 @@ mod tests {
             .collect()
     }
 
+    /// Prepares `feeds` apart from the cluster and installs them, as a round does.
+    fn install_apart(c: &mut Cluster, feeds: BTreeMap<String, FeedSpec>, deal: Dealer) {
+        let prepared = c.shard_view().prepare(feeds, deal).ok().unwrap();
+        let _ = c.install(prepared);
+    }
+
     fn no_deal(_: &[(&str, &BTreeMap<String, FeedSpec>)]) -> HashMap<String, Allowance> {
         HashMap::new()
     }
@@ -628,24 +634,14 @@ mod tests {
                 .collect()
         };
         // Same plan, a first allowance: a new version with the same feeds.
-        let prepared = c
-            .shard_view()
-            .prepare(plan(10, 3, 0.0), &per_feed)
-            .ok()
-            .unwrap();
-        let _ = c.install(prepared);
+        install_apart(&mut c, plan(10, 3, 0.0), &per_feed);
         let d = c.subscribe(&a).unwrap().borrow().clone();
         assert_eq!(
             (d.version, d.allowance.map(|x| x.fetches)),
             (v + 1, Some(10))
         );
         // The same allowance again: nothing new.
-        let prepared = c
-            .shard_view()
-            .prepare(plan(10, 3, 0.0), &per_feed)
-            .ok()
-            .unwrap();
-        let _ = c.install(prepared);
+        install_apart(&mut c, plan(10, 3, 0.0), &per_feed);
         assert_eq!(c.subscribe(&a).unwrap().borrow().version, v + 1);
         // New times through set_feeds keep the allowance; a second worker is dealt anew.
         c.set_feeds(plan(10, 3, 50.0));
@@ -686,22 +682,12 @@ mod tests {
         let versions = |c: &Cluster| all_desired(c).iter().map(|d| d.1).collect::<Vec<_>>();
         let before = versions(&apart);
         direct.set_feeds(plan(40, 7, 20.0));
-        let prepared = apart
-            .shard_view()
-            .prepare(plan(40, 7, 20.0), &no_deal)
-            .ok()
-            .unwrap();
-        let _ = apart.install(prepared);
+        install_apart(&mut apart, plan(40, 7, 20.0), &no_deal);
         assert_eq!(all_desired(&apart), all_desired(&direct));
         let bumped: Vec<u64> = before.iter().map(|v| v + 1).collect();
         assert_eq!(versions(&apart), bumped, "new times: one new version each");
         // An unchanged plan publishes nothing new.
-        let prepared = apart
-            .shard_view()
-            .prepare(plan(40, 7, 20.0), &no_deal)
-            .ok()
-            .unwrap();
-        let _ = apart.install(prepared);
+        install_apart(&mut apart, plan(40, 7, 20.0), &no_deal);
         assert_eq!(versions(&apart), bumped);
         // Other hosts cannot be prepared apart (they must be re-dealt).
         assert!(apart

@@ -383,36 +383,48 @@ mod tests {
         }
     }
 
-    /// Fetched daily at 23:00 for `days` days before `now`; `busy` postings a day at 10:00,
-    /// `quiet` on Saturdays and Sundays (days 2 and 3 of the epoch's Thursday-based week).
-    fn weekend_feed(busy: usize, quiet: usize, days: i64, now: i64) -> FeedState {
+    /// Fetched daily at `fetch_at` (ms into the day) for `days` days before `now`, each
+    /// fetch finding `items_of(day)` (id, date) new.
+    fn fetched_daily(
+        days: i64,
+        now: i64,
+        fetch_at: i64,
+        items_of: impl Fn(i64) -> Vec<(u64, Option<i64>)>,
+    ) -> FeedState {
         let mut st = FeedState::default();
         for d in (0..days).rev() {
             let day = now / DAY_MS - d;
-            let n = if matches!(day.rem_euclid(7), 2 | 3) {
-                quiet
-            } else {
-                busy
-            };
-            let items = (0..n)
-                .map(|k| {
-                    (
-                        (day * 100 + k as i64) as u64,
-                        Some(day * DAY_MS + 10 * H + k as i64),
-                    )
-                })
-                .collect();
             st.observe(
                 &FetchObservation {
-                    finished_ms: day * DAY_MS + 23 * H,
+                    finished_ms: day * DAY_MS + fetch_at,
                     answered: true,
-                    new_items: items,
+                    new_items: items_of(day),
                     ..Default::default()
                 },
                 28 * DAY_MS,
             );
         }
         st
+    }
+
+    /// Fetched daily at 23:00 for `days` days before `now`; `busy` postings a day at 10:00,
+    /// `quiet` on Saturdays and Sundays (days 2 and 3 of the epoch's Thursday-based week).
+    fn weekend_feed(busy: usize, quiet: usize, days: i64, now: i64) -> FeedState {
+        fetched_daily(days, now, 23 * H, |day| {
+            let n = if matches!(day.rem_euclid(7), 2 | 3) {
+                quiet
+            } else {
+                busy
+            };
+            (0..n)
+                .map(|k| {
+                    (
+                        (day * 100 + k as i64) as u64,
+                        Some(day * DAY_MS + 10 * H + k as i64),
+                    )
+                })
+                .collect()
+        })
     }
 
     #[test]
@@ -469,29 +481,16 @@ mod tests {
     /// Fetched daily at 23:30 for `days` days before `now`, posting at `hours` on every
     /// `every`-th day.
     fn hourly_feed(hours: &[i64], every: i64, days: i64, now: i64) -> FeedState {
-        let mut st = FeedState::default();
-        for d in (0..days).rev() {
-            let day = now / DAY_MS - d;
-            let items = if day % every == 0 {
-                hours
-                    .iter()
-                    .enumerate()
-                    .map(|(k, h)| ((day * 100 + k as i64) as u64, Some(day * DAY_MS + h * H)))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            st.observe(
-                &FetchObservation {
-                    finished_ms: day * DAY_MS + 23 * H + H / 2,
-                    answered: true,
-                    new_items: items,
-                    ..Default::default()
-                },
-                28 * DAY_MS,
-            );
-        }
-        st
+        fetched_daily(days, now, 23 * H + H / 2, |day| {
+            if day % every != 0 {
+                return Vec::new();
+            }
+            hours
+                .iter()
+                .enumerate()
+                .map(|(k, h)| ((day * 100 + k as i64) as u64, Some(day * DAY_MS + h * H)))
+                .collect()
+        })
     }
 
     #[test]
