@@ -120,6 +120,10 @@ pub const DEFAULT_EXPLORE_SHARE: f64 = 0.02;
 /// against 94.2), 0.99 with 10 (95.2 min); 4 costs 1% at one a day (367.8 against 364.3).
 pub const DEFAULT_SHAPE_PSEUDO_POSTINGS: f64 = 4.0;
 
+/// The most pseudo-postings a shape may take: a million is already every feed on the
+/// pooled shape, and a larger number over a quiet feed's rate leaves the finite range.
+pub const MAX_SHAPE_PSEUDO_POSTINGS: f64 = 1e6;
+
 impl Default for PlannerSettings {
     fn default() -> Self {
         PlannerSettings {
@@ -199,8 +203,10 @@ impl PlannerSettings {
         if !(self.shrinkage >= 0.0 && self.shrinkage.is_finite()) {
             return Err("the shrinkage must be a non-negative number of days".into());
         }
-        if !(self.shape_pseudo_postings >= 0.0 && self.shape_pseudo_postings.is_finite()) {
-            return Err("the shape's pseudo-postings must be a non-negative number".into());
+        if !(0.0..=MAX_SHAPE_PSEUDO_POSTINGS).contains(&self.shape_pseudo_postings) {
+            return Err(format!(
+                "the shape's pseudo-postings must be a number from 0 to {MAX_SHAPE_PSEUDO_POSTINGS}"
+            ));
         }
         if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
             return Err("the learning window must be at least one day".into());

@@ -333,6 +333,33 @@ fn host_caps_bound_the_plan_and_the_unspent_budget_is_reported() {
 }
 
 #[test]
+fn the_shapes_pseudo_postings_are_refused_outside_their_range_and_finite_inside() {
+    for bad in [f64::NAN, -1.0, 1e308, f64::INFINITY] {
+        let s = PlannerSettings {
+            shape_pseudo_postings: bad,
+            ..PlannerSettings::default()
+        };
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("pseudo-postings"), "{bad}: {e}");
+    }
+    // The largest allowed, on a feed that never posted and one that did: finite models.
+    let s = PlannerSettings {
+        shape_pseudo_postings: MAX_SHAPE_PSEUDO_POSTINGS,
+        ..PlannerSettings::default()
+    };
+    s.validate().unwrap();
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let feeds: Vec<FeedRecord> = (0..2).map(feed).collect();
+    let mut states = HashMap::new();
+    states.insert("f0".to_string(), watched(8, 9, 10, now));
+    states.insert("f1".to_string(), watched(0, 9, 10, now));
+    let (m, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    assert!(m
+        .iter()
+        .all(|m| m.post_bins.iter().all(|b| b.is_finite() && *b >= 0.0)));
+}
+
+#[test]
 fn a_budget_past_one_fetch_per_slot_is_refused_or_capped() {
     let per_feed = PlannerSettings {
         budget: Budget::PerFeedPerDay(1e308),

@@ -63,7 +63,8 @@ pub struct Chosen {
 /// delays it does not deliver.
 pub fn shape_days(days: f64, postings: f64, rate: f64) -> f64 {
     if postings > 0.0 {
-        days.max(postings / rate.max(1e-9))
+        // Bounded, so a feed that never posted stays finite whatever the setting.
+        days.max(postings / rate.max(1e-9)).min(1e12)
     } else {
         days
     }
