@@ -120,6 +120,10 @@ pub struct Schedule {
     expedited: HashMap<String, i64>,
     /// Feeds whose queued fetch is a catch-up between the plan's times (see `first_due`).
     off_plan: std::collections::HashSet<String>,
+    /// Feeds whose last fetch was their first sight (an expedited fetch). The coordinator
+    /// counts a first sight besides the plan's fetches of the day, so a plan time right
+    /// after it is moved to half a gap later rather than dropped (see `first_due`).
+    first_seen: std::collections::HashSet<String>,
     min_host_gap_ms: i64,
     applied: u64,
     generation: u64,
@@ -200,6 +204,7 @@ impl Schedule {
             // Its heap entry becomes stale and is skipped when popped.
             self.feeds.remove(id);
             self.last_out.remove(id);
+            self.first_seen.remove(id);
         }
         for f in upserts {
             self.insert(f, now_ms);
@@ -231,7 +236,11 @@ impl Schedule {
     /// it put right after a fetch just made is an extra fetch. So, with `gap` the new plan's
     /// spacing around its next time:
     /// * a next time within the first half of the gap after the last fetch is skipped (the
-    ///   old plan already served that gap);
+    ///   old plan already served that gap), unless that fetch was the feed's first sight:
+    ///   the coordinator paced it besides the plan's fetches (`hub::pacing`), so the time
+    ///   moves to half a gap after it instead (skipped, a new population's plan fetches
+    ///   fell right after the first sights and day 0 at two fetches a day spent 0.54 of its
+    ///   budget on `real-commits`);
     /// * a feed whose last fetch is a whole gap ago before the next time is overdue: it is
     ///   fetched at `last + gap` (or now), off the plan, and the plan's next time after
     ///   that catch-up is again subject to the half-gap rule ([`Schedule::pop_due`]).
@@ -244,6 +253,9 @@ impl Schedule {
         };
         let gap = next - f.prev_before(next)?;
         if next - last < gap / 2 {
+            if self.first_seen.contains(&f.feed_id) {
+                return Some(((last + gap / 2).max(now_ms), true));
+            }
             return f.next_after(next).map(|t| (t, true));
         }
         let catch_up = last + gap;
@@ -324,9 +336,22 @@ impl Schedule {
             }
             self.host_free_at
                 .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
-            self.expedited.remove(&id);
+            let first_sight = self.expedited.remove(&id).is_some();
             self.last_out.insert(id.clone(), now_ms);
             let mut next = times.next_after(planned);
+            if first_sight {
+                self.first_seen.insert(id.clone());
+                // Paced besides the plan: its next time within half a gap moves to half a
+                // gap after this fetch (`first_due`).
+                if let Some(n) = next {
+                    let gap = times.prev_before(n).map_or(0, |p| n - p);
+                    if n - now_ms < gap / 2 {
+                        next = Some(now_ms + gap / 2);
+                    }
+                }
+            } else {
+                self.first_seen.remove(&id);
+            }
             if self.off_plan.remove(&id) {
                 // After a catch-up, the plan's next time within half its gap is skipped.
                 if let Some(n) = next {
@@ -392,10 +417,12 @@ mod tests {
             vec![10],
             "still expedited after the re-assignment, at its time"
         );
-        assert_eq!(due(&mut s, 499), Vec::<i64>::new());
+        // The plan's 500 is within half a gap (1000) of the first sight, which was paced
+        // besides the plan: it moves to 510, half a gap after it, rather than being lost.
+        assert_eq!(due(&mut s, 509), Vec::<i64>::new());
         assert_eq!(
             due(&mut s, 2600),
-            vec![500, 1500, 2500],
+            vec![510, 1500, 2500],
             "one chain, no duplicate"
         );
         // A first fetch paced to a later time: the plan's times before it wait for it, and
@@ -407,7 +434,20 @@ mod tests {
         s.apply_delta(2, vec![feed("b", "h", &[500], 1000)], &[], 100)
             .unwrap();
         assert_eq!(due(&mut s, 2199), Vec::<i64>::new());
-        assert_eq!(due(&mut s, 2600), vec![2200, 2500]);
+        assert_eq!(due(&mut s, 2200), vec![2200]);
+        assert_eq!(due(&mut s, 2600), Vec::<i64>::new(), "2500 moved to 2700");
+        // A re-assignment after the first sight moves the new plan's time too: 2800 is
+        // 600 after it, within half the new gap (2000), so it goes to 3200.
+        s.apply_delta(3, vec![feed("b", "h", &[800], 2000)], &[], 2650)
+            .unwrap();
+        assert_eq!(due(&mut s, 3199), Vec::<i64>::new());
+        assert_eq!(due(&mut s, 3200), vec![3200]);
+        // Once the feed has had a fetch besides its first sight, the half-gap rule skips:
+        // 3300 is 100 after the last fetch, so the next is 4300.
+        s.apply_delta(4, vec![feed("b", "h", &[300], 1000)], &[], 3260)
+            .unwrap();
+        assert_eq!(due(&mut s, 4299), Vec::<i64>::new());
+        assert_eq!(due(&mut s, 4300), vec![4300]);
     }
 
     #[test]
