@@ -205,47 +205,15 @@ pub fn host_names(trace: &Trace) -> Vec<&str> {
         .collect()
 }
 
-/// Learns every feed's model from the trace's training window.
-pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
-    if is_weekly(cfg) {
-        return learn_weekly(trace, cfg);
-    }
+/// Every feed's reader accesses per bin per period over the training window, weighted by
+/// user weight: its subscribers' app-level accesses plus the accesses to it. The live
+/// learner (`control::from_trace`) takes these and nothing else from this module.
+pub fn access_bins(trace: &Trace, cfg: &LearnConfig) -> Vec<Vec<f32>> {
     let bins = cfg.bins;
     let bin_len = cfg.period_seconds / bins as f64;
     let periods = ((cfg.train_end - cfg.train_start) / cfg.period_seconds).max(1e-9);
     let bin_of = |ts: f64| ((ts.rem_euclid(cfg.period_seconds) / bin_len) as usize).min(bins - 1);
     let in_window = |ts: f64| ts >= cfg.train_start && ts < cfg.train_end;
-
-    // Per feed, in parallel: its hourly counts. Integer counts, so the pooled sums below do
-    // not depend on the thread count.
-    let counts: Vec<Vec<u32>> = trace
-        .postings
-        .par_iter()
-        .map(|posts| {
-            let mut c = vec![0u32; bins];
-            for &ts in posts.iter().filter(|&&t| in_window(t)) {
-                c[bin_of(ts)] += 1;
-            }
-            c
-        })
-        .collect();
-    let mut pooled_counts = vec![0u64; bins];
-    for c in &counts {
-        for (p, &x) in pooled_counts.iter_mut().zip(c) {
-            *p += x as u64;
-        }
-    }
-    let training_postings = pooled_counts.iter().sum::<u64>() as usize;
-    let pooled_total = training_postings as f64;
-    let shared: Vec<f64> = if pooled_total > 0.0 {
-        pooled_counts
-            .iter()
-            .map(|&c| c as f64 / pooled_total)
-            .collect()
-    } else {
-        vec![1.0 / bins as f64; bins]
-    };
-
     // Access rates per feed: app-level accesses per user, then spread over subscriptions.
     // App-level accesses are counted per user and bin on every core (integer counts: the
     // same whatever the order), then weighted by the user's weight.
@@ -299,6 +267,66 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
     }
     drop(cursor);
 
+    (0..nf)
+        .into_par_iter()
+        .map(|f| {
+            let mut access = vec![0.0f64; bins];
+            for &(b, w) in &direct_of[f] {
+                access[b] += w;
+            }
+            for &u in &subscribers[start[f]..start[f + 1]] {
+                let row = &app[u as usize * bins..(u as usize + 1) * bins];
+                for (a, x) in access.iter_mut().zip(row) {
+                    *a += x;
+                }
+            }
+            access.iter().map(|&a| (a / periods) as f32).collect()
+        })
+        .collect()
+}
+
+/// Learns every feed's model from the trace's training window.
+pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
+    if is_weekly(cfg) {
+        return learn_weekly(trace, cfg);
+    }
+    let bins = cfg.bins;
+    let bin_len = cfg.period_seconds / bins as f64;
+    let periods = ((cfg.train_end - cfg.train_start) / cfg.period_seconds).max(1e-9);
+    let bin_of = |ts: f64| ((ts.rem_euclid(cfg.period_seconds) / bin_len) as usize).min(bins - 1);
+    let in_window = |ts: f64| ts >= cfg.train_start && ts < cfg.train_end;
+
+    // Per feed, in parallel: its hourly counts. Integer counts, so the pooled sums below do
+    // not depend on the thread count.
+    let counts: Vec<Vec<u32>> = trace
+        .postings
+        .par_iter()
+        .map(|posts| {
+            let mut c = vec![0u32; bins];
+            for &ts in posts.iter().filter(|&&t| in_window(t)) {
+                c[bin_of(ts)] += 1;
+            }
+            c
+        })
+        .collect();
+    let mut pooled_counts = vec![0u64; bins];
+    for c in &counts {
+        for (p, &x) in pooled_counts.iter_mut().zip(c) {
+            *p += x as u64;
+        }
+    }
+    let training_postings = pooled_counts.iter().sum::<u64>() as usize;
+    let pooled_total = training_postings as f64;
+    let shared: Vec<f64> = if pooled_total > 0.0 {
+        pooled_counts
+            .iter()
+            .map(|&c| c as f64 / pooled_total)
+            .collect()
+    } else {
+        vec![1.0 / bins as f64; bins]
+    };
+
+    let access = access_bins(trace, cfg);
     let names = host_names(trace);
     let hosts: std::collections::HashMap<&str, u32> = names
         .iter()
@@ -311,16 +339,6 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
         .par_iter()
         .enumerate()
         .map(|(f, row)| {
-            let mut access = vec![0.0f64; bins];
-            for &(b, w) in &direct_of[f] {
-                access[b] += w;
-            }
-            for &u in &subscribers[start[f]..start[f + 1]] {
-                let row = &app[u as usize * bins..(u as usize + 1) * bins];
-                for (a, x) in access.iter_mut().zip(row) {
-                    *a += x;
-                }
-            }
             let n: f64 = counts[f].iter().map(|&c| c as f64).sum();
             let rate = if n > 0.0 { n / periods } else { 0.5 / periods };
             let denom = n + alpha;
@@ -334,12 +352,11 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
                     (rate * shape) as f32
                 })
                 .collect();
-            let access_bins: Vec<f32> = access.iter().map(|&a| (a / periods) as f32).collect();
             let min_level = cfg.min_level;
             FeedModel {
                 weight: row.weight,
                 post_bins,
-                access_bins,
+                access_bins: access[f].clone(),
                 min_level,
                 max_level: cfg.max_level.max(min_level),
                 host: row.host.as_deref().map(|h| hosts[h]),

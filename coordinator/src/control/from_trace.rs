@@ -5,7 +5,7 @@
 use super::feedstate::FeedState;
 use super::relearn::PlannerSettings;
 use crate::registry::FeedRecord;
-use kairos_planner::learn::{daily_config, is_weekly, learn, LearnConfig, Learned, DAY};
+use kairos_planner::learn::{access_bins, daily_config, is_weekly, LearnConfig, Learned, DAY};
 use kairos_planner::trace::{Trace, TRACE_ORIGIN_MS};
 
 /// Learns every feed's model with the **live** relearner's rules
@@ -21,7 +21,7 @@ use kairos_planner::trace::{Trace, TRACE_ORIGIN_MS};
 /// window when `settings.tune_shrinkage`).
 pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) -> (Learned, f64) {
     let ms = |t: f64| TRACE_ORIGIN_MS + (t * 1000.0) as i64;
-    let daily = learn(trace, &daily_config(cfg));
+    let access = access_bins(trace, &daily_config(cfg));
     let feeds: Vec<FeedRecord> = trace
         .feeds
         .iter()
@@ -34,7 +34,10 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
         })
         .collect();
     let mut training_postings = 0;
-    let states: std::collections::HashMap<String, FeedState> = feeds
+    // Boxed: a table of a million entries has two million buckets, and a bucket holding
+    // the whole state doubled its cost (a 1M-feed `plan` peaked 2.4 KB per feed above the
+    // trace while learning).
+    let states: std::collections::HashMap<String, Box<FeedState>> = feeds
         .iter()
         .zip(&trace.postings)
         .map(|(f, posts)| {
@@ -51,14 +54,13 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
                 fetches: 1,
                 ..FeedState::default()
             };
-            (f.id.clone(), st)
+            (f.id.clone(), Box::new(st))
         })
         .collect();
-    let access: std::collections::HashMap<&str, Vec<f32>> = feeds
-        .iter()
-        .zip(&daily.models)
-        .map(|(f, m)| (f.id.as_str(), m.access_bins.clone()))
-        .collect();
+    // Each feed's access bins move into its model (the learner asks once per feed): a
+    // copy would stay here until the end.
+    let access: std::sync::Mutex<std::collections::HashMap<&str, Vec<f32>>> =
+        std::sync::Mutex::new(feeds.iter().map(|f| f.id.as_str()).zip(access).collect());
     let settings = PlannerSettings {
         window_days: ((cfg.train_end - cfg.train_start) / DAY).max(1.0),
         weekly: is_weekly(cfg),
@@ -67,7 +69,12 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
     let (models, counts) = super::models::models(
         &feeds,
         &states,
-        &|id| access.get(id).cloned().unwrap_or_default(),
+        &|id| {
+            access
+                .lock()
+                .map(|mut a| a.remove(id).unwrap_or_default())
+                .unwrap_or_default()
+        },
         ms(cfg.train_end),
         &settings,
     );

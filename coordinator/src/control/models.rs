@@ -145,7 +145,11 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    let models = feeds
+    // Beside the models, not in tuples with them: re-collecting a million tuples into
+    // models held both vectors at once at the learner's peak.
+    let mut documents: Vec<Option<(f64, bool)>> = Vec::with_capacity(feeds.len());
+    let mut candidates: Vec<(usize, f64)> = Vec::new();
+    let mut models: Vec<FeedModel> = feeds
         .iter()
         .enumerate()
         .map(|(f, feed)| {
@@ -217,27 +221,25 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             };
             // A model watched for less than a day does not know its busy hours yet: its
             // floor only covers its mean rate until then.
-            let items = state.filter(|st| st.doc_capacity >= 2).map(|st| {
+            documents.push(state.filter(|st| st.doc_capacity >= 2).map(|st| {
                 (
                     DOCUMENT_FILL * st.doc_capacity as f64,
                     st.observed_span_ms(now_ms) >= DAY_MS,
                 )
-            });
-            (model, items, explore)
+            }));
+            if let Some(t) = explore {
+                candidates.push((f, t));
+            }
+            model
         })
-        .collect::<Vec<_>>();
-    let candidates: Vec<(usize, f64)> = models
-        .iter()
-        .enumerate()
-        .filter_map(|(f, (_, _, e))| e.map(|t| (f, t)))
         .collect();
-    let mut models: Vec<_> = models.into_iter().map(|(m, i, _)| (m, i)).collect();
     // Once a document's size is known: enough fetches, placed as the plan will place them,
     // that it does not overflow between two of them. Busy feeds solve a few schedules for
     // this, so it runs on every core.
     use rayon::prelude::*;
     let raised: Vec<bool> = models
         .par_iter_mut()
+        .zip(&documents)
         .map(|(model, items)| match *items {
             Some((items, placed)) => {
                 let floor = document_level(model, &plan_cfg, items, placed);
@@ -251,7 +253,6 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         })
         .collect();
     decided.capacity_floors = raised.iter().filter(|&&r| r).count();
-    let mut models: Vec<FeedModel> = models.into_iter().map(|(m, _)| m).collect();
     // Exploration last, so its share is of what the document floors left. Daily fetches:
     // seven a week on a weekly plan.
     decided.exploring = crate::learn::explore_within(
