@@ -74,6 +74,12 @@ impl FeedTimes {
         })
     }
 
+    /// The plan's spacing ending at its time `t`: `t` less the time before it (0 without
+    /// offsets).
+    fn gap_to(&self, t: i64) -> i64 {
+        self.prev_before(t).map_or(0, |p| t - p)
+    }
+
     /// Last fetch time strictly before `t`, or `None` if the feed has no offsets.
     pub fn prev_before(&self, t: i64) -> Option<i64> {
         let (offsets, base, phase) = self.locate(t);
@@ -251,7 +257,7 @@ impl Schedule {
         let Some(&last) = self.last_out.get(&f.feed_id) else {
             return Some((next, true));
         };
-        let gap = next - f.prev_before(next)?;
+        let gap = f.gap_to(next);
         if next - last < gap / 2 {
             if self.first_seen.contains(&f.feed_id) {
                 return Some(((last + gap / 2).max(now_ms), true));
@@ -344,7 +350,7 @@ impl Schedule {
                 // Paced besides the plan: its next time within half a gap moves to half a
                 // gap after this fetch (`first_due`).
                 if let Some(n) = next {
-                    let gap = times.prev_before(n).map_or(0, |p| n - p);
+                    let gap = times.gap_to(n);
                     if n - now_ms < gap / 2 {
                         next = Some(now_ms + gap / 2);
                     }
@@ -355,7 +361,7 @@ impl Schedule {
             if self.off_plan.remove(&id) {
                 // After a catch-up, the plan's next time within half its gap is skipped.
                 if let Some(n) = next {
-                    let gap = times.prev_before(n).map_or(0, |p| n - p);
+                    let gap = times.gap_to(n);
                     if n - now_ms < gap / 2 {
                         next = times.next_after(n);
                     }

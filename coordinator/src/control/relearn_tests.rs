@@ -39,6 +39,25 @@ fn watched(per_day: usize, hour: i64, days: i64, now: i64) -> FeedState {
     st
 }
 
+/// The models of `feeds` with no reader accesses, under settings `s`.
+fn models_with(
+    feeds: &[FeedRecord],
+    states: &HashMap<String, FeedState>,
+    now: i64,
+    s: &PlannerSettings,
+) -> (Vec<FeedModel>, ModelCounts) {
+    models(feeds, states, &|_| vec![0.0; BINS], now, s)
+}
+
+/// The models of `feeds` with no reader accesses, under the default settings.
+fn default_models(
+    feeds: &[FeedRecord],
+    states: &HashMap<String, FeedState>,
+    now: i64,
+) -> (Vec<FeedModel>, ModelCounts) {
+    models_with(feeds, states, now, &PlannerSettings::default())
+}
+
 #[test]
 fn a_new_populations_schedules_are_turned_apart_and_keep_their_spacing() {
     // Nothing posted yet: every model is flat, and the solver alone would fetch every feed
@@ -104,7 +123,7 @@ fn models_follow_observations_and_unknown_feeds_explore() {
         explore_share: 0.2,
         ..PlannerSettings::default()
     };
-    let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    let (m, counts) = models_with(&feeds, &states, now, &s);
     let rate = |i: usize| m[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
     // 80 postings over ~10 days observed (first fetch at 23:00 of the first day).
     assert!((rate(0) - 8.0).abs() < 0.9, "{}", rate(0));
@@ -122,13 +141,7 @@ fn models_follow_observations_and_unknown_feeds_explore() {
     assert_eq!(counts.exploring, 1);
     assert_eq!(counts.capacity_floors, 0, "documents of unknown size");
     assert_eq!(m[2].min_level, 1);
-    let (m, counts) = models(
-        &feeds,
-        &states,
-        &|_| vec![0.0; BINS],
-        now,
-        &PlannerSettings::default(),
-    );
+    let (m, counts) = default_models(&feeds, &states, now);
     assert_eq!(counts.exploring, 0);
     assert_eq!(m[2].min_level, ceil_level(1.0 / 7.0));
 }
@@ -165,13 +178,7 @@ fn hours_not_yet_watched_are_not_read_as_quiet() {
         );
         states.insert(f.id.clone(), st);
     }
-    let (m, _) = models(
-        &feeds,
-        &states,
-        &|_| vec![0.0; BINS],
-        now,
-        &PlannerSettings::default(),
-    );
+    let (m, _) = default_models(&feeds, &states, now);
     let b = &m[0].post_bins;
     assert!(b[2] > 1.0, "watched hours keep their rate: {b:?}");
     assert!(
@@ -204,13 +211,7 @@ fn undated_postings_spread_over_the_hours_between_fetches() {
     let now = start + 10 * DAY_MS;
     let feeds = vec![feed(0)];
     let states: HashMap<String, FeedState> = [("f0".to_string(), st)].into();
-    let (m, _) = models(
-        &feeds,
-        &states,
-        &|_| vec![0.0; BINS],
-        now,
-        &PlannerSettings::default(),
-    );
+    let (m, _) = default_models(&feeds, &states, now);
     let b = &m[0].post_bins;
     let inside: f32 = b[6..12].iter().sum();
     let total: f32 = b.iter().sum();
@@ -353,7 +354,7 @@ fn the_shapes_pseudo_postings_are_refused_outside_their_range_and_finite_inside(
     let mut states = HashMap::new();
     states.insert("f0".to_string(), watched(8, 9, 10, now));
     states.insert("f1".to_string(), watched(0, 9, 10, now));
-    let (m, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    let (m, _) = models_with(&feeds, &states, now, &s);
     assert!(m
         .iter()
         .all(|m| m.post_bins.iter().all(|b| b.is_finite() && *b >= 0.0)));
@@ -402,7 +403,7 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     ]
     .into();
     let s = PlannerSettings::default();
-    let (m, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+    let (m, counts) = models_with(&feeds, &states, now, &s);
     assert_eq!(counts.capacity_floors, 1);
     // Half a 10-item document holds 5 postings: at least 40 / 5 = 8 fetches a day, placed
     // where the postings are (at the 09:00 burst), not evenly spaced at the burst's rate
