@@ -217,6 +217,10 @@ struct Common {
     /// most recently active first); 0 turns exploration off.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
     explore_share: f64,
+    /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
+    /// shift; similar feeds share strength). 0: one pooled shape for every feed.
+    #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
+    shape_mixture: usize,
 }
 
 #[derive(Args)]
@@ -396,6 +400,7 @@ fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         tune_shrinkage: fixed_shrinkage.is_none(),
         explore_min_postings: c.explore_min_postings,
         explore_share: c.explore_share,
+        shape_mixture: c.shape_mixture,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         ..Default::default()
     };

@@ -53,6 +53,10 @@ pub struct LivePlanArgs {
     /// quiet feed's few postings do not decide its fetch times alone (0: pseudo-days only).
     #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
     pub shape_pseudo_postings: f64,
+    /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
+    /// shift; similar feeds share strength). 0: one pooled shape for every feed.
+    #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
+    pub shape_mixture: usize,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`.
     /// Older ones are removed in bounded batches once a minute.
     #[arg(long, default_value = "7d", value_parser = parse_retention)]
@@ -140,6 +144,7 @@ impl LivePlanArgs {
             half_life_days: self.half_life_days,
             shrinkage: self.shrinkage_days,
             shape_pseudo_postings: self.shape_pseudo_postings,
+            shape_mixture: self.shape_mixture,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

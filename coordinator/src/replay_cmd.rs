@@ -60,6 +60,10 @@ pub struct ReplayArgs {
     /// pseudo-days only).
     #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
     shape_pseudo_postings: f64,
+    /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
+    /// shift; similar feeds share strength). 0: one pooled shape for every feed.
+    #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
+    shape_mixture: usize,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -201,6 +205,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         shrinkage: fixed_shrinkage.unwrap_or(PlannerSettings::default().shrinkage),
         tune_shrinkage: fixed_shrinkage.is_none(),
         shape_pseudo_postings: a.shape_pseudo_postings,
+        shape_mixture: a.shape_mixture,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,

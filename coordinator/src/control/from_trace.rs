@@ -77,6 +77,7 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
         },
         ms(cfg.train_end),
         &settings,
+        &mut super::shapes::ShapeCache::default(),
     );
     let learned = Learned {
         models,

@@ -8,6 +8,7 @@
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
+//! * [`shapes`] — daily shapes pooled across feeds, the prior of each feed's hours;
 //! * [`from_trace`] — the live rules applied to a recorded trace, for `plan` and `simulate`;
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
@@ -26,6 +27,7 @@ pub mod models;
 pub mod readers;
 pub mod recency;
 pub mod relearn;
+pub mod shapes;
 pub mod shrink;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.

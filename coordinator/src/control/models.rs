@@ -7,6 +7,7 @@
 use super::feedstate::FeedState;
 use super::recency;
 use super::relearn::PlannerSettings;
+use super::shapes;
 use super::shrink;
 use crate::plan::alloc::ceil_level;
 use crate::plan::planner::{document_level, FeedModel};
@@ -18,13 +19,15 @@ const DAY_MS: i64 = 86_400_000;
 const BINS: usize = 24;
 
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
-/// reader accesses per hourly bin per day.
+/// reader accesses per hourly bin per day; `shapes_cache` keeps the population's mixture of
+/// daily shapes between calls ([`shapes::ShapeCache`]).
 pub fn models<S: std::borrow::Borrow<FeedState>>(
     feeds: &[FeedRecord],
     states: &HashMap<String, S>,
     access_bins: &dyn Fn(&str) -> Vec<f32>,
     now_ms: i64,
     s: &PlannerSettings,
+    shapes_cache: &mut shapes::ShapeCache,
 ) -> (Vec<FeedModel>, ModelCounts) {
     // Owned states or shared ones (the live coordinator's snapshot), read alike.
     let state_of = |id: &str| states.get(id).map(|st| st.borrow());
@@ -107,23 +110,45 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     } else {
         vec![1.0 / BINS as f64; BINS]
     };
+    // Each feed's prior day: its posterior mean under the population's mixture of shifted
+    // shapes, or the one pooled shape while too little is known to fit the mixture.
+    let mixture = shapes_cache.mixture(
+        &counts,
+        now_ms,
+        &shapes::MixtureConfig {
+            shapes: s.shape_mixture,
+            ..shapes::MixtureConfig::default()
+        },
+    );
     rates.sort_by(f64::total_cmp);
     let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
     let mut decided = ModelCounts::default();
-    let tuned = if s.tune_shrinkage {
+    let kept = mixture.as_ref().and(shapes_cache.chosen());
+    let tuned = if !s.tune_shrinkage {
+        None
+    } else if kept.is_some() {
+        kept
+    } else {
         let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| state_of(&f.id)).collect();
         let prior = shrink::Prior {
             shared: &shared,
             typical,
+            mixture: mixture.as_deref(),
         };
-        shrink::choose(&watched, window_start, now_ms, &prior)
-    } else {
-        None
+        let chosen = shrink::choose(&watched, window_start, now_ms, &prior);
+        if let Some(c) = chosen {
+            shapes_cache.keep_chosen(c);
+        }
+        chosen
     };
     decided.held_out_days = tuned.map_or(0, |t| t.held_out);
     decided.half_life_days = half_life;
     decided.half_life_feeds = chosen.map_or(0, |c| c.1);
     let beta = tuned.map_or(s.shrinkage, |t| t.days).max(1e-3);
+    // With shapes pooled by similarity, the shape's prior weighs pseudo-postings chosen
+    // apart from the rate's pseudo-days ([`shrink::choose`]).
+    let shape_postings = tuned.and_then(|t| t.shape_postings);
+    decided.shape_postings = shape_postings.unwrap_or(0.0);
     decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
     let days_per_period = s.days_per_period();
@@ -168,10 +193,19 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
             // the feed's rate, over observed days plus those pseudo-days.
             // The shape's pseudo-days: at least the configured pseudo-postings' worth.
-            let shape = shrink::shape_days(beta, s.shape_pseudo_postings, rate);
+            let (shape, own) = match (mixture.as_deref(), shape_postings) {
+                (Some(m), Some(pp)) => (
+                    pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
+                    Some(m.prior_for(&counts[f])),
+                ),
+                (m, _) => (
+                    shrink::shape_days(beta, s.shape_pseudo_postings, rate),
+                    m.map(|m| m.prior_for(&counts[f])),
+                ),
+            };
             let post_bins: Vec<f32> = (0..BINS)
                 .map(|b| {
-                    let prior = rate * shared[b];
+                    let prior = rate * own.map_or(shared[b], |o| o[b]);
                     ((counts[f][b] + shape * prior) / (exposure[f][b] + shape)) as f32
                 })
                 .collect();
@@ -279,6 +313,9 @@ pub struct ModelCounts {
     pub shrinkage: f64,
     /// Feed-days held out to choose it (0: the configured value).
     pub held_out_days: usize,
+    /// Pseudo-postings of each feed's shape prior, chosen apart from the rate's pseudo-days
+    /// when shapes are pooled by similarity (0: not chosen; the pseudo-days rule applies).
+    pub shape_postings: f64,
     /// Half-life of the observations' weight, days (0: none; chosen or configured).
     pub half_life_days: f64,
     /// Feeds whose last week chose it (0: the configured value).
@@ -442,7 +479,14 @@ mod tests {
             slots: 288,
             ..PlannerSettings::default()
         };
-        let (learned, counts) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        let (learned, counts) = models(
+            &feeds,
+            &states,
+            &|_| vec![0.0; BINS],
+            now,
+            &s,
+            &mut Default::default(),
+        );
         assert_eq!(counts.week_shapes[0], 0, "{:?}", counts.week_shapes);
         let m = &learned[0];
         assert_eq!(m.post_bins.len(), 168);
@@ -475,7 +519,14 @@ mod tests {
             .iter()
             .map(|f| (f.id.clone(), weekend_feed(12, 12, 21, now)))
             .collect();
-        let (_, counts) = models(&feeds, &flat, &|_| vec![0.0; BINS], now, &s);
+        let (_, counts) = models(
+            &feeds,
+            &flat,
+            &|_| vec![0.0; BINS],
+            now,
+            &s,
+            &mut Default::default(),
+        );
         assert_eq!(counts.week_shapes[0], 30, "{:?}", counts.week_shapes);
     }
 
@@ -513,9 +564,18 @@ mod tests {
                 tune_half_life: false,
                 half_life_days: 0.0,
                 shape_pseudo_postings: postings,
+                // The rule under test is the one pooled shape's.
+                shape_mixture: 0,
                 ..PlannerSettings::default()
             };
-            let (learned, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+            let (learned, _) = models(
+                &feeds,
+                &states,
+                &|_| vec![0.0; BINS],
+                now,
+                &s,
+                &mut Default::default(),
+            );
             let bins = &learned[feed].post_bins;
             bins[hour] as f64 / bins.iter().map(|&b| b as f64).sum::<f64>()
         };
@@ -621,7 +681,14 @@ mod tests {
             slots: 288,
             ..PlannerSettings::default()
         };
-        let (learned, _) = models(&feeds, &states, &|_| vec![0.0; BINS], now, &s);
+        let (learned, _) = models(
+            &feeds,
+            &states,
+            &|_| vec![0.0; BINS],
+            now,
+            &s,
+            &mut Default::default(),
+        );
         let rate = |i: usize| learned[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
         for (i, m) in learned.iter().enumerate() {
             assert!(

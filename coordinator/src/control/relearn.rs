@@ -103,6 +103,10 @@ pub struct PlannerSettings {
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`PlanOutcome::host_limited`]).
     pub host_fetches_per_day: Option<f64>,
+    /// Base shapes of the mixture each feed's hours are shrunk toward
+    /// ([`super::shapes`]): feeds with similar days, at any shift, share strength. 0: one
+    /// pooled shape for every feed. [`DEFAULT_SHAPE_MIXTURE`] by default.
+    pub shape_mixture: usize,
     /// Plan over a week instead of a day: feeds learn day-of-week factors
     /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
     pub weekly: bool,
@@ -119,6 +123,17 @@ pub const DEFAULT_EXPLORE_SHARE: f64 = 0.02;
 /// fetches a day with pseudo-days alone, 1.07 at four a day with 4 pseudo-postings (94.3 min
 /// against 94.2), 0.99 with 10 (95.2 min); 4 costs 1% at one a day (367.8 against 364.3).
 pub const DEFAULT_SHAPE_PSEUDO_POSTINGS: f64 = 4.0;
+
+/// [`PlannerSettings::shape_mixture`]'s default. On the synthetic `steady` trace at four
+/// fetches a day (live `replay`, days 14–27) one pooled shape realized 91.8 min against 82.3
+/// for the plans made from the generating intensities; eight shifted shapes 86.35
+/// (docs/RESULTS.md). More shapes fitted no better there (`plan` under the true
+/// intensities: 88.0 with 8 and with 12).
+pub const DEFAULT_SHAPE_MIXTURE: usize = 8;
+
+/// The most base shapes a mixture may have: each adds 24 shifted shapes to every feed's
+/// posterior.
+pub const MAX_SHAPE_MIXTURE: usize = 64;
 
 /// The most pseudo-postings a shape may take: a million is already every feed on the
 /// pooled shape, and a larger number over a quiet feed's rate leaves the finite range.
@@ -141,6 +156,7 @@ impl Default for PlannerSettings {
             tune_shrinkage: true,
             explore_min_postings: 3,
             explore_share: DEFAULT_EXPLORE_SHARE,
+            shape_mixture: DEFAULT_SHAPE_MIXTURE,
             host_fetches_per_day: None,
             weekly: false,
         }
@@ -206,6 +222,12 @@ impl PlannerSettings {
         if !(0.0..=MAX_SHAPE_PSEUDO_POSTINGS).contains(&self.shape_pseudo_postings) {
             return Err(format!(
                 "the shape's pseudo-postings must be a number from 0 to {MAX_SHAPE_PSEUDO_POSTINGS}"
+            ));
+        }
+        if self.shape_mixture > MAX_SHAPE_MIXTURE {
+            return Err(format!(
+                "the shape mixture takes at most {MAX_SHAPE_MIXTURE} base shapes, got {}",
+                self.shape_mixture
             ));
         }
         if !(self.window_days >= 1.0 && self.window_days.is_finite()) {
@@ -410,6 +432,8 @@ pub struct Replanner {
     view: Arc<HashMap<String, (FeedModel, FeedPlan)>>,
     /// Share of the configured budget the next round plans with ([`Self::set_budget_share`]).
     budget_share: f64,
+    /// The population's mixture of daily shapes, refitted daily ([`Self::models`]).
+    shapes: super::shapes::ShapeCache,
 }
 
 /// The smallest share of its budget a round plans with, however far ahead the fetches
@@ -445,6 +469,7 @@ impl Replanner {
     pub fn new(settings: PlannerSettings) -> Self {
         Replanner {
             settings,
+            shapes: super::shapes::ShapeCache::default(),
             last: None,
             view: Arc::default(),
             budget_share: 1.0,
@@ -482,6 +507,25 @@ impl Replanner {
     /// The settings.
     pub fn settings(&self) -> &PlannerSettings {
         &self.settings
+    }
+
+    /// Every feed's model under these settings ([`models`]), with the population's mixture
+    /// of daily shapes kept between rounds.
+    pub fn models<S: std::borrow::Borrow<super::feedstate::FeedState>>(
+        &mut self,
+        feeds: &[FeedRecord],
+        states: &HashMap<String, S>,
+        access_bins: &dyn Fn(&str) -> Vec<f32>,
+        now_ms: i64,
+    ) -> (Vec<FeedModel>, ModelCounts) {
+        models(
+            feeds,
+            states,
+            access_bins,
+            now_ms,
+            &self.settings,
+            &mut self.shapes,
+        )
     }
 
     /// Plans `feeds` with `models` (same order). Pure computation: call it off the async

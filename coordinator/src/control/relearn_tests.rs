@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::control::feedstate::FetchObservation;
+use crate::control::shapes::ShapeCache;
 
 fn feed(i: usize) -> FeedRecord {
     FeedRecord {
@@ -46,7 +47,8 @@ fn models_with(
     now: i64,
     s: &PlannerSettings,
 ) -> (Vec<FeedModel>, ModelCounts) {
-    models(feeds, states, &|_| vec![0.0; BINS], now, s)
+    let mut shapes = ShapeCache::default();
+    models(feeds, states, &|_| vec![0.0; BINS], now, s, &mut shapes)
 }
 
 /// The models of `feeds` with no reader accesses, under the default settings.
@@ -232,7 +234,7 @@ fn replans_resolve_only_changed_feeds_and_fetch_before_the_peak() {
         ..Default::default()
     });
     let access = |_: &str| vec![0.0; BINS];
-    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let (m, _) = r.models(&feeds, &states, &access, now);
     let first = r.plan(&feeds, m).unwrap();
     assert!(first.fresh);
     assert!((first.fetches_per_day - 2.0 * n as f64).abs() < 1e-6);
@@ -245,19 +247,19 @@ fn replans_resolve_only_changed_feeds_and_fetch_before_the_peak() {
         "{:?}",
         f0.offsets_seconds
     );
-    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let (m, _) = r.models(&feeds, &states, &access, now);
     let same = r.plan(&feeds, m).unwrap();
     assert!(!same.fresh);
     assert_eq!(same.resolved, 0);
     assert_eq!(same.specs, first.specs);
     // One feed learns more postings: only it is re-solved.
     states.insert("f3".to_string(), watched(12, 15, 7, now));
-    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let (m, _) = r.models(&feeds, &states, &access, now);
     let next = r.plan(&feeds, m).unwrap();
     assert!(!next.fresh);
     assert!(next.resolved >= 1 && next.resolved < 4, "{}", next.resolved);
     // A changed feed set solves afresh.
-    let (m, _) = models(&feeds[..5], &states, &access, now, r.settings());
+    let (m, _) = r.models(&feeds[..5], &states, &access, now);
     assert!(r.plan(&feeds[..5], m).unwrap().fresh);
     assert!(next.specs.len() == n);
 }
@@ -282,7 +284,7 @@ fn host_caps_bound_the_plan_and_the_unspent_budget_is_reported() {
     };
     let mut r = Replanner::new(settings.clone());
     let access = |_: &str| vec![0.0; BINS];
-    let (m, _) = models(&feeds, &states, &access, now, r.settings());
+    let (m, _) = r.models(&feeds, &states, &access, now);
     let out = r.plan(&feeds, m).unwrap();
     let mut per_host: HashMap<String, f64> = HashMap::new();
     for f in &feeds {
@@ -317,7 +319,7 @@ fn host_caps_bound_the_plan_and_the_unspent_budget_is_reported() {
         host_fetches_per_day: None,
         ..settings.clone()
     });
-    let (m, _) = models(&feeds, &states, &access, now, free.settings());
+    let (m, _) = free.models(&feeds, &states, &access, now);
     let all = free.plan(&feeds, m).unwrap();
     assert!(
         all.host_limited.unspent_per_day < 1.0,
@@ -380,7 +382,14 @@ fn a_budget_past_one_fetch_per_slot_is_refused_or_capped() {
     let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
     let states: HashMap<String, FeedState> = HashMap::new();
     let access = |_: &str| Vec::new();
-    let (m, _) = models(&feeds, &states, &access, 1000 * DAY_MS, &total);
+    let (m, _) = models(
+        &feeds,
+        &states,
+        &access,
+        1000 * DAY_MS,
+        &total,
+        &mut ShapeCache::default(),
+    );
     let out = Replanner::new(total).plan(&feeds, m).unwrap();
     assert!(
         out.fetches_per_day <= 72.0 + 1e-9,

@@ -11,6 +11,10 @@
 //! Poisson model per hour (`Σ k·ln(λx) − λx`, `k` postings in an hour watched `x` days at
 //! rate `λ`). The candidate with the best total over a bounded sample of feeds wins.
 //!
+//! With shapes pooled by similarity ([`super::shapes`]) the shape's prior is each feed's
+//! posterior mean under the mixture, given its other days, and its weight (pseudo-postings)
+//! is chosen together with the rate's pseudo-days: the pair that scores best wins.
+//!
 //! The pooled shape and the typical rate come from all days (they pool every feed, so one
 //! held-out day of one feed barely moves them). Until some feed has two whole days watched
 //! there is nothing to hold out, and the configured value stands.
@@ -24,6 +28,13 @@ const BINS: usize = 24;
 
 /// Pseudo-days tried, smallest first (ties go to the smaller).
 pub const CANDIDATES: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+
+/// Pseudo-postings tried for a shape prior drawn from the mixture of shapes, smallest
+/// first. The mixture's prior already fits the feed's own hours, so it is weighed in
+/// postings, not days: a busy feed's own counts keep their say, where pseudo-days at its
+/// rate would drown them. On `steady` the largest wins: the prior alone is the better
+/// guess for most feeds.
+pub const SHAPE_CANDIDATES: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 
 /// Feeds scored at most: the choice is one number for the population, and a fixed-stride
 /// sample of this size pins it down at a bounded cost however many feeds there are.
@@ -39,6 +50,9 @@ pub struct Prior<'a> {
     pub shared: &'a [f64],
     /// The typical (median) feed's postings per day.
     pub typical: f64,
+    /// Shapes pooled by similarity: each held-out case's prior is its posterior mean
+    /// shape given the feed's other days (in place of `shared`).
+    pub mixture: Option<&'a super::shapes::Mixture>,
 }
 
 /// One feed's postings and exposure per watched day and hour.
@@ -52,6 +66,9 @@ struct Days {
 pub struct Chosen {
     /// Pseudo-days of the pooled pattern at the feed's rate.
     pub days: f64,
+    /// Pseudo-postings of the shape prior, chosen apart from the rate's pseudo-days when
+    /// shapes are pooled by similarity (a mixture); `None` otherwise.
+    pub shape_postings: Option<f64>,
     /// Held-out feed-days that backed the choice.
     pub held_out: usize,
 }
@@ -89,7 +106,12 @@ pub fn choose(
 ) -> Option<Chosen> {
     let stride = states.len().div_ceil(SAMPLE).max(1);
     let mut held_out = 0usize;
-    let mut score = [0.0f64; CANDIDATES.len()];
+    const N: usize = CANDIDATES.len();
+    const M: usize = SHAPE_CANDIDATES.len();
+    // Rate's candidate by shape's: the diagonal alone without a mixture (the shape takes
+    // the rate's pseudo-days).
+    let mut score = [[0.0f64; M]; N];
+    let split = prior.mixture.is_some();
     for st in states.iter().step_by(stride).flatten() {
         let Some(days) = tally(st, window_start, now_ms) else {
             continue;
@@ -120,20 +142,44 @@ pub fn choose(
                 case.c[b] = total_c[b] - days.counts[d][b];
                 case.e[b] = (total_e[b] - days.exposure[d][b]).max(0.0);
             }
-            for (s, &beta) in score.iter_mut().zip(&CANDIDATES) {
-                *s += case.score(prior, beta);
+            let own = prior.mixture.map(|m| m.prior_for(&case.c));
+            let shared = own.as_ref().map_or(prior.shared, |o| &o[..]);
+            for (i, &beta) in CANDIDATES.iter().enumerate() {
+                if split {
+                    for (j, &pp) in SHAPE_CANDIDATES.iter().enumerate() {
+                        score[i][j] += case.score(shared, prior.typical, beta, Shape::Postings(pp));
+                    }
+                } else {
+                    score[i][i] += case.score(shared, prior.typical, beta, Shape::Days(beta));
+                }
             }
         }
     }
     if held_out == 0 {
         return None;
     }
-    let best =
-        (0..CANDIDATES.len()).fold(0, |best, i| if score[i] > score[best] { i } else { best });
+    let mut best = (0, 0);
+    for (i, row) in score.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            if (split || i == j) && v > score[best.0][best.1] {
+                best = (i, j);
+            }
+        }
+    }
     Some(Chosen {
-        days: CANDIDATES[best],
+        days: CANDIDATES[best.0],
+        shape_postings: split.then_some(SHAPE_CANDIDATES[best.1]),
         held_out,
     })
+}
+
+/// The weight of a held-out case's shape prior.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Pseudo-days at the feed's rate (the rate's own, without a mixture).
+    Days(f64),
+    /// Pseudo-postings.
+    Postings(f64),
 }
 
 /// One held-out feed-day: its hours' postings and exposure (`k`, `x`), and the feed's
@@ -147,19 +193,23 @@ struct Case {
 
 impl Case {
     /// Poisson log-likelihood of the held-out day under the model the other days give
-    /// with `beta` pseudo-days (shape and rate).
-    fn score(&self, prior: &Prior, beta: f64) -> f64 {
+    /// with `beta` pseudo-days for the rate and `shape` for the hours.
+    fn score(&self, shared: &[f64], typical: f64, beta: f64, shape: Shape) -> f64 {
         let n: f64 = self.c.iter().sum();
         let watched = self.e.iter().sum::<f64>() / BINS as f64;
-        let rate = (n + beta * prior.typical) / (watched + beta);
+        let rate = (n + beta * typical) / (watched + beta);
+        let gamma = match shape {
+            Shape::Days(d) => d,
+            Shape::Postings(p) => p / rate.max(1e-9),
+        };
         let mut ll = 0.0;
         for b in 0..BINS {
             let x = self.x[b];
             if x <= 0.0 {
                 continue;
             }
-            let share = prior.shared.get(b).copied().unwrap_or(1.0 / BINS as f64);
-            let lambda = ((self.c[b] + beta * rate * share) / (self.e[b] + beta)).max(1e-9);
+            let share = shared.get(b).copied().unwrap_or(1.0 / BINS as f64);
+            let lambda = ((self.c[b] + gamma * rate * share) / (self.e[b] + gamma)).max(1e-9);
             ll += self.k[b] * (lambda * x).ln() - lambda * x;
         }
         ll
@@ -254,6 +304,7 @@ mod tests {
         let prior = Prior {
             shared: &flat(),
             typical: 1.0,
+            mixture: None,
         };
         assert_eq!(choose(&[Some(&st)], 0, DAY_MS, &prior), None);
         assert_eq!(choose(&[None], 0, DAY_MS, &prior), None);
@@ -268,10 +319,12 @@ mod tests {
         let prior = Prior {
             shared: &flat(),
             typical: 3.0,
+            mixture: None,
         };
         let Chosen {
             days: beta,
             held_out: days,
+            ..
         } = choose(&refs, 0, 10 * DAY_MS, &prior).expect("held-out days");
         assert_eq!(beta, CANDIDATES[0]);
         assert_eq!(days, 500);
@@ -325,6 +378,7 @@ mod tests {
         let prior = Prior {
             shared: &flat(),
             typical: 1.0,
+            mixture: None,
         };
         let held_out = choose(&[Some(&st)], 0, 4 * DAY_MS, &prior)
             .expect("two days")

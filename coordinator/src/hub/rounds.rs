@@ -171,8 +171,7 @@ impl<B: KvBackend> Hub<B> {
                     feeds.iter().map(|f| f.id.as_str()).zip(rates).collect();
                 let access_bins =
                     |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
-                let (mut models, counts) =
-                    relearn::models(&feeds, &states, &access_bins, now, r.settings());
+                let (mut models, counts) = r.models(&feeds, &states, &access_bins, now);
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
                 // Feeds with no state yet get a first fetch at sight, off the plan, paced
