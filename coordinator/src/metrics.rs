@@ -148,6 +148,11 @@ pub const STALE_EPOCH_REPORTS_TOTAL: &str = "kairos_reports_stale_epoch_total";
 pub const FENCED_WRITES_TOTAL: &str = "kairos_fenced_writes_total";
 /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
 pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
+/// Gauge: base shapes of the mixture feeds' hours are pooled in (0: one pooled shape, while
+/// too few postings back a fit or with `--shape-mixture 0`).
+pub const PLAN_MIXTURE_SHAPES: &str = "kairos_plan_shape_mixture_shapes";
+/// Gauge: pseudo-postings of the shapes' prior (chosen on held-out days; 0: pseudo-days).
+pub const PLAN_SHAPE_PRIOR_POSTINGS: &str = "kairos_plan_shape_prior_postings";
 /// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
 pub const PLAN_HALF_LIFE_DAYS: &str = "kairos_plan_half_life_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -514,6 +519,8 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
     gauge!(PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
     gauge!(PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
+    gauge!(PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
+    gauge!(PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
     if let Some(shapes) = p.week_shapes {
         for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
             .iter()

@@ -149,6 +149,7 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     // apart from the rate's pseudo-days ([`shrink::choose`]).
     let shape_postings = tuned.and_then(|t| t.shape_postings);
     decided.shape_postings = shape_postings.unwrap_or(0.0);
+    decided.mixture_shapes = shapes_cache.shapes_in_force();
     decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
     let days_per_period = s.days_per_period();
@@ -313,6 +314,9 @@ pub struct ModelCounts {
     pub shrinkage: f64,
     /// Feed-days held out to choose it (0: the configured value).
     pub held_out_days: usize,
+    /// Base shapes of the mixture in force (0: the one pooled shape, while too few
+    /// postings back a fit or with `shape_mixture` 0).
+    pub mixture_shapes: usize,
     /// Pseudo-postings of each feed's shape prior, chosen apart from the rate's pseudo-days
     /// when shapes are pooled by similarity (0: not chosen; the pseudo-days rule applies).
     pub shape_postings: f64,
@@ -407,6 +411,23 @@ pub(crate) fn hour_exposure(from: i64, to: i64) -> [f64; BINS] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The models of `feeds` with no reader accesses and a fresh shape fit.
+    fn reader_less(
+        feeds: &[FeedRecord],
+        states: &HashMap<String, FeedState>,
+        now: i64,
+        s: &PlannerSettings,
+    ) -> (Vec<FeedModel>, ModelCounts) {
+        models(
+            feeds,
+            states,
+            &|_| vec![0.0; BINS],
+            now,
+            s,
+            &mut Default::default(),
+        )
+    }
     use crate::control::feedstate::FetchObservation;
     use crate::control::relearn::Replanner;
 
@@ -479,14 +500,7 @@ mod tests {
             slots: 288,
             ..PlannerSettings::default()
         };
-        let (learned, counts) = models(
-            &feeds,
-            &states,
-            &|_| vec![0.0; BINS],
-            now,
-            &s,
-            &mut Default::default(),
-        );
+        let (learned, counts) = reader_less(&feeds, &states, now, &s);
         assert_eq!(counts.week_shapes[0], 0, "{:?}", counts.week_shapes);
         let m = &learned[0];
         assert_eq!(m.post_bins.len(), 168);
@@ -519,14 +533,7 @@ mod tests {
             .iter()
             .map(|f| (f.id.clone(), weekend_feed(12, 12, 21, now)))
             .collect();
-        let (_, counts) = models(
-            &feeds,
-            &flat,
-            &|_| vec![0.0; BINS],
-            now,
-            &s,
-            &mut Default::default(),
-        );
+        let (_, counts) = reader_less(&feeds, &flat, now, &s);
         assert_eq!(counts.week_shapes[0], 30, "{:?}", counts.week_shapes);
     }
 
@@ -568,14 +575,7 @@ mod tests {
                 shape_mixture: 0,
                 ..PlannerSettings::default()
             };
-            let (learned, _) = models(
-                &feeds,
-                &states,
-                &|_| vec![0.0; BINS],
-                now,
-                &s,
-                &mut Default::default(),
-            );
+            let (learned, _) = reader_less(&feeds, &states, now, &s);
             let bins = &learned[feed].post_bins;
             bins[hour] as f64 / bins.iter().map(|&b| b as f64).sum::<f64>()
         };
@@ -681,14 +681,7 @@ mod tests {
             slots: 288,
             ..PlannerSettings::default()
         };
-        let (learned, _) = models(
-            &feeds,
-            &states,
-            &|_| vec![0.0; BINS],
-            now,
-            &s,
-            &mut Default::default(),
-        );
+        let (learned, _) = reader_less(&feeds, &states, now, &s);
         let rate = |i: usize| learned[i].post_bins.iter().map(|&b| b as f64).sum::<f64>();
         for (i, m) in learned.iter().enumerate() {
             assert!(

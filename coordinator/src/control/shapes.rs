@@ -40,9 +40,6 @@ pub struct MixtureConfig {
     pub min_postings: f64,
     /// The fit is skipped (no mixture) below this many postings in the sample in all.
     pub min_total: f64,
-    /// Exponent on each feed's likelihood: below 1, a feed's counts move its posterior
-    /// less (bursts make counts overdispersed, and the plain likelihood overcommits).
-    pub temper: f64,
     /// EM runs from different starts; the most likely fit is kept.
     pub restarts: usize,
 }
@@ -55,7 +52,6 @@ impl Default for MixtureConfig {
             sample: 4_000,
             min_postings: 3.0,
             min_total: 400.0,
-            temper: 1.0,
             restarts: 4,
         }
     }
@@ -70,7 +66,6 @@ pub struct Mixture {
     log_shapes: Vec<[f64; BINS]>,
     /// Log prior weight of (shape, shift), `shape * BINS + shift`.
     log_weight: Vec<f64>,
-    temper: f64,
 }
 
 /// Hour `b` of shape `g` shifted later by `s` hours.
@@ -100,7 +95,7 @@ impl Mixture {
         let mut rng = StdRng::seed_from_u64(0x005b_a9e5);
         let mut best: Option<(f64, Mixture)> = None;
         for _ in 0..cfg.restarts.max(1) {
-            let mut mix = Mixture::seed(&sample, k, cfg.temper, &mut rng);
+            let mut mix = Mixture::seed(&sample, k, &mut rng);
             let ll = mix.em(&sample, cfg.iterations);
             if best.as_ref().is_none_or(|(b, _)| ll > *b) {
                 best = Some((ll, mix));
@@ -152,7 +147,7 @@ impl Mixture {
     /// next one drawn with odds its divergence from the nearest shape so far (any shift).
     /// Divergence, not likelihood: a flat feed explains itself poorly under any shape, yet
     /// a flat shape already covers it.
-    fn seed(sample: &[&[f64; BINS]], k: usize, temper: f64, rng: &mut StdRng) -> Mixture {
+    fn seed(sample: &[&[f64; BINS]], k: usize, rng: &mut StdRng) -> Mixture {
         let mut order: Vec<usize> = (0..sample.len()).collect();
         let n_of = |i: usize| sample[i].iter().sum::<f64>();
         order.sort_by(|&a, &b| n_of(b).total_cmp(&n_of(a)).then(a.cmp(&b)));
@@ -218,7 +213,6 @@ impl Mixture {
             shapes,
             log_shapes,
             log_weight: vec![-((k * BINS) as f64).ln(); k * BINS],
-            temper,
         }
     }
 
@@ -226,7 +220,7 @@ impl Mixture {
     fn posterior(&self, c: &[f64; BINS], out: &mut [f64]) -> f64 {
         let hours: Vec<(usize, f64)> = (0..BINS)
             .filter(|&b| c[b] > 0.0)
-            .map(|b| (b, c[b] * self.temper))
+            .map(|b| (b, c[b]))
             .collect();
         let mut top = f64::NEG_INFINITY;
         for (shape, lg) in self.log_shapes.iter().enumerate() {
@@ -324,6 +318,11 @@ impl ShapeCache {
             self.shapes = cfg.shapes;
         }
         self.mixture.clone()
+    }
+
+    /// Base shapes of the fit in force (0: none, the one pooled shape stands).
+    pub fn shapes_in_force(&self) -> usize {
+        self.mixture.as_ref().map_or(0, |_| self.shapes)
     }
 
     /// The shrinkage chosen against the current fit, if one was kept.

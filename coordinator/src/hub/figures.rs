@@ -157,6 +157,10 @@ pub struct PlanFigures {
     /// Feed-days held out to choose `shrinkage_days` (0: the configured value, before two
     /// whole days are watched).
     pub shrinkage_held_out_days: usize,
+    /// Base shapes of the mixture the models' hours were pooled in (0: one pooled shape).
+    pub mixture_shapes: usize,
+    /// Pseudo-postings of the shapes' prior, chosen with the shrinkage (0: pseudo-days).
+    pub shape_prior_postings: f64,
     /// Half-life of the models' observations, days (0: none).
     pub half_life_days: f64,
     /// Feeds whose last week chose `half_life_days` (0: the configured value).

@@ -456,6 +456,8 @@ fn figures_of(
         capacity_floors: counts.capacity_floors,
         shrinkage_days: counts.shrinkage,
         shrinkage_held_out_days: counts.held_out_days,
+        mixture_shapes: counts.mixture_shapes,
+        shape_prior_postings: counts.shape_postings,
         half_life_days: counts.half_life_days,
         half_life_feeds: counts.half_life_feeds,
         week_shapes: settings.weekly.then_some(counts.week_shapes),
