@@ -135,7 +135,13 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             typical,
             mixture: mixture.as_deref(),
         };
-        let chosen = shrink::choose(&watched, window_start, now_ms, &prior);
+        let chosen = shrink::choose(
+            &watched,
+            window_start,
+            now_ms,
+            &prior,
+            shapes_cache.previous_choice(),
+        );
         if let Some(c) = chosen {
             shapes_cache.keep_chosen(c);
         }

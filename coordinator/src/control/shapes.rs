@@ -282,6 +282,9 @@ pub struct ShapeCache {
     /// with a mixture each held-out day needs its own posterior, which makes the choice
     /// the costliest part of a round, so it is made once per fit.
     chosen: Option<Chosen>,
+    /// The last shrinkage chosen, with or without a fit: the next choice keeps it unless
+    /// the held-out days clearly prefer another.
+    last_chosen: Option<Chosen>,
 }
 
 impl ShapeCache {
@@ -325,6 +328,11 @@ impl ShapeCache {
         self.mixture.as_ref().map_or(0, |_| self.shapes)
     }
 
+    /// The shrinkage chosen last, against this fit or an earlier one.
+    pub fn previous_choice(&self) -> Option<Chosen> {
+        self.last_chosen
+    }
+
     /// The shrinkage chosen against the current fit, if one was kept.
     pub fn chosen(&self) -> Option<Chosen> {
         self.chosen
@@ -332,6 +340,7 @@ impl ShapeCache {
 
     /// Keeps the shrinkage chosen against the current fit until the next refit.
     pub fn keep_chosen(&mut self, chosen: Chosen) {
+        self.last_chosen = Some(chosen);
         if self.mixture.is_some() {
             self.chosen = Some(chosen);
         }

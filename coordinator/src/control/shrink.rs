@@ -98,11 +98,19 @@ pub fn shape_days(days: f64, postings: f64, rate: f64) -> f64 {
 /// with them realized more delay (370.5 min at one fetch a day against 364.3; 96.7 against
 /// 94.2 at four): the held-out postings are forecast best by the pool, but the fetch times
 /// gain from what each feed's own hours say.
+///
+/// `previous`, the choice in force, stays unless the best pair beats it by more than
+/// [`KEEP_SE`] standard errors of the feeds' summed differences: held-out scores of
+/// adjacent candidates often differ by noise, and every change of choice moves every
+/// feed's plan at once (on `real-commits` at four fetches a day the days the choice flipped
+/// between 2 and 4 pseudo-days spent 0.93–0.97 of their budget: fetches moved earlier than
+/// a replan's catch-up allows are lost).
 pub fn choose(
     states: &[Option<&FeedState>],
     window_start: i64,
     now_ms: i64,
     prior: &Prior,
+    previous: Option<Chosen>,
 ) -> Option<Chosen> {
     let stride = states.len().div_ceil(SAMPLE).max(1);
     let mut held_out = 0usize;
@@ -112,6 +120,14 @@ pub fn choose(
     // the rate's pseudo-days).
     let mut score = [[0.0f64; M]; N];
     let split = prior.mixture.is_some();
+    // The choice in force as grid indices, when it is one of this grid's pairs.
+    let kept = previous.and_then(|p| index_of(p, split));
+    // Per pair, over feeds: the sum and the sum of squares of each feed's summed score
+    // difference from the choice in force (feeds, not feed-days, are the independent
+    // units: one feed's days share its counts).
+    let mut diff = [[0.0f64; M]; N];
+    let mut diff_sq = [[0.0f64; M]; N];
+    let mut feeds = 0usize;
     for st in states.iter().step_by(stride).flatten() {
         let Some(days) = tally(st, window_start, now_ms) else {
             continue;
@@ -130,6 +146,7 @@ pub fn choose(
                 total_e[b] += days.exposure[d][b];
             }
         }
+        let mut feed_score = [[0.0f64; M]; N];
         for &d in &whole {
             held_out += 1;
             let mut case = Case {
@@ -147,10 +164,22 @@ pub fn choose(
             for (i, &beta) in CANDIDATES.iter().enumerate() {
                 if split {
                     for (j, &pp) in SHAPE_CANDIDATES.iter().enumerate() {
-                        score[i][j] += case.score(shared, prior.typical, beta, Shape::Postings(pp));
+                        feed_score[i][j] +=
+                            case.score(shared, prior.typical, beta, Shape::Postings(pp));
                     }
                 } else {
-                    score[i][i] += case.score(shared, prior.typical, beta, Shape::Days(beta));
+                    feed_score[i][i] += case.score(shared, prior.typical, beta, Shape::Days(beta));
+                }
+            }
+        }
+        feeds += 1;
+        for i in 0..N {
+            for j in 0..M {
+                score[i][j] += feed_score[i][j];
+                if let Some((pi, pj)) = kept {
+                    let d = feed_score[i][j] - feed_score[pi][pj];
+                    diff[i][j] += d;
+                    diff_sq[i][j] += d * d;
                 }
             }
         }
@@ -166,11 +195,41 @@ pub fn choose(
             }
         }
     }
+    if let Some(k) = kept {
+        if !clearly_better(diff[best.0][best.1], diff_sq[best.0][best.1], feeds) {
+            best = k;
+        }
+    }
     Some(Chosen {
         days: CANDIDATES[best.0],
         shape_postings: split.then_some(SHAPE_CANDIDATES[best.1]),
         held_out,
     })
+}
+
+/// Standard errors by which a new choice must beat the one in force.
+pub const KEEP_SE: f64 = 2.0;
+
+/// Whether `n` feeds whose score differences sum to `sum` (squares to `sum_sq`) favour
+/// the new choice by more than [`KEEP_SE`] standard errors of that sum.
+fn clearly_better(sum: f64, sum_sq: f64, n: usize) -> bool {
+    if n == 0 {
+        return false;
+    }
+    let n = n as f64;
+    let var = (sum_sq / n - (sum / n).powi(2)).max(0.0);
+    sum > KEEP_SE * (n * var).sqrt()
+}
+
+/// Grid indices of a choice (rate's, shape's), if it is one of the grid's pairs for this
+/// mode (`split`: with a mixture, the shape in pseudo-postings).
+fn index_of(c: Chosen, split: bool) -> Option<(usize, usize)> {
+    let i = CANDIDATES.iter().position(|&v| v == c.days)?;
+    match (split, c.shape_postings) {
+        (true, Some(pp)) => Some((i, SHAPE_CANDIDATES.iter().position(|&v| v == pp)?)),
+        (false, None) => Some((i, i)),
+        _ => None,
+    }
 }
 
 /// The weight of a held-out case's shape prior.
@@ -306,8 +365,8 @@ mod tests {
             typical: 1.0,
             mixture: None,
         };
-        assert_eq!(choose(&[Some(&st)], 0, DAY_MS, &prior), None);
-        assert_eq!(choose(&[None], 0, DAY_MS, &prior), None);
+        assert_eq!(choose(&[Some(&st)], 0, DAY_MS, &prior, None), None);
+        assert_eq!(choose(&[None], 0, DAY_MS, &prior, None), None);
     }
 
     #[test]
@@ -325,7 +384,7 @@ mod tests {
             days: beta,
             held_out: days,
             ..
-        } = choose(&refs, 0, 10 * DAY_MS, &prior).expect("held-out days");
+        } = choose(&refs, 0, 10 * DAY_MS, &prior, None).expect("held-out days");
         assert_eq!(beta, CANDIDATES[0]);
         assert_eq!(days, 500);
 
@@ -351,7 +410,7 @@ mod tests {
             })
             .collect();
         let refs: Vec<Option<&FeedState>> = noisy.iter().map(Some).collect();
-        let beta = choose(&refs, 0, 10 * DAY_MS, &prior)
+        let beta = choose(&refs, 0, 10 * DAY_MS, &prior, None)
             .expect("held-out days")
             .days;
         assert_eq!(
@@ -359,6 +418,46 @@ mod tests {
             *CANDIDATES.last().unwrap(),
             "pure noise wants the pool"
         );
+    }
+
+    #[test]
+    fn the_choice_in_force_stays_unless_clearly_beaten() {
+        // Feeds split both ways by about as much as they gain: noise, keep.
+        let d = [5.0, -4.0, 6.0, -5.0];
+        let (sum, sq) = (d.iter().sum(), d.iter().map(|x| x * x).sum());
+        assert!(!clearly_better(sum, sq, d.len()));
+        // Every feed gains: switch.
+        assert!(clearly_better(4.0, 4.0, 4));
+        // Nothing gained, or no feeds: keep.
+        assert!(!clearly_better(0.0, 0.0, 4));
+        assert!(!clearly_better(0.0, 0.0, 0));
+
+        // Regular feeds prefer the least shrinkage with one voice: a choice in force at
+        // the most shrinkage gives way.
+        let regular: Vec<FeedState> = (0..50).map(|_| feed(10, &[8, 12, 18])).collect();
+        let refs: Vec<Option<&FeedState>> = regular.iter().map(Some).collect();
+        let prior = Prior {
+            shared: &flat(),
+            typical: 3.0,
+            mixture: None,
+        };
+        let most = Chosen {
+            days: *CANDIDATES.last().unwrap(),
+            shape_postings: None,
+            held_out: 0,
+        };
+        let c = choose(&refs, 0, 10 * DAY_MS, &prior, Some(most)).expect("held-out days");
+        assert_eq!(c.days, CANDIDATES[0]);
+        // A regular feed and one posting at a new hour every day pull opposite ways: with
+        // two feeds that disagree, the summed gain is within two standard errors (for two
+        // feeds, d1 + d2 <= sqrt(2)·|d1 - d2| whenever their signs differ).
+        let mut other = feed(10, &[]);
+        other.postings_ms = (0..10).map(|d| d * DAY_MS + (d % 24) * HOUR_MS).collect();
+        let mixed = [Some(&regular[0]), Some(&other)];
+        let free = choose(&mixed, 0, 10 * DAY_MS, &prior, None).expect("held-out days");
+        let held = choose(&mixed, 0, 10 * DAY_MS, &prior, Some(most)).expect("held-out days");
+        assert_ne!(free.days, most.days, "the free choice differs");
+        assert_eq!(held.days, most.days, "two feeds are not enough to move it");
     }
 
     #[test]
@@ -380,7 +479,7 @@ mod tests {
             typical: 1.0,
             mixture: None,
         };
-        let held_out = choose(&[Some(&st)], 0, 4 * DAY_MS, &prior)
+        let held_out = choose(&[Some(&st)], 0, 4 * DAY_MS, &prior, None)
             .expect("two days")
             .held_out;
         assert_eq!(held_out, 2);
