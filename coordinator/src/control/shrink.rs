@@ -342,6 +342,11 @@ mod tests {
         st
     }
 
+    /// Fifty feeds posting at 08, 12 and 18 every day for ten days.
+    fn regular_feeds() -> Vec<FeedState> {
+        (0..50).map(|_| feed(10, &[8, 12, 18])).collect()
+    }
+
     fn flat() -> Vec<f64> {
         vec![1.0 / BINS as f64; BINS]
     }
@@ -373,7 +378,7 @@ mod tests {
     fn regular_feeds_trust_their_own_hours_and_noisy_ones_lean_on_the_pool() {
         // Every feed posts at exactly the same hours each day: its own counts predict the
         // held-out day best, so the least shrinkage wins against a flat pool.
-        let regular: Vec<FeedState> = (0..50).map(|_| feed(10, &[8, 12, 18])).collect();
+        let regular = regular_feeds();
         let refs: Vec<Option<&FeedState>> = regular.iter().map(Some).collect();
         let prior = Prior {
             shared: &flat(),
@@ -434,7 +439,7 @@ mod tests {
 
         // Regular feeds prefer the least shrinkage with one voice: a choice in force at
         // the most shrinkage gives way.
-        let regular: Vec<FeedState> = (0..50).map(|_| feed(10, &[8, 12, 18])).collect();
+        let regular = regular_feeds();
         let refs: Vec<Option<&FeedState>> = regular.iter().map(Some).collect();
         let prior = Prior {
             shared: &flat(),
