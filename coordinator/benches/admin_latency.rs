@@ -159,6 +159,7 @@ fn main() {
                     },
                     health: Default::default(),
                     retention: Default::default(),
+                    plan_snapshot_every: None,
                     planner: PlannerSettings {
                         budget: Budget::PerFeedPerDay(4.0),
                         ..PlannerSettings::default()

@@ -113,6 +113,7 @@ fn main() {
                 replan_interval: std::time::Duration::from_secs(60),
                 health: Default::default(),
                 retention: Default::default(),
+                plan_snapshot_every: None,
             },
         )
         .await

@@ -87,6 +87,7 @@ fn main() {
                     cluster: ClusterConfig::default(),
                     health: Default::default(),
                     retention: Default::default(),
+                    plan_snapshot_every: None,
                     planner: PlannerSettings {
                         // Evenly spaced fetches: a steady planned rate, not the optimal
                         // plan's bursts at shared peaks.

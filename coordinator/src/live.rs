@@ -72,6 +72,12 @@ pub struct LivePlanArgs {
     /// up to the revision seen at the previous one, so one interval of history stays.
     #[arg(long, default_value = "1h")]
     pub store_compaction_interval: humantime::Duration,
+    /// Wall time between two writes of the plan to the store, which a new leader (a
+    /// failover, a restart) serves while its first round solves (`0s`: never written; a
+    /// new leader then plans before it serves). Each write is about 80 bytes per feed,
+    /// kept by etcd until its next compaction.
+    #[arg(long, default_value = "5m")]
+    pub plan_snapshot_interval: humantime::Duration,
     /// Wall-clock time between relearn + replan rounds (e.g. 5s, 1m).
     #[arg(long, default_value = "5s")]
     pub replan_interval: humantime::Duration,
@@ -199,6 +205,8 @@ impl LivePlanArgs {
             },
             planner,
             replan_interval: replan,
+            plan_snapshot_every: Some(Duration::from(self.plan_snapshot_interval))
+                .filter(|d| !d.is_zero()),
         })
     }
 }

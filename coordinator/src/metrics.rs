@@ -169,6 +169,12 @@ pub const FEED_REDIRECTS_TOTAL: &str = "kairos_feed_redirects_total";
 pub const HOSTS_THROTTLED: &str = "kairos_hosts_throttled";
 /// Gauge: feeds whose plan a back-off or a publisher hint bounds.
 pub const PLAN_BOUNDED_FEEDS: &str = "kairos_plan_bounded_feeds";
+/// Gauge: 1 while a new leader serves the plan read from the store, before its first round.
+pub const PLAN_FROM_STORE: &str = "kairos_plan_from_store";
+/// Counter `result`: writes of the plan to the store (ok, failed).
+pub const PLAN_SNAPSHOTS_TOTAL: &str = "kairos_plan_snapshots_total";
+/// Gauge: bytes of the last plan written to the store.
+pub const PLAN_SNAPSHOT_BYTES: &str = "kairos_plan_snapshot_bytes";
 
 /// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
 /// counts them.
@@ -193,6 +199,18 @@ pub fn describe() {
         "Reader access events received, by outcome (accepted or why skipped)."
     );
     describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
+    describe_gauge!(
+        PLAN_FROM_STORE,
+        "1 while this leader serves the plan read from the store, before its first round ends."
+    );
+    describe_counter!(
+        PLAN_SNAPSHOTS_TOTAL,
+        "Writes of the plan to the store (what a new leader serves at once), by result."
+    );
+    describe_gauge!(
+        PLAN_SNAPSHOT_BYTES,
+        "Bytes of the last plan written to the store."
+    );
     describe_gauge!(
         PLAN_WEEK_SHAPE_FEEDS,
         "Weekly plans: feeds by learned weekly shape (daily, pooled, weekday_weekend, day_of_week)."
@@ -482,6 +500,20 @@ pub fn gauge_bounded_feeds(n: usize) {
 pub fn gauge_registry(feeds: usize, users: usize) {
     gauge!(REGISTRY_FEEDS).set(feeds as f64);
     gauge!(REGISTRY_USERS).set(users as f64);
+}
+
+/// Whether the plan in force is the one read from the store at the start of the term.
+pub fn gauge_plan_from_store(yes: bool) {
+    gauge!(PLAN_FROM_STORE).set(if yes { 1.0 } else { 0.0 });
+}
+
+/// A write of the plan to the store: its size, or its failure.
+pub fn record_plan_snapshot(bytes: Option<usize>) {
+    let result = if bytes.is_some() { "ok" } else { "failed" };
+    counter!(PLAN_SNAPSHOTS_TOTAL, "result" => result).increment(1);
+    if let Some(b) = bytes {
+        gauge!(PLAN_SNAPSHOT_BYTES).set(b as f64);
+    }
 }
 
 /// Worker count and hosts moved by a membership change.

@@ -95,6 +95,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 markers: None,
                 ..Default::default()
             },
+            // One hub for the whole replay: no later leader to hand a plan to.
+            plan_snapshot_every: None,
         },
     )
     .await?;

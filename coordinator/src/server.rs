@@ -87,16 +87,21 @@ impl<B: KvBackend> Running<B> {
     }
 }
 
-/// Opens the hub over `store`, plans once, and starts the gRPC server and the loops.
+/// Opens the hub over `store`, plans once unless it serves a stored plan, and starts the
+/// gRPC server and the loops.
 pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Running<B>> {
     let metrics = match o.metrics_addr {
         Some(a) => Some(serve_metrics(a, &o.extra_buckets).await?),
         None => None,
     };
     let hub = Arc::new(Hub::open(store.clone(), o.clock, o.hub.clone()).await?);
-    // A first plan before workers connect, so they get fetch times at once.
-    if let Err(e) = hub.replan().await {
-        tracing::error!(error = %e, "initial plan failed; retrying on the replan interval");
+    // Workers get fetch times at once: from the plan stored by the last leader, whose
+    // first round then runs on the replan loop after serving starts, or else from a first
+    // plan made before serving.
+    if hub.started_on_stored_plan().is_none() {
+        if let Err(e) = hub.replan().await {
+            tracing::error!(error = %e, "initial plan failed; retrying on the replan interval");
+        }
     }
     let bind = |a: SocketAddr| async move {
         tokio::net::TcpListener::bind(a)

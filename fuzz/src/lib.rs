@@ -165,6 +165,7 @@ fn hub() -> &'static (Hub<MemoryBackend>, String) {
                     replan_interval: Duration::from_secs(3600),
                     health: Default::default(),
                     retention: Default::default(),
+                    plan_snapshot_every: None,
                 },
             )
             .await

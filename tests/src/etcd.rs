@@ -32,6 +32,8 @@ struct Member {
     client: SocketAddr,
     peer: SocketAddr,
     dir: PathBuf,
+    /// `--quota-backend-bytes`, when not etcd's default.
+    quota: Option<u64>,
     child: Option<Child>,
 }
 
@@ -68,7 +70,22 @@ impl EtcdCluster {
         Self::start_with(dir, 1, Some(tls))
     }
 
+    /// One member with a backend quota of `bytes` (etcd's default is 2 GiB), for state
+    /// measured at scale.
+    pub fn start_with_quota(dir: &Path, bytes: u64) -> Option<EtcdCluster> {
+        Self::start_with_opts(dir, 1, None, Some(bytes))
+    }
+
     fn start_with(dir: &Path, n: usize, tls: Option<EtcdTlsFiles>) -> Option<EtcdCluster> {
+        Self::start_with_opts(dir, n, tls, None)
+    }
+
+    fn start_with_opts(
+        dir: &Path,
+        n: usize,
+        tls: Option<EtcdTlsFiles>,
+        quota: Option<u64>,
+    ) -> Option<EtcdCluster> {
         let bin = etcd_binary()?;
         let mut members: Vec<Member> = (0..n)
             .map(|i| Member {
@@ -77,6 +94,7 @@ impl EtcdCluster {
                 client: free_port(),
                 peer: free_port(),
                 dir: dir.join(format!("etcd-m{i}")),
+                quota,
                 child: None,
             })
             .collect();
@@ -131,6 +149,9 @@ fn spawn(bin: &Path, m: &Member, initial: &str, state: &str) -> Child {
             .arg("--trusted-ca-file")
             .arg(&t.ca)
             .arg("--client-cert-auth");
+    }
+    if let Some(q) = m.quota {
+        cmd.args(["--quota-backend-bytes", &q.to_string()]);
     }
     let child = cmd
         .args(["--name", &m.name])

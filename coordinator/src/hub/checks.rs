@@ -152,6 +152,7 @@ mod tests {
                     replan_interval: std::time::Duration::from_secs(3600),
                     health: Default::default(),
                     retention: Default::default(),
+                    plan_snapshot_every: None,
                 },
             )
             .await

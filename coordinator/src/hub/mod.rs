@@ -37,6 +37,7 @@ mod limits;
 mod pacing;
 mod reports;
 mod rounds;
+pub mod stored_plan;
 pub use figures::{FeedView, HealthView, PlanFigures, SettingsRecord, Totals};
 
 const DAY_MS: i64 = 86_400_000;
@@ -56,6 +57,9 @@ pub struct HubConfig {
     pub health: HealthPolicy,
     /// How long postings and item markers are kept.
     pub retention: crate::retention::Retention,
+    /// Wall time between two writes of the plan to the store ([`stored_plan`]), which a
+    /// new leader serves while its first round solves; `None`: not written.
+    pub plan_snapshot_every: Option<Duration>,
 }
 
 type PlanView = Arc<
@@ -89,6 +93,8 @@ pub struct Hub<B> {
     epoch: u64,
     /// Since when the reader access statistics have been collected (survives restarts).
     access_since_ms: i64,
+    /// The stored plan this term started on (feeds served, when it was written), if any.
+    started_on: Option<(usize, i64)>,
     cfg: HubConfig,
 }
 
@@ -179,8 +185,37 @@ impl<B: KvBackend> Hub<B> {
             .into_iter()
             .map(|l| (l.host, l.max_fetches_per_day))
             .collect();
+        // The last plan stored: workers get fetch times from it at once, while the first
+        // round solves (a failover at 100k feeds would otherwise wait for the round).
+        let stored = match stored_plan::load(store.as_ref(), &feeds).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "stored plan not read; the first round plans before serving");
+                None
+            }
+        };
+        let mut cluster = Cluster::new(cfg.cluster.clone(), epoch);
+        let (mut budget_per_day, mut first_sights, mut started_on) = (None, HashMap::new(), None);
+        if let Some((meta, specs)) = stored {
+            tracing::info!(
+                feeds = specs.len(),
+                registered = feeds.len(),
+                written_at_ms = meta.written_at_ms,
+                generation = meta.generation,
+                "serving the stored plan until the first round ends"
+            );
+            for s in specs.values() {
+                if s.first_fetch_unix_ms > 0 && !learned.contains_key(&s.id) {
+                    first_sights.insert(s.id.clone(), s.first_fetch_unix_ms);
+                }
+            }
+            started_on = Some((specs.len(), meta.written_at_ms));
+            budget_per_day = Some(meta.per_day);
+            cluster.set_feeds(specs);
+        }
+        m::gauge_plan_from_store(started_on.is_some());
         let actor = Actor::spawn(State {
-            cluster: Cluster::new(cfg.cluster.clone(), epoch),
+            cluster,
             feeds: learned,
             subscribers: HashMap::new(),
             recent_access: HashMap::new(),
@@ -195,9 +230,9 @@ impl<B: KvBackend> Hub<B> {
             host_limits,
             bounds: Default::default(),
             totals: Totals::default(),
-            first_sights: HashMap::new(),
+            first_sights,
             paced_day: Default::default(),
-            budget_per_day: None,
+            budget_per_day,
         });
         Ok(Hub {
             store: store.clone(),
@@ -209,9 +244,16 @@ impl<B: KvBackend> Hub<B> {
             learned_writes: tokio::sync::Mutex::new(()),
             epoch,
             access_since_ms,
+            started_on,
             clock,
             cfg,
         })
+    }
+
+    /// The stored plan this term started serving (feeds in it, when it was written, Unix
+    /// ms), if one was read: the first round can then run after serving starts.
+    pub fn started_on_stored_plan(&self) -> Option<(usize, i64)> {
+        self.started_on
     }
 
     /// The clock everything is timed by.
@@ -729,6 +771,7 @@ pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock)
             replan_interval: Duration::from_secs(3600),
             health: Default::default(),
             retention: Default::default(),
+            plan_snapshot_every: None,
         },
     )
     .await

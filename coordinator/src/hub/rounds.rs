@@ -87,10 +87,7 @@ impl<B: KvBackend> Hub<B> {
         let _round = self.rounds.lock().await;
         let feeds = self.registry.all_feeds().await?;
         let registered = feeds.len();
-        let mut subs = HashMap::with_capacity(feeds.len());
-        for f in &feeds {
-            subs.insert(f.id.clone(), self.registry.subscribers(&f.id).await?);
-        }
+        let subs = self.registry.all_subscribers().await?;
         let users: HashMap<String, f64> = self
             .registry
             .all_users()
@@ -265,16 +262,69 @@ impl<B: KvBackend> Hub<B> {
         let mut replan = tokio::time::interval(self.cfg.replan_interval);
         // A round longer than the interval is followed by the next one, not by a burst.
         replan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stored_at: Option<Instant> = None;
         loop {
             tokio::select! {
                 _ = replan.tick() => {
-                    if let Err(e) = self.replan().await {
-                        // Keep the previous plan; the next round tries again.
-                        m::record_replan_failure();
-                        tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                    match self.replan().await {
+                        Ok(outcome) => self.store_plan(outcome, &mut stored_at).await,
+                        Err(e) => {
+                            // Keep the previous plan; the next round tries again.
+                            m::record_replan_failure();
+                            tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                        }
                     }
                 }
                 _ = stop.changed() => break,
+            }
+        }
+    }
+
+    /// Writes the plan to the store when the last write is older than
+    /// `plan_snapshot_every` (the first plan of a term at once): what a next leader serves
+    /// while its first round solves ([`super::stored_plan`]). A failed write is retried
+    /// after the next round.
+    async fn store_plan(&self, outcome: PlanOutcome, stored_at: &mut Option<Instant>) {
+        let Some(every) = self.cfg.plan_snapshot_every else {
+            return;
+        };
+        if stored_at.is_some_and(|t| t.elapsed() < every) {
+            return;
+        }
+        let (feeds, per_day) = (outcome.specs.len(), outcome.budget_per_day);
+        let specs = outcome.specs;
+        let chunks = match tokio::task::spawn_blocking(move || {
+            let chunks = super::stored_plan::encode(&specs);
+            // Freed here rather than on the runtime's threads.
+            drop(specs);
+            chunks
+        })
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "encoding the plan for the store failed");
+                return;
+            }
+        };
+        let bytes = chunks.iter().map(Vec::len).sum::<usize>();
+        let written = super::stored_plan::write(
+            self.store.as_ref(),
+            chunks,
+            feeds,
+            per_day,
+            self.clock.now_ms(),
+        )
+        .await;
+        match written {
+            Ok(meta) => {
+                m::record_plan_snapshot(Some(bytes));
+                *stored_at = Some(Instant::now());
+                tracing::debug!(generation = meta.generation, bytes, "plan stored");
+            }
+            Err(e) => {
+                m::record_plan_snapshot(None);
+                tracing::warn!(error = %e, "plan not stored; retrying after the next round");
             }
         }
     }
@@ -400,6 +450,7 @@ impl State {
             desired,
         } = solved;
         m::record_plan(&figures);
+        m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
         let old_view = std::mem::replace(&mut self.plan_view, view);
         let old_bounds = std::mem::replace(&mut self.bounds, bounds);

@@ -7,12 +7,16 @@
 use crate::store::keys::{BadId, Key};
 use crate::store::{Compare, KvBackend, Op, StoreError};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
 mod url_index;
 use url_index::url_key;
 pub use url_index::UrlIndexReport;
+
+/// Keys one range read of a whole index asks for.
+const SCAN_PAGE: usize = 2_000;
 
 /// A registered feed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -438,6 +442,33 @@ impl<B: KvBackend> Registry<B> {
             .await
     }
 
+    /// Every feed's subscribers, in one scan of the by-feed index (a few hundred range
+    /// reads for a million subscriptions, where asking feed by feed took one or two reads
+    /// per feed: at 100,000 feeds on etcd that alone was over a minute of every round).
+    /// Feeds nobody reads are absent.
+    pub async fn all_subscribers(&self) -> Result<HashMap<String, Vec<String>>, RegistryError> {
+        let prefix = Key::SubscriptionByFeed("", "").prefix_of_kind();
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        let mut after = None;
+        loop {
+            let page = self.store.range(prefix.clone(), after, SCAN_PAGE).await?;
+            let full = page.len() == SCAN_PAGE;
+            after = page.last().map(|(k, _)| k.clone());
+            for (k, _) in &page {
+                let rest = String::from_utf8_lossy(&k[prefix.len()..]);
+                // Keys are `sub-f/<feed>/<user>` and ids hold no `/`.
+                if let Some((feed, user)) = rest.split_once('/') {
+                    out.entry(feed.to_string())
+                        .or_default()
+                        .push(user.to_string());
+                }
+            }
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+
     async fn second_parts(&self, prefix: Vec<u8>) -> Result<Vec<String>, RegistryError> {
         let mut out = Vec::new();
         let mut after = None;
@@ -446,12 +477,17 @@ impl<B: KvBackend> Registry<B> {
                 .store
                 .range(prefix.clone(), after.clone(), 1000)
                 .await?;
+            let full = page.len() == 1000;
             let Some(last) = page.last() else { break };
             after = Some(last.0.clone());
             out.extend(
                 page.iter()
                     .map(|(k, _)| String::from_utf8_lossy(&k[prefix.len()..]).into_owned()),
             );
+            // A page short of the limit is the last: no empty read to prove it.
+            if !full {
+                break;
+            }
         }
         Ok(out)
     }

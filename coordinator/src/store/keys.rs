@@ -38,6 +38,10 @@ pub enum Key<'a> {
     Access(&'a str),
     /// Since when the access histograms have been collected (their exposure).
     AccessSince,
+    /// Which stored plan is whole: its generation, chunk count and budget.
+    PlanMeta,
+    /// One chunk of the stored plan of a generation (feeds in id order).
+    PlanChunk(u64, u32),
 }
 
 /// A key part that would break the layout.
@@ -74,8 +78,36 @@ impl Key<'_> {
             Key::HostLimit(h) => format!("hostlimit/{}", check(h)?),
             Key::Access(u) => format!("access/{}", check(u)?),
             Key::AccessSince => "accesssince".to_string(),
+            Key::PlanMeta => "planmeta".to_string(),
+            Key::PlanChunk(g, i) => format!("plan/{g:016x}/{i:08x}"),
         }
         .into_bytes())
+    }
+
+    /// The prefix of every key of this kind, whatever its parts (`sub-f/` for every
+    /// subscription by feed): for scans of a whole index.
+    pub fn prefix_of_kind(&self) -> Vec<u8> {
+        let kind = match *self {
+            Key::Feed(_) => "feed/",
+            Key::FeedUrl(_) => "furl/",
+            Key::User(_) => "user/",
+            Key::SubscriptionByUser(..) => "sub-u/",
+            Key::SubscriptionByFeed(..) => "sub-f/",
+            Key::Settings => "settings",
+            Key::Learned(_) => "learned/",
+            Key::Item(..) => "item/",
+            Key::Posting(..) => "post/",
+            Key::PostingSeq(_) => "postseq/",
+            Key::Discovery(_) => "disc/",
+            Key::DiscoverySeq => "discseq",
+            Key::Probe => "probe",
+            Key::HostLimit(_) => "hostlimit/",
+            Key::Access(_) => "access/",
+            Key::AccessSince => "accesssince",
+            Key::PlanMeta => "planmeta",
+            Key::PlanChunk(..) => "plan/",
+        };
+        kind.as_bytes().to_vec()
     }
 
     /// The prefix of every key of this kind (for `Feed`, `User`, `Learned`), or of every key
@@ -98,6 +130,8 @@ impl Key<'_> {
             Key::HostLimit(_) => b"hostlimit/".to_vec(),
             Key::Access(_) => b"access/".to_vec(),
             Key::AccessSince => b"accesssince".to_vec(),
+            Key::PlanMeta => b"planmeta".to_vec(),
+            Key::PlanChunk(g, _) => format!("plan/{g:016x}/").into_bytes(),
         })
     }
 }
@@ -115,6 +149,11 @@ mod tests {
         let p10 = Key::Posting("f", 10).encode().unwrap();
         assert!(p2 < p10, "numeric order is byte order");
         let prefix = Key::Posting("f", 0).prefix().unwrap();
+        assert!(p10.starts_with(&Key::Posting("g", 0).prefix_of_kind()));
+        assert!(Key::SubscriptionByFeed("f", "u")
+            .encode()
+            .unwrap()
+            .starts_with(&Key::SubscriptionByFeed("", "").prefix_of_kind()));
         assert!(p10.starts_with(&prefix));
         assert!(
             !Key::Posting("ff", 1).encode().unwrap().starts_with(&prefix),
