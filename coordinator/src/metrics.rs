@@ -169,6 +169,8 @@ pub const FEED_REDIRECTS_TOTAL: &str = "kairos_feed_redirects_total";
 pub const HOSTS_THROTTLED: &str = "kairos_hosts_throttled";
 /// Gauge: feeds whose plan a back-off or a publisher hint bounds.
 pub const PLAN_BOUNDED_FEEDS: &str = "kairos_plan_bounded_feeds";
+/// Gauge: 1 while etcd refuses writes for lack of space (its NOSPACE alarm).
+pub const STORE_OUT_OF_SPACE: &str = "kairos_store_out_of_space";
 /// Gauge: 1 while a new leader serves the plan read from the store, before its first round.
 pub const PLAN_FROM_STORE: &str = "kairos_plan_from_store";
 /// Counter `result`: writes of the plan to the store (ok, failed).
@@ -199,6 +201,10 @@ pub fn describe() {
         "Reader access events received, by outcome (accepted or why skipped)."
     );
     describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
+    describe_gauge!(
+        STORE_OUT_OF_SPACE,
+        "1 while etcd refuses writes for lack of space (NOSPACE alarm): free space, defragment, disarm."
+    );
     describe_gauge!(
         PLAN_FROM_STORE,
         "1 while this leader serves the plan read from the store, before its first round ends."
@@ -461,6 +467,7 @@ pub fn describe() {
         counter!(c).increment(0);
     }
     gauge!(STORE_WRITABLE).set(1.0);
+    gauge!(STORE_OUT_OF_SPACE).set(0.0);
     gauge!(WORKERS).set(0.0);
     gauge!(REPORT_BACKLOG).set(0.0);
 }

@@ -98,6 +98,13 @@ async fn open_member(url: &str, opts: &ConnectOptions) -> Result<Conn, etcd_clie
     })
 }
 
+/// Whether etcd refused a request for lack of space: its quota is reached and the NOSPACE
+/// alarm raised ("etcdserver: mvcc: database space exceeded"); it then takes reads and
+/// deletes only, until the alarm is disarmed.
+fn is_out_of_space(e: &etcd_client::Error) -> bool {
+    e.to_string().contains("database space exceeded")
+}
+
 /// A leader key and the creation revision it must still have.
 type Fence = (Vec<u8>, i64);
 
@@ -114,6 +121,9 @@ pub struct EtcdBackend {
     max_ops: usize,
     max_bytes: usize,
     writable: Arc<AtomicBool>,
+    /// Whether the last failed write was refused for space (etcd's NOSPACE alarm), until a
+    /// write goes through again.
+    out_of_space: Arc<AtomicBool>,
     /// The revision seen at the last [`KvBackend::compact`]: the next one compacts up to it,
     /// so one interval of history always stays.
     seen: Arc<std::sync::Mutex<Option<i64>>>,
@@ -284,6 +294,7 @@ impl EtcdBackend {
             max_ops: cfg.max_txn_ops.max(2),
             max_bytes: cfg.max_txn_bytes.max(4096),
             writable: Arc::new(AtomicBool::new(true)),
+            out_of_space: Arc::new(AtomicBool::new(false)),
             seen: Arc::default(),
             fence: Arc::default(),
             deposed: Arc::new(tokio::sync::watch::channel(false).0),
@@ -445,7 +456,13 @@ impl EtcdBackend {
         match self.kv_txn(txn).await {
             Ok(r) => Ok(r),
             Err(e) => {
-                if self.writable.swap(false, Ordering::SeqCst) {
+                let was_writable = self.writable.swap(false, Ordering::SeqCst);
+                if is_out_of_space(&e) {
+                    if !self.out_of_space.swap(true, Ordering::SeqCst) {
+                        metrics::gauge!(crate::metrics::STORE_OUT_OF_SPACE).set(1.0);
+                        tracing::error!(endpoints = %self.endpoints, error = %e, "etcd is out of space (its NOSPACE alarm is raised): every write is refused and health is NOT_SERVING until an operator frees space, defragments and disarms the alarm (docs/OPERATIONS.md, \"etcd full\"); reads go on");
+                    }
+                } else if was_writable {
                     tracing::error!(endpoints = %self.endpoints, error = %e, "etcd write failed; health is NOT_SERVING until etcd takes writes again");
                 }
                 metrics::counter!(crate::metrics::STORE_WRITE_FAILURES_TOTAL).increment(1);
@@ -760,6 +777,9 @@ impl KvBackend for EtcdBackend {
             .await?;
             if !self.writable.swap(true, Ordering::SeqCst) {
                 tracing::info!(endpoints = %self.endpoints, "etcd takes writes again");
+            }
+            if self.out_of_space.swap(false, Ordering::SeqCst) {
+                metrics::gauge!(crate::metrics::STORE_OUT_OF_SPACE).set(0.0);
             }
             Ok(())
         })
