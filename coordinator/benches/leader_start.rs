@@ -9,7 +9,11 @@
 //!    winning the election to serving, with every feed's fetch times from the stored plan.
 //!
 //! It prints each phase's wall time, the process's resident memory after each open, and
-//! etcd's own database size (its `Status`) with bytes per feed. Run (docs/BENCHMARKS.md has
+//! etcd's own database size (its `Status`) with bytes per feed. With `--window` it then
+//! also stores, through the real ingest path, `--posts-per-day` postings a feed a day over
+//! the default item-marker retention (30 days; 75-character links, 45-character titles),
+//! runs the retention passes (postings older than 7 days go, their markers stay), compacts
+//! and defragments etcd, and prints the bytes the steady-state window takes in etcd. Run (docs/BENCHMARKS.md has
 //! the figures; needs `etcd` on `PATH` or `ETCD_BIN`):
 //! `cargo bench -p kairos-coordinator --bench leader_start -- --feeds 100000`
 
@@ -36,6 +40,8 @@ struct Args {
     /// Items in each feed's document (the item ids a state remembers).
     items: usize,
     quota_gib: u64,
+    /// Also store the postings of the retention window and measure them (`--window`).
+    window: bool,
 }
 
 fn args() -> Args {
@@ -46,6 +52,7 @@ fn args() -> Args {
         window_days: PlannerSettings::default().window_days,
         items: 40,
         quota_gib: 8,
+        window: false,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -62,6 +69,11 @@ fn args() -> Args {
             "--window-days" => a.window_days = num(),
             "--items" => a.items = num() as usize,
             "--quota-gib" => a.quota_gib = num() as u64,
+            "--window" => {
+                a.window = true;
+                i += 1;
+                continue;
+            }
             // `cargo bench` passes `--bench`.
             "--bench" => {
                 i += 1;
@@ -141,6 +153,112 @@ fn hub_config() -> HubConfig {
         retention: Default::default(),
         plan_snapshot_every: None,
     }
+}
+
+/// Stores the retention window's postings through the ingest path, prunes them as the
+/// retention passes would, and prints what the window takes in etcd once its history is
+/// compacted and the database defragmented.
+async fn window(a: &Args, store: Arc<EtcdBackend>, endpoint: &str, now: i64, before: i64) {
+    use kairos_coordinator::ingest::{Ingestor, PostingRecord};
+    use kairos_coordinator::retention::{Cursor, Retention};
+    let retention = Retention::default();
+    let days = retention.markers.unwrap().as_secs_f64() / 86_400.0;
+    let per_feed = (a.posts_per_day * days).round() as usize;
+    let t = Instant::now();
+    let ingestor = Arc::new(Ingestor::new(store.clone()));
+    let mut rng = Lcg(11);
+    // Discovery in time order across feeds, as a running service ingests: one report of
+    // 64 feeds' postings per step.
+    let total = per_feed * a.feeds;
+    let mut postings: Vec<(usize, i64)> = (0..total)
+        .map(|k| {
+            let at = now - ((days * DAY_MS as f64) * (1.0 - k as f64 / total as f64)) as i64;
+            (rng.next() as usize % a.feeds, at)
+        })
+        .collect();
+    postings.sort_by_key(|p| p.1);
+    for step in postings.chunks(64) {
+        let mut by_feed: std::collections::BTreeMap<String, Vec<PostingRecord>> =
+            Default::default();
+        for &(f, at) in step {
+            let item = rng.next();
+            by_feed
+                .entry(format!("f{f:07}"))
+                .or_default()
+                .push(PostingRecord {
+                    item_id_hash: item,
+                    link: Some(format!(
+                        "http://127.0.0.1/blog/2026/11/a-posting-about-something-{item:016x}.html"
+                    )),
+                    title: Some(format!("A posting of feed {f:07}, titled at length")),
+                    published_unix_ms: Some(at - 60_000),
+                    discovered_unix_ms: at,
+                });
+        }
+        let reports: Vec<(&str, &[PostingRecord])> = by_feed
+            .iter()
+            .map(|(f, p)| (f.as_str(), p.as_slice()))
+            .collect();
+        ingestor.ingest_many(&reports).await.expect("ingest");
+    }
+    let ingested = t.elapsed();
+    let all_live = compacted_size(endpoint).await;
+    let t = Instant::now();
+    let mut cursor = Cursor::default();
+    let (mut removed, mut markers) = (0, 0);
+    loop {
+        let p = ingestor
+            .prune(now, retention, &mut cursor, 5_000)
+            .await
+            .expect("prune");
+        removed += p.postings;
+        markers += p.markers;
+        if p.postings < 5_000 && p.markers < 5_000 {
+            break;
+        }
+    }
+    let pruned = t.elapsed();
+    let full = db_size(endpoint).await;
+    let live = compacted_size(endpoint).await;
+    let kept = total as u64 - removed;
+    let per_day = a.posts_per_day * a.feeds as f64;
+    // Every posting live, then `kept` live and `removed` reduced to marker and tombstone:
+    // two equations for the bytes of a live posting and of a marker past its posting.
+    let posting = (all_live - before) as f64 / total as f64;
+    let marker = ((live - before) as f64 - kept as f64 * posting) / removed.max(1) as f64;
+    println!(
+        "window: {total} postings ingested in {:.1} s, {removed} past 7 days pruned to markers in {:.1} s ({markers} markers past 30 days); {kept} postings kept",
+        ingested.as_secs_f64(),
+        pruned.as_secs_f64()
+    );
+    println!(
+        "etcd db size: every posting live {:.1} MiB = {posting:.0} B per posting (record, discovery entry, marker); after the retention passes {:.1} MiB before compaction, {:.1} MiB compacted and defragmented = {marker:.0} B per marker past its posting (marker, tombstone)",
+        all_live as f64 / 1048576.0,
+        full as f64 / 1048576.0,
+        live as f64 / 1048576.0,
+    );
+    println!(
+        "the window takes {:.1} MiB = {:.0} B per posting a day (7 days of postings, 23 more of markers)",
+        (live - before) as f64 / 1048576.0,
+        (live - before) as f64 / per_day
+    );
+}
+
+/// etcd's database size once its history is compacted away and the file defragmented:
+/// the live data alone.
+async fn compacted_size(endpoint: &str) -> i64 {
+    let mut c = etcd_client::Client::connect([endpoint], None)
+        .await
+        .expect("etcd client");
+    let rev = c.get("x", None).await.unwrap().header().unwrap().revision();
+    c.compact(
+        rev,
+        Some(etcd_client::CompactionOptions::new().with_physical()),
+    )
+    .await
+    .expect("compact");
+    c.defragment().await.expect("defragment");
+    db_size(endpoint).await
 }
 
 async fn db_size(endpoint: &str) -> i64 {
@@ -249,7 +367,7 @@ async fn main() {
         t.await.unwrap();
     }
     let learned = t.elapsed();
-    let after_learned = db_size(&endpoint).await;
+    let after_learned = compacted_size(&endpoint).await;
     let per_feed = |b: i64| b as f64 / a.feeds as f64;
     println!(
         "written: registry in {:.1} s, learned state in {:.1} s ({:.0} B per feed as JSON)",
@@ -265,6 +383,10 @@ async fn main() {
         after_learned as f64 / 1048576.0,
         per_feed(after_learned - empty)
     );
+
+    if a.window {
+        window(&a, store.clone(), &endpoint, now, after_learned).await;
+    }
 
     // A leader with no stored plan: open, then the first round before it may serve.
     let rss0 = rss_mib();

@@ -44,12 +44,15 @@ impl Default for Retention {
     }
 }
 
-/// Bytes per feed of registry and learned state, per retained posting (its `post/` record
-/// and `disc/` entry) and per marker kept past its posting (marker and tombstone), as
-/// measured in docs/STATE.md.
+/// Bytes per feed of registry and learned state, per retained posting (its `post/`
+/// record, `disc/` entry and `item/` marker) and per marker kept past its posting (marker
+/// and tombstone). The feed's is the raw size at 8 postings a day (docs/STATE.md; 2.4 KB
+/// in etcd at one a day); the others are etcd's own database size per record, compacted
+/// and defragmented (`benches/leader_start.rs --window`, docs/BENCHMARKS.md): about 1.6
+/// and 2.3 times the raw key and value bytes (364 and 100), which is etcd's per-key cost.
 const FEED_BYTES: f64 = 4_500.0;
-const POSTING_BYTES: f64 = 364.0;
-const MARKER_BYTES: f64 = 100.0;
+const POSTING_BYTES: f64 = 593.0;
+const MARKER_BYTES: f64 = 234.0;
 
 impl Retention {
     /// Bytes the store holds in steady state for `feeds` feeds posting `per_day` postings a
@@ -267,10 +270,10 @@ mod tests {
     #[test]
     fn the_window_is_sized_as_docs_state_says() {
         // 10,000 feeds at 10 postings a day, 7 days of postings, 30 of markers: 45 MB of
-        // feed state, 7 × 100,000 × 364 B of postings, 23 × 100,000 × 100 B of markers.
+        // feed state, 7 × 100,000 × 593 B of postings, 23 × 100,000 × 234 B of markers.
         let r = Retention::default();
         let b = r.window_bytes(10_000, 100_000.0);
-        assert!((b - 529.8e6).abs() < 1e3, "{b}");
+        assert!((b - 998.3e6).abs() < 1e3, "{b}");
         assert_eq!(r.window_bytes(0, 0.0), 0.0);
         let forever = Retention {
             postings: None,
