@@ -95,6 +95,8 @@ pub struct Hub<B> {
     access_since_ms: i64,
     /// The stored plan this term started on (feeds served, when it was written), if any.
     started_on: Option<(usize, i64)>,
+    /// Feeds registered when the term began (before its first round has planned them).
+    registered_at_open: usize,
     cfg: HubConfig,
 }
 
@@ -245,6 +247,7 @@ impl<B: KvBackend> Hub<B> {
             epoch,
             access_since_ms,
             started_on,
+            registered_at_open: feeds.len(),
             clock,
             cfg,
         })
@@ -443,12 +446,14 @@ impl<B: KvBackend> Hub<B> {
             .await
     }
 
-    /// Feeds planned (or with learned state), and the postings a day they were seen to
-    /// publish in all (over each feed's watched span in the learning window, at least a
+    /// Feeds planned, registered when the term began, or with learned state (whichever is
+    /// most: a leader serving a stored plan has not planned the feeds added since), and the
+    /// postings a day they were seen to publish in all (over each feed's watched span in the learning window, at least a
     /// day): what the store's retention window must hold.
     pub async fn posting_volume(&self) -> (usize, f64) {
         let now = self.clock.now_ms();
         let window_ms = (self.cfg.planner.window_days * 86_400_000.0) as i64;
+        let registered = self.registered_at_open;
         self.actor
             .call(move |s| {
                 let per_day = s
@@ -460,7 +465,8 @@ impl<B: KvBackend> Hub<B> {
                         (st.postings_ms.len() + st.spread_ms.len()) as f64 / days
                     })
                     .sum();
-                (s.cluster.feeds().len().max(s.feeds.len()), per_day)
+                let feeds = s.cluster.feeds().len().max(s.feeds.len());
+                (feeds.max(registered), per_day)
             })
             .await
     }

@@ -262,7 +262,7 @@ impl<B: KvBackend> Hub<B> {
         let mut replan = tokio::time::interval(self.cfg.replan_interval);
         // A round longer than the interval is followed by the next one, not by a burst.
         replan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut stored_at: Option<Instant> = None;
+        let mut stored_at: Option<(Instant, usize)> = None;
         loop {
             tokio::select! {
                 _ = replan.tick() => {
@@ -281,17 +281,23 @@ impl<B: KvBackend> Hub<B> {
     }
 
     /// Writes the plan to the store when the last write is older than
-    /// `plan_snapshot_every` (the first plan of a term at once): what a next leader serves
-    /// while its first round solves ([`super::stored_plan`]). A failed write is retried
-    /// after the next round.
-    async fn store_plan(&self, outcome: PlanOutcome, stored_at: &mut Option<Instant>) {
+    /// `plan_snapshot_every`, or a tenth of that when the number of feeds planned changed
+    /// (an import: the feeds it added would otherwise wait for a next leader's first round),
+    /// and the first plan of a term at once: what a next leader serves while its first
+    /// round solves ([`super::stored_plan`]). A failed write is retried after the next
+    /// round.
+    async fn store_plan(&self, outcome: PlanOutcome, stored_at: &mut Option<(Instant, usize)>) {
         let Some(every) = self.cfg.plan_snapshot_every else {
             return;
         };
-        if stored_at.is_some_and(|t| t.elapsed() < every) {
-            return;
+        let feeds = outcome.specs.len();
+        if let Some((at, stored)) = *stored_at {
+            let wait = if stored == feeds { every } else { every / 10 };
+            if at.elapsed() < wait {
+                return;
+            }
         }
-        let (feeds, per_day) = (outcome.specs.len(), outcome.budget_per_day);
+        let per_day = outcome.budget_per_day;
         let specs = outcome.specs;
         let chunks = match tokio::task::spawn_blocking(move || {
             let chunks = super::stored_plan::encode(&specs);
@@ -319,7 +325,7 @@ impl<B: KvBackend> Hub<B> {
         match written {
             Ok(meta) => {
                 m::record_plan_snapshot(Some(bytes));
-                *stored_at = Some(Instant::now());
+                *stored_at = Some((Instant::now(), feeds));
                 tracing::debug!(generation = meta.generation, bytes, "plan stored");
             }
             Err(e) => {
