@@ -132,6 +132,21 @@ pub async fn write<B: KvBackend + ?Sized>(
         per_day,
         written_at_ms: now_ms,
     };
+    if previous.is_none() {
+        // No plan is named (a first write, or an unreadable meta): chunks left by a writer
+        // that died before naming them, or by the unreadable meta's plan, would stay for
+        // ever.
+        let all = Key::PlanChunk(0, 0).prefix_of_kind();
+        loop {
+            let page = store.range(all.clone(), None, 64).await?;
+            if page.is_empty() {
+                break;
+            }
+            store
+                .batch(page.into_iter().map(|(k, _)| Op::Delete(k)).collect())
+                .await?;
+        }
+    }
     // One chunk per write keeps each request well under etcd's size limit.
     for (i, c) in chunks.into_iter().enumerate() {
         store
@@ -364,5 +379,13 @@ mod tests {
             .await
             .unwrap();
         assert!(load(&store, &feeds).await.unwrap().is_none());
+        // The next write, with no readable meta, clears what the unnamed plans left.
+        let m = write(&store, encode(&specs), specs.len(), 1.0, 6)
+            .await
+            .unwrap();
+        assert_eq!(m.generation, 1);
+        let all = Key::PlanChunk(0, 0).prefix_of_kind();
+        assert_eq!(store.range(all, None, 100).await.unwrap().len(), 2);
+        assert_eq!(load(&store, &feeds).await.unwrap().unwrap().1, specs);
     }
 }
