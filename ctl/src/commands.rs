@@ -595,7 +595,20 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
         "realized_avg_delay_seconds": s.realized_avg_delay_seconds,
         "expected_avg_delay_seconds": s.expected_avg_delay_seconds,
         "report_backlog": s.report_backlog, "fetches_same_slot": s.fetches_same_slot,
+        "stored_plan_written_unix_ms": s.stored_plan_written_unix_ms,
+        "stored_plan_feeds": s.stored_plan_feeds,
     });
+    let plan =
+        if s.stored_plan_written_unix_ms > 0 {
+            format!(
+            "the previous leader's, written {} ({} feeds), until this leader's first round ends",
+            chrono::DateTime::from_timestamp_millis(s.stored_plan_written_unix_ms)
+                .map_or_else(|| s.stored_plan_written_unix_ms.to_string(), |t| t.to_rfc3339()),
+            s.stored_plan_feeds
+        )
+        } else {
+            "this leader's".to_string()
+        };
     print(out, json, || {
         pairs(&[
             ("feeds", s.feeds.to_string()),
@@ -610,6 +623,7 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
                     per_day(s.budget_fetches_per_day)
                 ),
             ),
+            ("plan in force", plan),
             ("fetches", s.fetches_total.to_string()),
             ("postings", s.postings_total.to_string()),
             (

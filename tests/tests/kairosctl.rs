@@ -213,6 +213,11 @@ fn kairosctl_drives_the_admin_api_with_meaningful_exit_codes() {
     assert_eq!(st["feeds"], 4, "{st}");
     assert_eq!(st["users"], 1, "{st}");
     assert!(dash.ok(&["stats"]).contains("fetches a day"));
+    // A first start plans before it serves: no stored plan is in force.
+    assert_eq!(st["stored_plan_written_unix_ms"], 0, "{st}");
+    assert!(dash
+        .ok(&["stats"])
+        .contains("plan in force        this leader's"));
     assert_eq!(dash.json(&["workers"]), Value::Array(vec![]));
     assert!(dash.ok(&["workers"]).starts_with("NAME"));
 

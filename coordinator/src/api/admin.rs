@@ -324,6 +324,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
         let t = self.hub.totals().await;
         let workers = self.hub.workers().await;
         let plan = t.last_plan.clone().unwrap_or_default();
+        let stored = self.hub.serving_stored_plan().await;
         Ok(Response::new(pb::Stats {
             feeds: self.registry.all_feeds().await?.len() as u64,
             users: self.registry.all_users().await?.len() as u64,
@@ -341,6 +342,8 @@ impl<B: KvBackend> Admin for AdminService<B> {
             expected_avg_delay_seconds: plan.expected_delay_seconds,
             report_backlog: workers.iter().map(|w| w.report_backlog).sum(),
             fetches_same_slot: t.fetches_same_slot,
+            stored_plan_written_unix_ms: stored.map_or(0, |s| s.1),
+            stored_plan_feeds: stored.map_or(0, |s| s.0 as u64),
         }))
     }
 

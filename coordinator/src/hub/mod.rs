@@ -259,6 +259,15 @@ impl<B: KvBackend> Hub<B> {
         self.started_on
     }
 
+    /// The stored plan this term serves until its own first round is installed: the feeds
+    /// it covers and when it was written; `None` once this leader has planned (or when it
+    /// started without one).
+    pub async fn serving_stored_plan(&self) -> Option<(usize, i64)> {
+        let started_on = self.started_on?;
+        let plans = self.actor.call(|s| s.totals.plans).await;
+        (plans == 0).then_some(started_on)
+    }
+
     /// The clock everything is timed by.
     pub fn clock(&self) -> SimClock {
         self.clock

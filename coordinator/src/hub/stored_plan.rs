@@ -353,6 +353,9 @@ mod tests {
         let (w, _) = next.register("w", 1.0).await.unwrap();
         let allowance = next.allowance(&w).await.expect("the day's budget is dealt");
         assert!(allowance.fetches > 0, "{allowance:?}");
+        assert_eq!(next.serving_stored_plan().await, Some((30, clock.now_ms())));
+        next.replan().await.unwrap();
+        assert_eq!(next.serving_stored_plan().await, None, "its own plan now");
     }
 
     #[tokio::test]
