@@ -261,6 +261,15 @@ async fn compacted_size(endpoint: &str) -> i64 {
     db_size(endpoint).await
 }
 
+/// A leader's hub opened on `store`, and how long opening took.
+async fn open(store: &Arc<EtcdBackend>) -> (Hub<EtcdBackend>, Duration) {
+    let t = Instant::now();
+    let hub = Hub::open(store.clone(), SimClock::real(), hub_config())
+        .await
+        .expect("open");
+    (hub, t.elapsed())
+}
+
 async fn db_size(endpoint: &str) -> i64 {
     let mut c = etcd_client::Client::connect([endpoint], None)
         .await
@@ -390,11 +399,7 @@ async fn main() {
 
     // A leader with no stored plan: open, then the first round before it may serve.
     let rss0 = rss_mib();
-    let t = Instant::now();
-    let hub = Hub::open(store.clone(), SimClock::real(), hub_config())
-        .await
-        .expect("open");
-    let opened = t.elapsed();
+    let (hub, opened) = open(&store).await;
     let rss1 = rss_mib();
     let t = Instant::now();
     let outcome = hub.replan().await.expect("first round");
@@ -433,11 +438,7 @@ async fn main() {
 
     // The next leader: it serves the stored plan as soon as it has opened.
     let rss3 = rss_mib();
-    let t = Instant::now();
-    let hub = Hub::open(store.clone(), SimClock::real(), hub_config())
-        .await
-        .expect("open");
-    let opened = t.elapsed();
+    let (hub, opened) = open(&store).await;
     let served = hub.started_on_stored_plan().map_or(0, |s| s.0);
     println!(
         "next leader: open {:.1} s with {served} feeds' fetch times from the stored plan (RSS {rss3:.0} -> {:.0} MiB)",

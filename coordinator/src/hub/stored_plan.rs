@@ -206,12 +206,12 @@ pub async fn load<B: KvBackend + ?Sized>(
         .map_err(|e| StoreError(e.to_string()))?;
     let registered: HashMap<&str, &FeedRecord> = feeds.iter().map(|f| (f.id.as_str(), f)).collect();
     let mut specs = BTreeMap::new();
-    for part in keys.chunks(16) {
+    for (p, part) in keys.chunks(16).enumerate() {
         for (i, v) in store.get_many(part.to_vec()).await?.into_iter().enumerate() {
             let Some(v) = v else {
                 tracing::warn!(
                     generation = meta.generation,
-                    chunk = i,
+                    chunk = p * 16 + i,
                     "stored plan incomplete; the first round plans afresh"
                 );
                 return Ok(None);
