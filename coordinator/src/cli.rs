@@ -221,6 +221,10 @@ struct Common {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
     shape_mixture: usize,
+    /// Pool each feed's rate and hours with its host's other feeds' as a level between the
+    /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
+    #[arg(long)]
+    host_level: bool,
 }
 
 #[derive(Args)]
@@ -401,6 +405,7 @@ fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         explore_min_postings: c.explore_min_postings,
         explore_share: c.explore_share,
         shape_mixture: c.shape_mixture,
+        host_level: c.host_level,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         ..Default::default()
     };

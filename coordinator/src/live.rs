@@ -57,6 +57,10 @@ pub struct LivePlanArgs {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
     pub shape_mixture: usize,
+    /// Pool each feed's rate and hours with its host's other feeds' as a level between the
+    /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
+    #[arg(long)]
+    pub host_level: bool,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`.
     /// Older ones are removed in bounded batches once a minute.
     #[arg(long, default_value = "7d", value_parser = parse_retention)]
@@ -151,6 +155,7 @@ impl LivePlanArgs {
             shrinkage: self.shrinkage_days,
             shape_pseudo_postings: self.shape_pseudo_postings,
             shape_mixture: self.shape_mixture,
+            host_level: self.host_level,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

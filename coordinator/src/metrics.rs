@@ -153,6 +153,9 @@ pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
 pub const PLAN_MIXTURE_SHAPES: &str = "kairos_plan_shape_mixture_shapes";
 /// Gauge: pseudo-postings of the shapes' prior (chosen on held-out days; 0: pseudo-days).
 pub const PLAN_SHAPE_PRIOR_POSTINGS: &str = "kairos_plan_shape_prior_postings";
+/// Gauge: pseudo-postings of a feed's host's other feeds in its shape's evidence, its
+/// rate shrunk toward theirs (chosen on held-out days; 0: the host level is left out).
+pub const PLAN_HOST_PRIOR_POSTINGS: &str = "kairos_plan_host_prior_postings";
 /// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
 pub const PLAN_HALF_LIFE_DAYS: &str = "kairos_plan_half_life_days";
 /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
@@ -560,6 +563,7 @@ pub fn record_plan(p: &crate::hub::PlanFigures) {
     gauge!(PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
     gauge!(PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
     gauge!(PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
+    gauge!(PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);
     if let Some(shapes) = p.week_shapes {
         for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
             .iter()

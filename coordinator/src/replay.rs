@@ -59,6 +59,8 @@ pub struct ReplayLog {
     pub hub_avg_delay_min: f64,
     /// Pseudo-days of shrinkage of the last replan of each simulated day.
     pub shrinkage_by_day: Vec<f64>,
+    /// Pseudo-postings of the host level at each day's last replan (0: left out).
+    pub host_prior_by_day: Vec<f64>,
     /// Half-life (days; 0: none) of the last replan of each simulated day.
     pub half_life_by_day: Vec<f64>,
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
@@ -173,6 +175,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 let day = (t / 86_400_000) as usize;
                 log.shrinkage_by_day.resize(day + 1, f64::NAN);
                 log.shrinkage_by_day[day] = p.shrinkage_days;
+                log.host_prior_by_day.resize(day + 1, f64::NAN);
+                log.host_prior_by_day[day] = p.host_prior_postings;
                 log.half_life_by_day.resize(day + 1, f64::NAN);
                 log.half_life_by_day[day] = p.half_life_days;
                 expected.resize(day + 1, (0.0, 0));

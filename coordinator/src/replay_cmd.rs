@@ -64,6 +64,10 @@ pub struct ReplayArgs {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
     shape_mixture: usize,
+    /// Pool each feed's rate and hours with its host's other feeds' as a level between the
+    /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
+    #[arg(long)]
+    host_level: bool,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -133,6 +137,9 @@ struct DayRow {
     offline: Realized,
     /// Pseudo-days of shrinkage of the live models at the day's last replan.
     shrinkage_days: Option<f64>,
+    /// Pseudo-postings of the host level in the live models at the day's last replan (0:
+    /// the host left out).
+    host_prior_postings: Option<f64>,
     /// Half-life of the live models' observations at the day's last replan, days (0: none).
     half_life_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
@@ -206,6 +213,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         tune_shrinkage: fixed_shrinkage.is_none(),
         shape_pseudo_postings: a.shape_pseudo_postings,
         shape_mixture: a.shape_mixture,
+        host_level: a.host_level,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,
@@ -375,6 +383,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 offline: replay(&trace, &offline, s, e),
                 shrinkage_days: log
                     .shrinkage_by_day
+                    .get(d)
+                    .copied()
+                    .filter(|b| b.is_finite()),
+                host_prior_postings: log
+                    .host_prior_by_day
                     .get(d)
                     .copied()
                     .filter(|b| b.is_finite()),

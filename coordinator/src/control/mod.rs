@@ -9,6 +9,8 @@
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
 //! * [`shapes`] — daily shapes pooled across feeds, the prior of each feed's hours;
+//! * [`siblings`] — a feed's host's other feeds, a level between its own counts and
+//!   everyone's;
 //! * [`from_trace`] — the live rules applied to a recorded trace, for `plan` and `simulate`;
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
@@ -29,6 +31,7 @@ pub mod recency;
 pub mod relearn;
 pub mod shapes;
 pub mod shrink;
+pub mod siblings;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.
 /// Validators and recent item ids are attached when the assignment is sent, so that a

@@ -9,6 +9,7 @@ use super::recency;
 use super::relearn::PlannerSettings;
 use super::shapes;
 use super::shrink;
+use super::siblings;
 use crate::plan::alloc::ceil_level;
 use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
@@ -123,6 +124,23 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     rates.sort_by(f64::total_cmp);
     let typical = rates.get(rates.len() / 2).copied().unwrap_or(1.0).max(0.1);
     let mut decided = ModelCounts::default();
+    // The host level between a feed and everyone, when set: its host's other feeds, each
+    // seen at its rate shrunk by one pseudo-day toward the typical feed's.
+    let siblings = if s.host_level {
+        let host_names: Vec<&str> = feeds.iter().map(|f| f.host.as_str()).collect();
+        let sibling_rates: Vec<Option<f64>> = feeds
+            .iter()
+            .enumerate()
+            .map(|(f, feed)| {
+                state_of(&feed.id)
+                    .and_then(|st| st.observed_since_ms)
+                    .map(|_| (counts[f].iter().sum::<f64>() + typical) / (span_days[f] + 1.0))
+            })
+            .collect();
+        siblings::Siblings::new(&host_names, &counts, &sibling_rates)
+    } else {
+        None
+    };
     let kept = mixture.as_ref().and(shapes_cache.chosen());
     let tuned = if !s.tune_shrinkage {
         None
@@ -134,6 +152,7 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             shared: &shared,
             typical,
             mixture: mixture.as_deref(),
+            siblings: siblings.as_ref(),
         };
         let chosen = shrink::choose(
             &watched,
@@ -155,6 +174,9 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     // apart from the rate's pseudo-days ([`shrink::choose`]).
     let shape_postings = tuned.and_then(|t| t.shape_postings);
     decided.shape_postings = shape_postings.unwrap_or(0.0);
+    let sibling_postings = tuned.map_or(0.0, |t| t.sibling_postings);
+    decided.sibling_postings = sibling_postings;
+    let hosted = siblings.as_ref().filter(|_| sibling_postings > 0.0);
     decided.mixture_shapes = shapes_cache.shapes_in_force();
     decided.shrinkage = beta;
     let (min_level, max_level) = s.levels();
@@ -181,6 +203,26 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     // models held both vectors at once at the learner's peak.
     let mut documents: Vec<Option<(f64, bool)>> = Vec::with_capacity(feeds.len());
     let mut candidates: Vec<(usize, f64)> = Vec::new();
+    // Each feed's prior shape under the mixture, on every core (a posterior per feed):
+    // the evidence is its own hours, and its host's other feeds' weighed as the chosen
+    // pseudo-postings.
+    let owns: Vec<Option<[f64; BINS]>> = match mixture.as_deref() {
+        Some(m) => {
+            use rayon::prelude::*;
+            (0..feeds.len())
+                .into_par_iter()
+                .map(|f| {
+                    let evidence = hosted
+                        .and_then(|h| h.hours(f, &counts[f]))
+                        .map_or(counts[f], |sib| {
+                            siblings::evidence(&counts[f], &sib, sibling_postings)
+                        });
+                    Some(m.prior_for(&evidence))
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let mut models: Vec<FeedModel> = feeds
         .iter()
         .enumerate()
@@ -190,26 +232,24 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
             // The rate, shrunk toward the typical feed's by the same pseudo-days as the
             // shape: a feed seen for a day or two with one posting is not taken for a quiet
             // one (the allocator would starve it on noise, and its real postings would wait).
+            // With the host level chosen, toward its host's other feeds' instead: a new
+            // feed of a busy host starts busy.
+            let toward = hosted.map_or(typical, |h| h.rate(f, typical));
             let rate = match state {
                 Some(_) => {
                     let days = span_days[f];
-                    (n + beta * typical) / (days + beta)
+                    (n + beta * toward) / (days + beta)
                 }
-                None => typical,
+                None => toward,
             };
             // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
             // the feed's rate, over observed days plus those pseudo-days.
             // The shape's pseudo-days: at least the configured pseudo-postings' worth.
-            let (shape, own) = match (mixture.as_deref(), shape_postings) {
-                (Some(m), Some(pp)) => (
-                    pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
-                    Some(m.prior_for(&counts[f])),
-                ),
-                (m, _) => (
-                    shrink::shape_days(beta, s.shape_pseudo_postings, rate),
-                    m.map(|m| m.prior_for(&counts[f])),
-                ),
+            let shape = match (mixture.as_deref(), shape_postings) {
+                (Some(_), Some(pp)) => pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
+                _ => shrink::shape_days(beta, s.shape_pseudo_postings, rate),
             };
+            let own = owns.get(f).copied().flatten();
             let post_bins: Vec<f32> = (0..BINS)
                 .map(|b| {
                     let prior = rate * own.map_or(shared[b], |o| o[b]);
@@ -326,6 +366,9 @@ pub struct ModelCounts {
     /// Pseudo-postings of each feed's shape prior, chosen apart from the rate's pseudo-days
     /// when shapes are pooled by similarity (0: not chosen; the pseudo-days rule applies).
     pub shape_postings: f64,
+    /// Pseudo-postings of a feed's host's other feeds' hours in its shape's evidence, its
+    /// rate shrunk toward theirs (0: the host level is left out; [`super::siblings`]).
+    pub sibling_postings: f64,
     /// Half-life of the observations' weight, days (0: none; chosen or configured).
     pub half_life_days: f64,
     /// Feeds whose last week chose it (0: the configured value).

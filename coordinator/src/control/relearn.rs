@@ -107,6 +107,11 @@ pub struct PlannerSettings {
     /// ([`super::shapes`]): feeds with similar days, at any shift, share strength. 0: one
     /// pooled shape for every feed. [`DEFAULT_SHAPE_MIXTURE`] by default.
     pub shape_mixture: usize,
+    /// A level between a feed and everyone: its host's other feeds' rate and hours
+    /// ([`super::siblings`]), at a strength chosen on held-out days (which may be none).
+    /// Off by default: on `real-commits` with each repository as a host it cost 1–2%
+    /// (docs/RESULTS.md, "A feed's host").
+    pub host_level: bool,
     /// Plan over a week instead of a day: feeds learn day-of-week factors
     /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
     pub weekly: bool,
@@ -157,6 +162,7 @@ impl Default for PlannerSettings {
             explore_min_postings: 3,
             explore_share: DEFAULT_EXPLORE_SHARE,
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
+            host_level: false,
             host_fetches_per_day: None,
             weekly: false,
         }

@@ -22,10 +22,13 @@
 use super::shrink::Chosen;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 const BINS: usize = 24;
 const DAY_MS: i64 = 86_400_000;
+/// Feeds per task of the E-step: fixed, so the sums do not depend on the thread count.
+const E_STEP_CHUNK: usize = 128;
 
 /// Settings of the mixture.
 #[derive(Clone, Copy, Debug)]
@@ -105,26 +108,48 @@ impl Mixture {
     }
 
     /// `iterations` EM steps; the log-likelihood of the sample under the last E-step.
+    /// The E-step runs on every core in fixed chunks of the sample, summed in order, so
+    /// the fit does not depend on the number of threads.
     fn em(&mut self, sample: &[&[f64; BINS]], iterations: usize) -> f64 {
         let k = self.shapes.len();
-        let mut post = vec![0.0f64; k * BINS];
         let mut ll = f64::NEG_INFINITY;
         for _ in 0..iterations {
+            let parts: Vec<(Vec<[f64; BINS]>, Vec<f64>, f64)> = sample
+                .par_chunks(E_STEP_CHUNK)
+                .map(|chunk| {
+                    let mut post = vec![0.0f64; k * BINS];
+                    let mut aligned = vec![[0.0f64; BINS]; k];
+                    let mut mass = vec![0.0f64; k * BINS];
+                    let mut ll = 0.0;
+                    for c in chunk {
+                        ll += self.posterior(c, &mut post);
+                        for (ks, &r) in post.iter().enumerate() {
+                            if r < 1e-6 {
+                                continue;
+                            }
+                            mass[ks] += r;
+                            let (shape, s) = (ks / BINS, ks % BINS);
+                            // Undo the shift: hour j of the base shape is hour j + s of the feed.
+                            for (j, a) in aligned[shape].iter_mut().enumerate() {
+                                *a += r * c[(j + s) % BINS];
+                            }
+                        }
+                    }
+                    (aligned, mass, ll)
+                })
+                .collect();
             let mut aligned = vec![[0.0f64; BINS]; k];
             let mut mass = vec![0.0f64; k * BINS];
             ll = 0.0;
-            for c in sample {
-                ll += self.posterior(c, &mut post);
-                for (ks, &r) in post.iter().enumerate() {
-                    if r < 1e-6 {
-                        continue;
+            for (a, m, l) in parts {
+                ll += l;
+                for (into, from) in aligned.iter_mut().zip(&a) {
+                    for (x, y) in into.iter_mut().zip(from) {
+                        *x += y;
                     }
-                    mass[ks] += r;
-                    let (shape, s) = (ks / BINS, ks % BINS);
-                    // Undo the shift: hour j of the base shape is hour j + s of the feed.
-                    for (j, a) in aligned[shape].iter_mut().enumerate() {
-                        *a += r * c[(j + s) % BINS];
-                    }
+                }
+                for (x, y) in mass.iter_mut().zip(&m) {
+                    *x += y;
                 }
             }
             for (shape, a) in aligned.iter().enumerate() {

@@ -21,6 +21,9 @@
 
 use super::feedstate::FeedState;
 use super::models::hour_exposure;
+use super::siblings::{self, Siblings};
+use rayon::prelude::*;
+use std::collections::HashMap;
 
 const DAY_MS: i64 = 86_400_000;
 const HOUR_MS: i64 = DAY_MS / BINS as i64;
@@ -53,10 +56,15 @@ pub struct Prior<'a> {
     /// Shapes pooled by similarity: each held-out case's prior is its posterior mean
     /// shape given the feed's other days (in place of `shared`).
     pub mixture: Option<&'a super::shapes::Mixture>,
+    /// Feeds' host groups ([`super::siblings`]), in `states` order: the host's rate and
+    /// hours as a level between the feed's own and everyone's.
+    pub siblings: Option<&'a Siblings>,
 }
 
 /// One feed's postings and exposure per watched day and hour.
 struct Days {
+    /// The first day's index (UTC days since the Unix epoch).
+    first: i64,
     counts: Vec<[f64; BINS]>,
     exposure: Vec<[f64; BINS]>,
 }
@@ -69,6 +77,9 @@ pub struct Chosen {
     /// Pseudo-postings of the shape prior, chosen apart from the rate's pseudo-days when
     /// shapes are pooled by similarity (a mixture); `None` otherwise.
     pub shape_postings: Option<f64>,
+    /// Pseudo-postings of the host's other feeds' hours in each feed's evidence, with its
+    /// rate shrunk toward theirs ([`super::siblings`]); 0: the host is left out.
+    pub sibling_postings: f64,
     /// Held-out feed-days that backed the choice.
     pub held_out: usize,
 }
@@ -116,95 +127,203 @@ pub fn choose(
     let mut held_out = 0usize;
     const N: usize = CANDIDATES.len();
     const M: usize = SHAPE_CANDIDATES.len();
-    // Rate's candidate by shape's: the diagonal alone without a mixture (the shape takes
-    // the rate's pseudo-days).
-    let mut score = [[0.0f64; M]; N];
+    const H: usize = siblings::CANDIDATES.len();
+    let at = |i: usize, j: usize, h: usize| (i * M + j) * H + h;
+    // Rate's candidate by shape's by the host's: the rate-shape diagonal alone without a
+    // mixture (the shape takes the rate's pseudo-days), and the host's strength 0 alone
+    // without host groups.
+    let mut score = vec![0.0f64; N * M * H];
     let split = prior.mixture.is_some();
-    // The choice in force as grid indices, when it is one of this grid's pairs.
+    let hosted = prior.siblings.is_some();
+    let allowed = |i: usize, j: usize, h: usize| (split || i == j) && (hosted || h == 0);
+    // The choice in force as grid indices, when it is one of this grid's.
     let kept = previous.and_then(|p| index_of(p, split));
-    // Per pair, over feeds: the sum and the sum of squares of each feed's summed score
-    // difference from the choice in force (feeds, not feed-days, are the independent
+    // Per candidate, over feeds: the sum and the sum of squares of each feed's summed
+    // score difference from the choice in force (feeds, not feed-days, are the independent
     // units: one feed's days share its counts).
-    let mut diff = [[0.0f64; M]; N];
-    let mut diff_sq = [[0.0f64; M]; N];
+    let mut diff = vec![0.0f64; N * M * H];
+    let mut diff_sq = vec![0.0f64; N * M * H];
     let mut feeds = 0usize;
-    for st in states.iter().step_by(stride).flatten() {
-        let Some(days) = tally(st, window_start, now_ms) else {
-            continue;
-        };
-        let whole: Vec<usize> = (0..days.counts.len())
-            .filter(|&d| days.exposure[d].iter().sum::<f64>() >= MIN_DAY_SHARE * BINS as f64)
-            .collect();
-        if whole.len() < 2 {
-            continue;
-        }
-        let mut total_c = [0.0f64; BINS];
-        let mut total_e = [0.0f64; BINS];
-        for d in 0..days.counts.len() {
-            for b in 0..BINS {
-                total_c[b] += days.counts[d][b];
-                total_e[b] += days.exposure[d][b];
+    // The sampled feeds' host groups, tallied per day, so a held-out day's siblings'
+    // postings are held out with it (a repository's commit lands in several of its feeds
+    // at once: left in, they would forecast the day they are part of).
+    let group_days = prior
+        .siblings
+        .map(|s| tally_groups(states, s, stride, window_start, now_ms))
+        .unwrap_or_default();
+    // Each sampled feed's scores on every core; summed below in the sample's order, so the
+    // choice does not depend on the number of threads.
+    let per_feed: Vec<Option<(Vec<f64>, usize)>> = (0..states.len())
+        .step_by(stride)
+        .collect::<Vec<_>>()
+        .par_iter()
+        .map(|&f| {
+            let st = states[f]?;
+            let days = tally(st, window_start, now_ms)?;
+            let whole: Vec<usize> = (0..days.counts.len())
+                .filter(|&d| days.exposure[d].iter().sum::<f64>() >= MIN_DAY_SHARE * BINS as f64)
+                .collect();
+            if whole.len() < 2 {
+                return None;
             }
-        }
-        let mut feed_score = [[0.0f64; M]; N];
-        for &d in &whole {
-            held_out += 1;
-            let mut case = Case {
-                c: [0.0; BINS],
-                e: [0.0; BINS],
-                k: days.counts[d],
-                x: days.exposure[d],
-            };
-            for b in 0..BINS {
-                case.c[b] = total_c[b] - days.counts[d][b];
-                case.e[b] = (total_e[b] - days.exposure[d][b]).max(0.0);
+            let mut total_c = [0.0f64; BINS];
+            let mut total_e = [0.0f64; BINS];
+            for d in 0..days.counts.len() {
+                for b in 0..BINS {
+                    total_c[b] += days.counts[d][b];
+                    total_e[b] += days.exposure[d][b];
+                }
             }
-            let own = prior.mixture.map(|m| m.prior_for(&case.c));
-            let shared = own.as_ref().map_or(prior.shared, |o| &o[..]);
-            for (i, &beta) in CANDIDATES.iter().enumerate() {
-                if split {
-                    for (j, &pp) in SHAPE_CANDIDATES.iter().enumerate() {
-                        feed_score[i][j] +=
-                            case.score(shared, prior.typical, beta, Shape::Postings(pp));
+            let group = prior
+                .siblings
+                .and_then(|s| s.group(f))
+                .and_then(|g| group_days.get(&g));
+            let host_rate = prior
+                .siblings
+                .map_or(prior.typical, |s| s.rate(f, prior.typical));
+            let mut feed_score = vec![0.0f64; N * M * H];
+            for &d in &whole {
+                let mut case = Case {
+                    c: [0.0; BINS],
+                    e: [0.0; BINS],
+                    k: days.counts[d],
+                    x: days.exposure[d],
+                };
+                for b in 0..BINS {
+                    case.c[b] = total_c[b] - days.counts[d][b];
+                    case.e[b] = (total_e[b] - days.exposure[d][b]).max(0.0);
+                }
+                // The siblings' other days.
+                let sib = group.map(|g| {
+                    let day = usize::try_from(days.first + d as i64 - g.first).ok();
+                    let mut out = [0.0f64; BINS];
+                    for b in 0..BINS {
+                        let on_day = day.and_then(|k| g.days.get(k)).map_or(0.0, |v| v[b]);
+                        out[b] =
+                            ((g.total[b] - total_c[b]) - (on_day - days.counts[d][b])).max(0.0);
                     }
-                } else {
-                    feed_score[i][i] += case.score(shared, prior.typical, beta, Shape::Days(beta));
+                    out
+                });
+                for (h, &pp_sib) in siblings::CANDIDATES.iter().enumerate() {
+                    if !hosted && h > 0 {
+                        break;
+                    }
+                    let evidence = match (&sib, h) {
+                        (Some(s), h) if h > 0 => siblings::evidence(&case.c, s, pp_sib),
+                        _ => case.c,
+                    };
+                    let typical = if h > 0 { host_rate } else { prior.typical };
+                    let own = prior.mixture.map(|m| m.prior_for(&evidence));
+                    let shared = own.as_ref().map_or(prior.shared, |o| &o[..]);
+                    for (i, &beta) in CANDIDATES.iter().enumerate() {
+                        if split {
+                            for (j, &pp) in SHAPE_CANDIDATES.iter().enumerate() {
+                                feed_score[at(i, j, h)] +=
+                                    case.score(shared, typical, beta, Shape::Postings(pp));
+                            }
+                        } else {
+                            feed_score[at(i, i, h)] +=
+                                case.score(shared, typical, beta, Shape::Days(beta));
+                        }
+                    }
                 }
             }
-        }
+            Some((feed_score, whole.len()))
+        })
+        .collect();
+    for (feed_score, days) in per_feed.into_iter().flatten() {
+        held_out += days;
         feeds += 1;
-        for i in 0..N {
-            for j in 0..M {
-                score[i][j] += feed_score[i][j];
-                if let Some((pi, pj)) = kept {
-                    let d = feed_score[i][j] - feed_score[pi][pj];
-                    diff[i][j] += d;
-                    diff_sq[i][j] += d * d;
-                }
+        for (k, v) in feed_score.iter().enumerate() {
+            score[k] += v;
+            if let Some((pi, pj, ph)) = kept {
+                let d = v - feed_score[at(pi, pj, ph)];
+                diff[k] += d;
+                diff_sq[k] += d * d;
             }
         }
     }
     if held_out == 0 {
         return None;
     }
-    let mut best = (0, 0);
-    for (i, row) in score.iter().enumerate() {
-        for (j, &v) in row.iter().enumerate() {
-            if (split || i == j) && v > score[best.0][best.1] {
-                best = (i, j);
+    let mut best = (0, 0, 0);
+    for i in 0..N {
+        for j in 0..M {
+            for h in 0..H {
+                if allowed(i, j, h) && score[at(i, j, h)] > score[at(best.0, best.1, best.2)] {
+                    best = (i, j, h);
+                }
             }
         }
     }
-    if let Some(k) = kept {
-        if !clearly_better(diff[best.0][best.1], diff_sq[best.0][best.1], feeds) {
+    if let Some(k) = kept.filter(|k| allowed(k.0, k.1, k.2)) {
+        let b = at(best.0, best.1, best.2);
+        if !clearly_better(diff[b], diff_sq[b], feeds) {
             best = k;
         }
     }
     Some(Chosen {
         days: CANDIDATES[best.0],
         shape_postings: split.then_some(SHAPE_CANDIDATES[best.1]),
+        sibling_postings: siblings::CANDIDATES[best.2],
         held_out,
     })
+}
+
+/// One host group's postings per UTC day and hour, from its first day on, and in all.
+#[derive(Default)]
+struct GroupDays {
+    first: i64,
+    days: Vec<[f64; BINS]>,
+    total: [f64; BINS],
+}
+
+/// The day tallies of every group that holds a feed of the sample (every `stride`-th).
+fn tally_groups(
+    states: &[Option<&FeedState>],
+    siblings: &Siblings,
+    stride: usize,
+    window_start: i64,
+    now_ms: i64,
+) -> HashMap<u32, GroupDays> {
+    let first = window_start.div_euclid(DAY_MS);
+    let n = ((now_ms - 1).div_euclid(DAY_MS) - first + 1).max(0) as usize;
+    let mut groups: HashMap<u32, GroupDays> = (0..states.len())
+        .step_by(stride)
+        .filter_map(|f| siblings.group(f))
+        .map(|g| {
+            let days = GroupDays {
+                first,
+                days: vec![[0.0; BINS]; n],
+                total: [0.0; BINS],
+            };
+            (g, days)
+        })
+        .collect();
+    for (f, st) in states.iter().enumerate() {
+        let (Some(st), Some(g)) = (st, siblings.group(f)) else {
+            continue;
+        };
+        let Some(into) = groups.get_mut(&g) else {
+            continue;
+        };
+        let Some(days) = tally(st, window_start, now_ms) else {
+            continue;
+        };
+        for (d, c) in days.counts.iter().enumerate() {
+            let Some(slot) = usize::try_from(days.first + d as i64 - first)
+                .ok()
+                .and_then(|k| into.days.get_mut(k))
+            else {
+                continue;
+            };
+            for b in 0..BINS {
+                slot[b] += c[b];
+                into.total[b] += c[b];
+            }
+        }
+    }
+    groups
 }
 
 /// Standard errors by which a new choice must beat the one in force.
@@ -221,13 +340,16 @@ fn clearly_better(sum: f64, sum_sq: f64, n: usize) -> bool {
     sum > KEEP_SE * (n * var).sqrt()
 }
 
-/// Grid indices of a choice (rate's, shape's), if it is one of the grid's pairs for this
-/// mode (`split`: with a mixture, the shape in pseudo-postings).
-fn index_of(c: Chosen, split: bool) -> Option<(usize, usize)> {
+/// Grid indices of a choice (rate's, shape's, host's), if it is one of the grid's for
+/// this mode (`split`: with a mixture, the shape in pseudo-postings).
+fn index_of(c: Chosen, split: bool) -> Option<(usize, usize, usize)> {
     let i = CANDIDATES.iter().position(|&v| v == c.days)?;
+    let h = siblings::CANDIDATES
+        .iter()
+        .position(|&v| v == c.sibling_postings)?;
     match (split, c.shape_postings) {
-        (true, Some(pp)) => Some((i, SHAPE_CANDIDATES.iter().position(|&v| v == pp)?)),
-        (false, None) => Some((i, i)),
+        (true, Some(pp)) => Some((i, SHAPE_CANDIDATES.iter().position(|&v| v == pp)?, h)),
+        (false, None) => Some((i, i, h)),
         _ => None,
     }
 }
@@ -288,6 +410,7 @@ fn tally(st: &FeedState, window_start: i64, now_ms: i64) -> Option<Days> {
     let last = (until - 1).div_euclid(DAY_MS);
     let n = (last - first + 1) as usize;
     let mut days = Days {
+        first,
         counts: vec![[0.0; BINS]; n],
         exposure: vec![[0.0; BINS]; n],
     };
@@ -369,6 +492,7 @@ mod tests {
             shared: &flat(),
             typical: 1.0,
             mixture: None,
+            siblings: None,
         };
         assert_eq!(choose(&[Some(&st)], 0, DAY_MS, &prior, None), None);
         assert_eq!(choose(&[None], 0, DAY_MS, &prior, None), None);
@@ -384,6 +508,7 @@ mod tests {
             shared: &flat(),
             typical: 3.0,
             mixture: None,
+            siblings: None,
         };
         let Chosen {
             days: beta,
@@ -445,10 +570,12 @@ mod tests {
             shared: &flat(),
             typical: 3.0,
             mixture: None,
+            siblings: None,
         };
         let most = Chosen {
             days: *CANDIDATES.last().unwrap(),
             shape_postings: None,
+            sibling_postings: 0.0,
             held_out: 0,
         };
         let c = choose(&refs, 0, 10 * DAY_MS, &prior, Some(most)).expect("held-out days");
@@ -483,10 +610,90 @@ mod tests {
             shared: &flat(),
             typical: 1.0,
             mixture: None,
+            siblings: None,
         };
         let held_out = choose(&[Some(&st)], 0, 4 * DAY_MS, &prior, None)
             .expect("two days")
             .held_out;
         assert_eq!(held_out, 2);
+    }
+
+    /// 400 quiet feeds, ten to a group, each group posting at its own hour (a group's
+    /// hour is `3 * (g % 8)`): a feed posts on about one day in four, within an hour of its
+    /// group's, 14 days. `host_of(f)` names each feed's host.
+    fn grouped_quiet_feeds(host_of: &dyn Fn(usize) -> String) -> (Vec<FeedState>, Vec<String>) {
+        let mut x: u64 = 0x2545_f491;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as i64
+        };
+        let feeds: Vec<FeedState> = (0..400)
+            .map(|f| {
+                let hour = 3 * ((f / 10) % 8) as i64;
+                let mut st = feed(14, &[]);
+                for d in 0..14 {
+                    if next(4) == 0 {
+                        let at = d * DAY_MS + (hour + next(2)) * HOUR_MS + 60_000;
+                        st.postings_ms.push_back(at);
+                    }
+                }
+                st
+            })
+            .collect();
+        (feeds, (0..400).map(host_of).collect())
+    }
+
+    /// What [`choose`] takes for the host level on `feeds`, with a mixture fitted to them.
+    fn host_level(feeds: &[FeedState], hosts: &[String]) -> f64 {
+        let counts: Vec<[f64; BINS]> = feeds
+            .iter()
+            .map(|st| {
+                let mut c = [0.0; BINS];
+                for &t in &st.postings_ms {
+                    c[(t.rem_euclid(DAY_MS) / HOUR_MS) as usize] += 1.0;
+                }
+                c
+            })
+            .collect();
+        let cfg = crate::control::shapes::MixtureConfig {
+            shapes: 2,
+            min_total: 100.0,
+            ..Default::default()
+        };
+        let mixture = crate::control::shapes::Mixture::fit(&counts, &cfg).expect("a fit");
+        let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        let rates: Vec<Option<f64>> = counts
+            .iter()
+            .map(|c| Some((c.iter().sum::<f64>() + 0.25) / 15.0))
+            .collect();
+        let siblings = Siblings::new(&names, &counts, &rates).expect("groups");
+        let prior = Prior {
+            shared: &flat(),
+            typical: 0.25,
+            mixture: Some(&mixture),
+            siblings: Some(&siblings),
+        };
+        let refs: Vec<Option<&FeedState>> = feeds.iter().map(Some).collect();
+        choose(&refs, 0, 14 * DAY_MS, &prior, None)
+            .expect("held-out days")
+            .sibling_postings
+    }
+
+    #[test]
+    fn a_host_whose_feeds_share_their_hours_is_taken_and_a_politeness_group_is_not() {
+        // Hosts that are the groups: a quiet feed's three postings leave its hour in doubt,
+        // its siblings' settle it.
+        let (feeds, hosts) = grouped_quiet_feeds(&|f| format!("g{}", f / 10));
+        assert!(host_level(&feeds, &hosts) > 0.0, "the host level is taken");
+        // Hosts dealt round robin over the groups: a host's feeds post at eight different
+        // hours, and pooling them would blur each feed's own.
+        let (feeds, hosts) = grouped_quiet_feeds(&|f| format!("h{}", f % 40));
+        assert_eq!(
+            host_level(&feeds, &hosts),
+            0.0,
+            "the host level is declined"
+        );
     }
 }

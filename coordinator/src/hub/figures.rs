@@ -161,6 +161,9 @@ pub struct PlanFigures {
     pub mixture_shapes: usize,
     /// Pseudo-postings of the shapes' prior, chosen with the shrinkage (0: pseudo-days).
     pub shape_prior_postings: f64,
+    /// Pseudo-postings of a feed's host's other feeds in its shape's evidence, its rate
+    /// shrunk toward theirs (0: the host level is left out).
+    pub host_prior_postings: f64,
     /// Half-life of the models' observations, days (0: none).
     pub half_life_days: f64,
     /// Feeds whose last week chose `half_life_days` (0: the configured value).

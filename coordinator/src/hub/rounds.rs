@@ -515,6 +515,7 @@ fn figures_of(
         shrinkage_held_out_days: counts.held_out_days,
         mixture_shapes: counts.mixture_shapes,
         shape_prior_postings: counts.shape_postings,
+        host_prior_postings: counts.sibling_postings,
         half_life_days: counts.half_life_days,
         half_life_feeds: counts.half_life_feeds,
         week_shapes: settings.weekly.then_some(counts.week_shapes),
