@@ -76,7 +76,11 @@ pub struct AccessStats {
     bins: usize,
     bin_ms: i64,
     users: HashMap<String, UserStats>,
+    /// Registered feeds by their number in the users' histograms.
     feeds: HashMap<String, u32>,
+    /// The next feed's number: numbers are never reused, so a feed added after a removal
+    /// cannot take a live feed's number and share its histograms.
+    next_feed: u32,
     /// Events outside `[now − max_age, now + max_skew]` are skipped.
     max_age_ms: i64,
     max_skew_ms: i64,
@@ -91,6 +95,7 @@ impl AccessStats {
             bin_ms: period_ms / bins as i64,
             users: HashMap::new(),
             feeds: HashMap::new(),
+            next_feed: 0,
             max_age_ms: 28 * 86_400_000,
             max_skew_ms: 3_600_000,
         }
@@ -111,8 +116,10 @@ impl AccessStats {
 
     /// Registers a feed.
     pub fn set_feed(&mut self, feed: &str) {
-        let next = self.feeds.len() as u32;
-        self.feeds.entry(feed.to_string()).or_insert(next);
+        if !self.feeds.contains_key(feed) {
+            self.feeds.insert(feed.to_string(), self.next_feed);
+            self.next_feed += 1;
+        }
     }
 
     /// Forgets a user (their later events are skipped as unknown).
@@ -120,9 +127,16 @@ impl AccessStats {
         self.users.remove(user);
     }
 
-    /// Forgets a feed.
+    /// Forgets a feed and every user's histogram of it (stored again without it).
     pub fn remove_feed(&mut self, feed: &str) {
-        self.feeds.remove(feed);
+        let Some(i) = self.feeds.remove(feed) else {
+            return;
+        };
+        for (name, u) in &mut self.users {
+            if u.feeds.remove(&i).is_some() {
+                self.dirty.insert(name.clone());
+            }
+        }
     }
 
     /// Why an event would be skipped, or `None` if it would be recorded.
@@ -231,6 +245,23 @@ impl AccessStats {
         true
     }
 
+    /// Drops every user's histogram of a feed `keep(user, feed)` refuses; the users
+    /// affected are marked to be stored again. Returns how many histograms were dropped.
+    pub fn retain_feed_histograms(&mut self, keep: impl Fn(&str, &str) -> bool) -> usize {
+        let names: HashMap<u32, &str> = self.feeds.iter().map(|(f, &i)| (i, f.as_str())).collect();
+        let mut dropped = 0;
+        for (user, u) in &mut self.users {
+            let before = u.feeds.len();
+            u.feeds
+                .retain(|i, _| names.get(i).is_some_and(|feed| keep(user, feed)));
+            if u.feeds.len() < before {
+                dropped += before - u.feeds.len();
+                self.dirty.insert(user.clone());
+            }
+        }
+        dropped
+    }
+
     /// A user's app-level histogram.
     pub fn app_histogram(&self, user: &str) -> Option<&[f32]> {
         self.users.get(user).map(|u| u.app.as_slice())
@@ -293,5 +324,38 @@ mod tests {
         assert_eq!(t.app_histogram("u"), s.app_histogram("u"));
         assert_eq!(t.feed_histogram("u", "f"), s.feed_histogram("u", "f"));
         assert!(!t.restore("ghost", StoredAccess::default()));
+    }
+
+    #[test]
+    fn a_feed_added_after_a_removal_never_shares_a_live_feeds_histogram() {
+        // The case: feeds a, b, c; remove a; add d; one access to c.
+        let day = 86_400_000;
+        let now = 100 * day;
+        let mut s = AccessStats::new(24, day);
+        s.set_user("u", 1.0);
+        for f in ["a", "b", "c"] {
+            s.set_feed(f);
+        }
+        s.remove_feed("a");
+        s.set_feed("d");
+        let read = AccessEvent {
+            user_id: "u".into(),
+            feed_id: "c".into(),
+            unix_ms: now - 3_600_000,
+        };
+        assert_eq!(s.record(&[read], now).accepted, 1);
+        let sum = |h: Option<&[f32]>| h.map_or(0.0, |h| h.iter().sum::<f32>());
+        assert_eq!(sum(s.feed_histogram("u", "c")), 1.0);
+        assert_eq!(sum(s.feed_histogram("u", "d")), 0.0, "nobody read d");
+        // Stored under c's name only.
+        let stored = s.take_dirty().pop().unwrap().1;
+        assert_eq!(stored.feeds.keys().collect::<Vec<_>>(), ["c"]);
+        // Removing c drops its histogram, and the user is stored again without it; a feed
+        // registered again later under the same name starts empty.
+        s.remove_feed("c");
+        let again = s.take_dirty().pop().expect("stored again").1;
+        assert!(again.feeds.is_empty());
+        s.set_feed("c");
+        assert_eq!(sum(s.feed_histogram("u", "c")), 0.0);
     }
 }

@@ -44,6 +44,54 @@ pub(super) async fn load<B: KvBackend>(
     Ok(since)
 }
 
+/// Writes per batch of the repair: under etcd's default limit of 128 operations a request.
+const REPAIR_BATCH: usize = 100;
+
+/// Once per store: drops stored histograms of feeds their user does not subscribe to, and
+/// stores the users affected again. Until feed numbers were made unique, a feed added after
+/// a removal took a live feed's number, the two shared one histogram, and it was stored
+/// under either name: one feed's reads could sit under another feed's name. Which feed a
+/// user read cannot be told from the record; a histogram of a feed the user does not
+/// subscribe to is the detectable case, and it weighs in no plan (a feed's access rate
+/// sums its subscribers'), so it goes. The marker is written after the users, so a repair
+/// cut short runs again. Returns the histograms dropped, `None` when already done.
+pub(super) async fn repair_once<B: KvBackend>(
+    store: &B,
+    registry: &crate::registry::Registry<B>,
+    access: &mut AccessStats,
+) -> anyhow::Result<Option<usize>> {
+    let marker = Key::AccessRepaired.encode()?;
+    if store.get(marker.clone()).await?.is_some() {
+        return Ok(None);
+    }
+    let subscribers = registry.all_subscribers().await?;
+    let subscribed: std::collections::HashSet<(&str, &str)> = subscribers
+        .iter()
+        .flat_map(|(feed, users)| users.iter().map(move |u| (u.as_str(), feed.as_str())))
+        .collect();
+    let dropped = access.retain_feed_histograms(|user, feed| subscribed.contains(&(user, feed)));
+    let dirty = access.take_dirty();
+    for part in dirty.chunks(REPAIR_BATCH) {
+        let mut ops = Vec::with_capacity(part.len());
+        for (user, stored) in part {
+            ops.push(Op::Put(
+                Key::Access(user).encode()?,
+                serde_json::to_vec(stored)?,
+            ));
+        }
+        store.batch(ops).await?;
+    }
+    store.batch(vec![Op::Put(marker, b"1".to_vec())]).await?;
+    if dropped > 0 {
+        tracing::warn!(
+            histograms = dropped,
+            users = dirty.len(),
+            "reader histograms of feeds their user does not subscribe to dropped (written before feed numbers were unique)"
+        );
+    }
+    Ok(Some(dropped))
+}
+
 impl<B: KvBackend> Hub<B> {
     /// Stores the histograms of users with accesses since the last call; returns how many.
     /// On failure they stay marked, for the next call.
@@ -127,6 +175,82 @@ mod tests {
             let again = open(&store, clock).await;
             assert_eq!(again.with_state(histograms).await, (app, per_feed));
             assert_eq!(again.access_since_ms, t0);
+        });
+    }
+
+    #[test]
+    fn histograms_of_feeds_a_user_does_not_read_are_dropped_once_at_open() {
+        use crate::access::StoredAccess;
+        use crate::store::keys::Key;
+        use crate::store::{KvBackend, Op};
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = Arc::new(MemoryBackend::new());
+            let clock = SimClock::manual(1_772_409_600_000);
+            let hub = open(&store, clock).await;
+            for f in ["c", "d"] {
+                hub.add_feed(Some(f), &format!("https://{f}.example/rss"), 1.0)
+                    .await
+                    .unwrap();
+            }
+            hub.add_user("u", 1.0).await.unwrap();
+            hub.registry().subscribe("u", "c").await.unwrap();
+            drop(hub);
+            // A record as the old numbering could leave it: c's reads stored under d.
+            let mut h = vec![0.0f32; 24];
+            h[9] = 3.0;
+            let record = |feeds: &[(&str, &Vec<f32>)]| StoredAccess {
+                app: vec![0.0; 24],
+                feeds: feeds
+                    .iter()
+                    .map(|(f, h)| (f.to_string(), (*h).clone()))
+                    .collect(),
+            };
+            let put = |r: StoredAccess| {
+                let store = store.clone();
+                async move {
+                    let key = Key::Access("u").encode().unwrap();
+                    store
+                        .batch(vec![Op::Put(key, serde_json::to_vec(&r).unwrap())])
+                        .await
+                        .unwrap();
+                }
+            };
+            // The store predates the repair: no marker yet (the first open set it).
+            store
+                .batch(vec![Op::Delete(Key::AccessRepaired.encode().unwrap())])
+                .await
+                .unwrap();
+            put(record(&[("c", &h), ("d", &h)])).await;
+            let hub = open(&store, clock).await;
+            let seen = |s: &mut crate::hub::actor::State| {
+                (
+                    s.access.feed_histogram("u", "c").map(|h| h.to_vec()),
+                    s.access.feed_histogram("u", "d").map(|h| h.to_vec()),
+                )
+            };
+            assert_eq!(hub.with_state(seen).await, (Some(h.clone()), None));
+            let stored = store
+                .get(Key::Access("u").encode().unwrap())
+                .await
+                .unwrap()
+                .unwrap();
+            let stored: StoredAccess = serde_json::from_slice(&stored).unwrap();
+            assert_eq!(
+                stored.feeds.keys().collect::<Vec<_>>(),
+                ["c"],
+                "stored repaired"
+            );
+            drop(hub);
+            // Once only: a histogram written after the repair stays (readers of a feed
+            // they later unsubscribed from are not scanned for at every start).
+            put(record(&[("c", &h), ("d", &h)])).await;
+            let hub = open(&store, clock).await;
+            assert_eq!(hub.with_state(seen).await, (Some(h.clone()), Some(h)));
         });
     }
 }

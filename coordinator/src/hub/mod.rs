@@ -182,6 +182,7 @@ impl<B: KvBackend> Hub<B> {
         }
         let access_since_ms =
             access_state::load(store.as_ref(), &mut access, clock.now_ms()).await?;
+        access_state::repair_once(store.as_ref(), &registry, &mut access).await?;
         let host_limits = crate::host_limits::all(store.as_ref())
             .await?
             .into_iter()

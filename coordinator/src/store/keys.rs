@@ -38,6 +38,9 @@ pub enum Key<'a> {
     Access(&'a str),
     /// Since when the access histograms have been collected (their exposure).
     AccessSince,
+    /// Set once the access histograms written before feed numbers were unique have been
+    /// repaired ([`crate::hub`]'s open).
+    AccessRepaired,
     /// Which stored plan is whole: its generation, chunk count and budget.
     PlanMeta,
     /// One chunk of the stored plan of a generation (feeds in id order).
@@ -78,6 +81,7 @@ impl Key<'_> {
             Key::HostLimit(h) => format!("hostlimit/{}", check(h)?),
             Key::Access(u) => format!("access/{}", check(u)?),
             Key::AccessSince => "accesssince".to_string(),
+            Key::AccessRepaired => "accessrepaired".to_string(),
             Key::PlanMeta => "planmeta".to_string(),
             Key::PlanChunk(g, i) => format!("plan/{g:016x}/{i:08x}"),
         }
@@ -104,6 +108,7 @@ impl Key<'_> {
             Key::HostLimit(_) => "hostlimit/",
             Key::Access(_) => "access/",
             Key::AccessSince => "accesssince",
+            Key::AccessRepaired => "accessrepaired",
             Key::PlanMeta => "planmeta",
             Key::PlanChunk(..) => "plan/",
         };
@@ -130,6 +135,7 @@ impl Key<'_> {
             Key::HostLimit(_) => b"hostlimit/".to_vec(),
             Key::Access(_) => b"access/".to_vec(),
             Key::AccessSince => b"accesssince".to_vec(),
+            Key::AccessRepaired => b"accessrepaired".to_vec(),
             Key::PlanMeta => b"planmeta".to_vec(),
             Key::PlanChunk(g, _) => format!("plan/{g:016x}/").into_bytes(),
         })
