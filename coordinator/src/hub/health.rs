@@ -144,7 +144,8 @@ impl<B: KvBackend> Hub<B> {
                             Err(e) => return Err(e.into()),
                         }
                     }
-                    self.registry.remove_feed(feed).await?;
+                    // As RemoveFeed does: out of the registry and of the reader statistics.
+                    self.remove_feed(feed).await?;
                     tracing::info!(feed, into = %other.id, %url, "feed moved onto a registered feed: merged");
                     Ok("merged")
                 }
