@@ -160,6 +160,7 @@ fn main() {
                     health: Default::default(),
                     retention: Default::default(),
                     plan_snapshot_every: None,
+                    private_allowed: Vec::new(),
                     planner: PlannerSettings {
                         budget: Budget::PerFeedPerDay(4.0),
                         ..PlannerSettings::default()

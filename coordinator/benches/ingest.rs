@@ -114,6 +114,7 @@ fn main() {
                 health: Default::default(),
                 retention: Default::default(),
                 plan_snapshot_every: None,
+                private_allowed: Vec::new(),
             },
         )
         .await

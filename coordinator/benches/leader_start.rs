@@ -152,6 +152,7 @@ fn hub_config() -> HubConfig {
         health: Default::default(),
         retention: Default::default(),
         plan_snapshot_every: None,
+        private_allowed: Vec::new(),
     }
 }
 

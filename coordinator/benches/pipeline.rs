@@ -88,6 +88,7 @@ fn main() {
                     health: Default::default(),
                     retention: Default::default(),
                     plan_snapshot_every: None,
+                    private_allowed: Vec::new(),
                     planner: PlannerSettings {
                         // Evenly spaced fetches: a steady planned rate, not the optimal
                         // plan's bursts at shared peaks.

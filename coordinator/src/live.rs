@@ -212,6 +212,7 @@ impl LivePlanArgs {
             replan_interval: replan,
             plan_snapshot_every: Some(Duration::from(self.plan_snapshot_interval))
                 .filter(|d| !d.is_zero()),
+            private_allowed: Vec::new(),
         })
     }
 }
@@ -282,6 +283,11 @@ pub struct ServeArgs {
     /// Serve without credentials. Allowed only when every listen address is loopback.
     #[arg(long)]
     pub insecure_loopback: bool,
+    /// Accept feed URLs whose host is an IP literal in this private/loopback network
+    /// (repeatable), e.g. 127.0.0.0/8; others outside the public address space are refused
+    /// at AddFeed and ImportOpml. Workers need their own `--allow-private` to fetch them.
+    #[arg(long)]
+    pub allow_private: Vec<ipnet::IpNet>,
     /// Capacity a worker may claim at most, fetches per second.
     #[arg(long, default_value_t = 200.0)]
     pub max_worker_capacity: f64,
@@ -549,9 +555,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         },
         metrics_addr: Some(a.metrics_addr),
         extra_buckets: Vec::new(),
-        hub: a
-            .plan
-            .hub_config(clock.scale(), a.plan.host_gap_or(Duration::from_secs(1)))?,
+        hub: HubConfig {
+            private_allowed: a.allow_private.clone(),
+            ..a.plan
+                .hub_config(clock.scale(), a.plan.host_gap_or(Duration::from_secs(1)))?
+        },
         clock,
     };
     kairos_coordinator::server::serve(store, o)

@@ -99,6 +99,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             },
             // One hub for the whole replay: no later leader to hand a plan to.
             plan_snapshot_every: None,
+            // Its feeds' URLs are host names under `.invalid`.
+            private_allowed: Vec::new(),
         },
     )
     .await?;

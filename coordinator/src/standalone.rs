@@ -200,6 +200,8 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
         allow.push("127.0.0.0/8".parse().expect("valid network"));
     }
     let mut hub = a.plan.hub_config(clock.scale(), host_gap)?;
+    // Its in-process workers fetch what `allow` permits; its registry accepts the same.
+    hub.private_allowed = allow.clone();
     if demo.is_some() {
         // The demo's summary measures every posting published since the start from the
         // store, so the demo keeps them all, however long it runs.

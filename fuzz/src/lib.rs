@@ -166,6 +166,7 @@ fn hub() -> &'static (Hub<MemoryBackend>, String) {
                     health: Default::default(),
                     retention: Default::default(),
                     plan_snapshot_every: None,
+                    private_allowed: Vec::new(),
                 },
             )
             .await

@@ -1,6 +1,7 @@
 //! Plumbing shared by the coordinator and the worker, and nothing else: it links neither the
 //! planner nor the fetcher, so each binary takes only what it runs.
 //!
+//! * [`address`] — which IP addresses are public (a fetch's target, a feed's URL);
 //! * [`allowance`] — the most fetches a worker may start on a UTC day (the hard part of
 //!   the budget);
 //! * [`auth`] — bearer tokens with scopes in front of every gRPC service;
@@ -13,6 +14,7 @@
 //! * [`process`] — logging set-up, shutdown signals, periodic reloads;
 //! * [`telemetry`] — the `/metrics` endpoint both binaries serve.
 
+pub mod address;
 pub mod allowance;
 pub mod auth;
 pub mod clock;

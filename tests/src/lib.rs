@@ -169,6 +169,11 @@ pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
     if !args.contains(&"--tokens") {
         all.push("--insecure-loopback");
     }
+    // Their feeds are served on loopback addresses; those that test the refusal pass
+    // their own `--allow-private` (or `--allow-private 0.0.0.0/32`, which permits none).
+    if !args.contains(&"--allow-private") {
+        all.extend(["--allow-private", "127.0.0.0/8"]);
+    }
     let (child, found) = spawn_until(
         "kairos-coordinator",
         &all,

@@ -110,6 +110,8 @@ fn silent_connections_are_closed_and_a_flood_never_takes_the_probes() {
             "--metrics-addr",
             "127.0.0.1:0",
             "--insecure-loopback",
+            "--allow-private",
+            "127.0.0.0/8",
         ]);
     let (child, found) = spawn_command_until(
         cmd,

@@ -136,6 +136,8 @@ impl Rig {
         let mut b_args = strings(&[
             "serve",
             "--insecure-loopback",
+            "--allow-private",
+            "127.0.0.0/8",
             "--listen",
             "127.0.0.1:0",
             "--metrics-addr",

@@ -66,6 +66,8 @@ async fn reader_tokens_act_only_for_their_users_and_worker_tokens_send_no_access
             "127.0.0.1:0",
             "--tokens",
             tokens.to_str().unwrap(),
+            "--allow-private",
+            "127.0.0.0/8",
         ],
         &dir.path().join("coordinator.log"),
         &[

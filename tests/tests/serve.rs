@@ -560,3 +560,58 @@ fn contradictory_store_flags_are_refused_at_start() {
     );
     assert!(kairos_tests::try_scrape(&c.metrics).is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feed_urls_naming_private_or_metadata_addresses_are_refused_unless_allowed() {
+    let dir = TempDir::new("serve-private");
+    // Only 10.9.0.0/16 permitted (no loopback, unlike the other tests).
+    let c = start_coordinator(
+        &["--allow-private", "10.9.0.0/16"],
+        &dir.path().join("coordinator.log"),
+    );
+    let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://127.0.0.1:9/feed",
+        "http://[::1]/feed",
+        "http://[::ffff:10.0.0.1]/feed",
+        "http://192.168.1.1/rss",
+        "http://100.64.0.1/rss",
+        "http://224.0.0.1/rss",
+    ] {
+        let e = admin.add_feed(add_feed("", url)).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{url}: {e:?}");
+        assert!(e.message().contains("--allow-private"), "{url}: {e:?}");
+    }
+    // The permitted network, and host names (left to the workers' DNS checks), are taken.
+    admin
+        .add_feed(add_feed("inside", "http://10.9.1.2/rss"))
+        .await
+        .unwrap();
+    admin
+        .add_feed(add_feed("named", "https://news.example/feed.xml"))
+        .await
+        .unwrap();
+    // In an OPML import the refused outline is skipped with its reason; the rest land.
+    let opml = pb::ImportOpmlRequest {
+        opml: r#"<opml version="2.0"><body><outline xmlUrl="http://169.254.169.254/latest/meta-data/"/><outline xmlUrl="https://a.example/rss"/></body></opml>"#.into(),
+        user_id: String::new(),
+    };
+    let got = admin.import_opml(opml).await.unwrap().into_inner();
+    assert_eq!(got.feeds_added, 1);
+    assert_eq!(got.skipped.len(), 1);
+    assert!(
+        got.skipped[0].contains("169.254.169.254"),
+        "{:?}",
+        got.skipped
+    );
+    // None of the refused URLs is listed.
+    let listed = admin
+        .list_feeds(pb::ListFeedsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let urls: Vec<String> = listed.feeds.iter().map(|f| f.url.clone()).collect();
+    assert_eq!(urls.len(), 3, "{urls:?}");
+    assert!(urls.iter().all(|u| !u.contains("169.254")), "{urls:?}");
+}

@@ -153,6 +153,7 @@ mod tests {
                     health: Default::default(),
                     retention: Default::default(),
                     plan_snapshot_every: None,
+                    private_allowed: Vec::new(),
                 },
             )
             .await

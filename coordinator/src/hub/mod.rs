@@ -60,6 +60,9 @@ pub struct HubConfig {
     /// Wall time between two writes of the plan to the store ([`stored_plan`]), which a
     /// new leader serves while its first round solves; `None`: not written.
     pub plan_snapshot_every: Option<Duration>,
+    /// Networks a feed URL's IP literal may name besides public addresses (`serve
+    /// --allow-private`); others are refused at AddFeed and ImportOpml.
+    pub private_allowed: Vec<ipnet::IpNet>,
 }
 
 type PlanView = Arc<
@@ -107,7 +110,8 @@ impl<B: KvBackend> Hub<B> {
         cfg.planner
             .validate()
             .map_err(|e| anyhow::anyhow!("planner settings: {e}"))?;
-        let registry = Registry::new(store.clone());
+        let registry =
+            Registry::new(store.clone()).with_private_allowed(cfg.private_allowed.clone());
         let mut access = AccessStats::new(24, DAY_MS);
         let (users, feeds) = (registry.all_users().await?, registry.all_feeds().await?);
         for u in &users {
@@ -788,6 +792,7 @@ pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock)
             health: Default::default(),
             retention: Default::default(),
             plan_snapshot_every: None,
+            private_allowed: Vec::new(),
         },
     )
     .await

@@ -81,6 +81,9 @@ pub struct OpmlImport {
 /// The registry over a store backend.
 pub struct Registry<B> {
     store: Arc<B>,
+    /// Networks a feed URL's IP literal may name besides public addresses
+    /// ([`check_target`]); empty by default.
+    private_allowed: Arc<[ipnet::IpNet]>,
 }
 
 /// Largest feed or user weight: weights scale costs, and one astronomically weighted feed
@@ -148,6 +151,29 @@ fn check_opml_shape(opml: &str) -> Result<(), RegistryError> {
     Ok(())
 }
 
+/// Refuses a normalized feed URL whose host is an IP literal outside the public address
+/// space (private, loopback, link-local and its cloud metadata endpoint, CGNAT, multicast,
+/// reserved: [`kairos_runtime::address::is_public`]) unless `allowed` holds it. Workers
+/// refuse to fetch such a target anyway; refused here, it is an error the caller sees,
+/// not a listed feed that fails at every fetch. Host names are left to the workers, which
+/// check every DNS answer.
+pub fn check_target(url: &str, allowed: &[ipnet::IpNet]) -> Result<(), RegistryError> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(()); // check_url's to refuse
+    };
+    let ip: std::net::IpAddr = match parsed.host() {
+        Some(url::Host::Ipv4(v4)) => v4.into(),
+        Some(url::Host::Ipv6(v6)) => v6.into(),
+        _ => return Ok(()),
+    };
+    if kairos_runtime::address::is_public(ip) || allowed.iter().any(|n| n.contains(&ip)) {
+        return Ok(());
+    }
+    Err(RegistryError::InvalidArgument(format!(
+        "url names {ip}, which is not a public address (private, loopback, link-local, shared or reserved); a coordinator started with --allow-private NETWORK permits it"
+    )))
+}
+
 /// Validates a feed URL and returns it normalized with its politeness host.
 pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
     if raw.len() > MAX_URL_BYTES {
@@ -192,7 +218,17 @@ pub fn check_url(raw: &str) -> Result<(String, String), RegistryError> {
 impl<B: KvBackend> Registry<B> {
     /// A registry over `store`.
     pub fn new(store: Arc<B>) -> Self {
-        Registry { store }
+        Registry {
+            store,
+            private_allowed: Arc::from(Vec::new()),
+        }
+    }
+
+    /// The same registry, permitting feed URLs whose IP literal is in `allowed` (`serve
+    /// --allow-private`; the demo's loopback farm).
+    pub fn with_private_allowed(mut self, allowed: Vec<ipnet::IpNet>) -> Self {
+        self.private_allowed = Arc::from(allowed);
+        self
     }
 
     /// Adds a feed; `id` defaults to a hash of the normalized URL. A URL already registered
@@ -204,6 +240,7 @@ impl<B: KvBackend> Registry<B> {
         w: f64,
     ) -> Result<FeedRecord, RegistryError> {
         let (url, host) = check_url(url)?;
+        check_target(&url, &self.private_allowed)?;
         let id = match id.filter(|s| !s.is_empty()) {
             Some(id) => id.to_string(),
             None => format!("{:016x}", xxh3_64(url.as_bytes())),
@@ -258,6 +295,7 @@ impl<B: KvBackend> Registry<B> {
     pub async fn set_feed_url(&self, id: &str, url: &str) -> Result<FeedRecord, RegistryError> {
         let mut rec = self.get_feed(id).await?;
         let (url, host) = check_url(url)?;
+        check_target(&url, &self.private_allowed)?;
         if url == rec.url {
             return Ok(rec);
         }
@@ -527,7 +565,10 @@ impl<B: KvBackend> Registry<B> {
         let mut feeds: Vec<FeedRecord> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for raw in urls {
-            match check_url(&raw) {
+            match check_url(&raw).and_then(|(url, host)| {
+                check_target(&url, &self.private_allowed)?;
+                Ok((url, host))
+            }) {
                 Ok((url, host)) => {
                     let id = format!("{:016x}", xxh3_64(url.as_bytes()));
                     if seen.insert(id.clone()) {
@@ -644,6 +685,30 @@ mod tests {
             assert!(!e.contains("s3cret") && !e.contains("alice"), "{raw}: {e}");
         }
         assert!(check_url("https://feeds.example/rss?user=alice").is_ok());
+        // IP literals outside the public space are refused unless allowed; names pass.
+        let allowed: Vec<ipnet::IpNet> = vec!["10.9.0.0/16".parse().unwrap()];
+        for refused in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://127.0.0.1:8080/rss",
+            "http://[::1]/rss",
+            "http://[fe80::1]/rss",
+            "http://[::ffff:192.168.0.1]/rss",
+            "http://100.100.100.200/rss",
+            "http://0.0.0.0/rss",
+            "http://10.8.0.1/rss",
+        ] {
+            let (url, _) = check_url(refused).unwrap();
+            assert!(check_target(&url, &allowed).is_err(), "{refused}");
+        }
+        for taken in [
+            "http://10.9.3.4/rss",
+            "http://93.184.216.34/rss",
+            "http://[2606:4700::1]/rss",
+            "https://localhost.example/rss",
+        ] {
+            let (url, _) = check_url(taken).unwrap();
+            assert!(check_target(&url, &allowed).is_ok(), "{taken}");
+        }
     }
 
     fn rt() -> tokio::runtime::Runtime {
