@@ -134,7 +134,9 @@ fn main() {
         let start = 1_780_000_000_000 - 1_780_000_000_000 % DAY_MS;
         let clock = SimClock::manual(start);
         let store = Arc::new(MemoryBackend::new());
-        let registry = Registry::new(store.clone());
+        // Its feeds are on loopback, as `serve --allow-private 127.0.0.0/8` would take them.
+        let registry = Registry::new(store.clone())
+            .with_private_allowed(vec!["127.0.0.0/8".parse().unwrap()]);
         for i in 0..feeds {
             registry
                 .add_feed(Some(&format!("f{i}")), &format!("http://127.0.0.1:9/f{i}"), 1.0)

@@ -68,7 +68,9 @@ fn main() {
         ));
         let serving = farm.clone().serve().await.unwrap();
         let store = Arc::new(MemoryBackend::new());
-        let registry = Registry::new(store.clone());
+        // Its feeds are on loopback, as `serve --allow-private 127.0.0.0/8` would take them.
+        let registry = Registry::new(store.clone())
+            .with_private_allowed(vec!["127.0.0.0/8".parse().unwrap()]);
         for (i, url) in serving.urls.iter().enumerate() {
             registry.add_feed(Some(&format!("f{i}")), url, 1.0).await.unwrap();
         }

@@ -103,7 +103,8 @@ async fn setup_demo<B: KvBackend>(
         .serve()
         .await
         .context("serving the demo feed farm on loopback")?;
-    let registry = Registry::new(store.clone());
+    // The demo's farm is ours, on loopback.
+    let registry = Registry::new(store.clone()).with_private_allowed(vec![loopback()]);
     for (i, url) in serving.urls.iter().enumerate() {
         let id = format!("farm-{i}");
         match registry.add_feed(Some(&id), url, 1.0).await {
@@ -142,10 +143,21 @@ async fn setup_demo<B: KvBackend>(
     })
 }
 
-async fn register_feed_file<B: KvBackend>(store: &Arc<B>, path: &std::path::Path) -> Result<()> {
+/// Loopback IPv4, which the demo's farm listens on.
+fn loopback() -> ipnet::IpNet {
+    "127.0.0.0/8".parse().expect("valid network")
+}
+
+/// Registers the feeds of a URL list or OPML file; URLs naming non-public IP literals are
+/// taken only inside `allowed` (`--allow-private`), as at AddFeed.
+async fn register_feed_file<B: KvBackend>(
+    store: &Arc<B>,
+    path: &std::path::Path,
+    allowed: &[ipnet::IpNet],
+) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the feed list {}", path.display()))?;
-    let registry = Registry::new(store.clone());
+    let registry = Registry::new(store.clone()).with_private_allowed(allowed.to_vec());
     if text.trim_start().starts_with('<') {
         let r = registry
             .import_opml(&text, None)
@@ -186,7 +198,8 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
     let demo = if a.demo {
         Some(setup_demo(&store, &a, clock).await?)
     } else {
-        register_feed_file(&store, a.feeds.as_deref().expect("clap requires --feeds")).await?;
+        let path = a.feeds.as_deref().expect("clap requires --feeds");
+        register_feed_file(&store, path, &a.allow_private).await?;
         None
     };
     let host_gap = a.plan.host_gap_or(if demo.is_some() {
@@ -197,7 +210,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
     let mut allow = a.allow_private.clone();
     if demo.is_some() {
         // The demo's farm is ours, on loopback.
-        allow.push("127.0.0.0/8".parse().expect("valid network"));
+        allow.push(loopback());
     }
     let mut hub = a.plan.hub_config(clock.scale(), host_gap)?;
     // Its in-process workers fetch what `allow` permits; its registry accepts the same.

@@ -190,7 +190,8 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
     assert!(s["avg_delay_seconds"].as_f64().unwrap() > 0.0, "{s}");
     let log = String::from_utf8_lossy(&run.stderr);
     assert!(log.contains("retention: old postings removed"), "{log}");
-    // Without the allow-list the same loopback targets are refused, counted, not fetched.
+    // Without the allow-list the same loopback URLs are refused as they are read (as
+    // AddFeed refuses them): skipped with the reason, never registered, never fetched.
     let denied = dir.path().join("denied.json");
     let mut args = vec![
         "standalone",
@@ -204,12 +205,20 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
         denied.to_str().unwrap(),
     ];
     args.extend_from_slice(&clock);
-    assert!(coordinator(&args).status.success());
-    let d = summary(&denied);
-    assert_eq!(
-        d["fetch_outcomes"]["forbidden_target"].as_f64(),
-        Some(12.0),
-        "{d}"
+    let run = coordinator(&args);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("feeds: 0 added, 13 lines skipped"),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
     );
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("not a public address"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let d = summary(&denied);
+    assert_eq!(d["feeds"].as_f64(), Some(0.0), "{d}");
+    assert_eq!(d["fetches"].as_f64(), Some(0.0), "{d}");
     assert_eq!(d["postings_ingested"].as_f64(), Some(0.0));
 }
