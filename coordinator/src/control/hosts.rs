@@ -1,8 +1,14 @@
-//! What hosts told us about their capacity: a `429 Too Many Requests` or `503` (with or
-//! without `Retry-After`) holds every feed of the host until the time it named, and halves
-//! the host's share of the plan — multiplicative decrease, as a congestion controller
-//! would — which recovers by doubling after each full day without a throttle. The
-//! politeness cap from the workers' gap stays the ceiling throughout.
+//! What hosts told us about their capacity. A `429 Too Many Requests` or `503` (with or
+//! without `Retry-After`) is first taken as about the one route that answered it: that
+//! feed is held until the time it named, and its host's other feeds are not. Hosts that
+//! serve thousands of independent routes (RSSHub, bridges, platform hosts) rate-limit one
+//! route at a time, and holding the whole host for one of them stopped every other feed
+//! there. When the answers are about the host — throttles from [`HOST_BREAKER_ROUTES`]
+//! distinct feeds of it within their holds, or from at least half its feeds (a host of one
+//! or two feeds) — the host's breaker trips: every feed of the host is held until the
+//! time named, and the host's share of the plan halves — multiplicative decrease, as a
+//! congestion controller would — recovering by doubling after each full day without a
+//! throttle. The politeness cap from the workers' gap stays the ceiling throughout.
 //!
 //! The state is kept in memory: after a restart a throttling host is found again by its
 //! next 429, at the cost of one refused fetch.
@@ -14,6 +20,32 @@ const DAY_MS: i64 = 86_400_000;
 const DEFAULT_HOLD_MS: i64 = 3_600_000;
 /// Lowest share of its original rate a throttled host is planned at.
 const MIN_FACTOR: f64 = 1.0 / 64.0;
+/// Distinct feeds of a host throttled within their holds that make the throttle the
+/// host's, however many feeds it has.
+pub const HOST_BREAKER_ROUTES: usize = 3;
+
+/// One route (feed) held after it was throttled, its host not (yet).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteHold {
+    /// The feed's host.
+    pub host: String,
+    /// No fetch of this feed before this time, Unix ms.
+    pub until_ms: i64,
+    /// Throttles of this feed since it was last clear.
+    pub throttles: u64,
+}
+
+/// What a throttle held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// The one feed that answered it.
+    Route,
+    /// Every feed of the host; `fresh` when the host was not held before.
+    Host {
+        /// The breaker has just tripped.
+        fresh: bool,
+    },
+}
 
 /// One throttled host.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,17 +73,54 @@ impl Throttle {
 #[derive(Clone, Debug, Default)]
 pub struct HostThrottles {
     hosts: HashMap<String, Throttle>,
+    routes: HashMap<String, RouteHold>,
 }
 
 impl HostThrottles {
-    /// Records a throttle of `host` at `at_ms` with an optional `Retry-After` (s), when the
-    /// host was planned at `planned_per_day`.
-    pub fn throttled(&mut self, host: &str, at_ms: i64, retry_after_s: u32, planned_per_day: f64) {
-        let hold = if retry_after_s > 0 {
-            retry_after_s as i64 * 1000
+    /// Records a throttle of `feed` on `host` (which has `host_feeds` feeds, planned at
+    /// `planned_per_day` together) at `at_ms`, with an optional `Retry-After` (s): holds the
+    /// feed, or the whole host when the answers are about it (the module's rule).
+    pub fn throttled_route(
+        &mut self,
+        host: &str,
+        feed: &str,
+        host_feeds: usize,
+        at_ms: i64,
+        retry_after_s: u32,
+        planned_per_day: f64,
+    ) -> Held {
+        let until = at_ms + hold_ms(retry_after_s);
+        let r = self.routes.entry(feed.to_string()).or_insert(RouteHold {
+            host: host.to_string(),
+            until_ms: until,
+            throttles: 0,
+        });
+        r.until_ms = r.until_ms.max(until);
+        r.throttles += 1;
+        let routes = self
+            .routes
+            .values()
+            .filter(|r| r.host == host && r.until_ms > at_ms)
+            .count();
+        let host_held = self.hosts.get(host).is_some_and(|t| t.until_ms > at_ms);
+        if host_held || routes >= HOST_BREAKER_ROUTES || 2 * routes >= host_feeds.max(1) {
+            let fresh = !self.hosts.contains_key(host);
+            self.throttled(host, at_ms, retry_after_s, planned_per_day);
+            Held::Host { fresh }
         } else {
-            DEFAULT_HOLD_MS
-        };
+            Held::Route
+        }
+    }
+
+    /// A feed held on its own, if it still is at `now_ms`.
+    pub fn route(&self, feed: &str, now_ms: i64) -> Option<&RouteHold> {
+        self.routes.get(feed).filter(|r| r.until_ms > now_ms)
+    }
+
+    /// Records a throttle of the whole `host` at `at_ms` with an optional `Retry-After` (s),
+    /// when the host was planned at `planned_per_day`.
+    pub fn throttled(&mut self, host: &str, at_ms: i64, retry_after_s: u32, planned_per_day: f64) {
+        let hold = hold_ms(retry_after_s);
         let t = self.hosts.entry(host.to_string()).or_insert(Throttle {
             until_ms: at_ms,
             base_per_day: planned_per_day.max(1.0 / 7.0),
@@ -85,6 +154,7 @@ impl HostThrottles {
         for h in &cleared {
             self.hosts.remove(h);
         }
+        self.routes.retain(|_, r| r.until_ms > now_ms);
         cleared
     }
 
@@ -106,6 +176,15 @@ impl HostThrottles {
     /// Whether no host is throttled.
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
+    }
+}
+
+/// How long a throttle holds: its `Retry-After`, or an hour without one.
+fn hold_ms(retry_after_s: u32) -> i64 {
+    if retry_after_s > 0 {
+        retry_after_s as i64 * 1000
+    } else {
+        DEFAULT_HOLD_MS
     }
 }
 
@@ -144,5 +223,50 @@ mod tests {
             t.throttled("h", i * DAY_MS, 1, 64.0);
         }
         assert_eq!(t.get("h").unwrap().cap_per_day(), 1.0);
+    }
+
+    #[test]
+    fn one_throttled_route_holds_its_feed_and_several_hold_the_host() {
+        let mut t = HostThrottles::default();
+        // A host of a thousand routes: one answers 429 for two minutes.
+        let held = t.throttled_route("hub", "r1", 1_000, 1_000, 120, 500.0);
+        assert_eq!(held, Held::Route);
+        assert!(t.get("hub").is_none(), "the host is not held");
+        assert_eq!(t.route("r1", 2_000).unwrap().until_ms, 121_000);
+        assert!(t.route("r2", 2_000).is_none());
+        // The same route again: still its own.
+        assert_eq!(
+            t.throttled_route("hub", "r1", 1_000, 5_000, 120, 500.0),
+            Held::Route
+        );
+        // A second route, then a third within their holds: the host's breaker trips once.
+        assert_eq!(
+            t.throttled_route("hub", "r2", 1_000, 6_000, 120, 500.0),
+            Held::Route
+        );
+        let third = t.throttled_route("hub", "r3", 1_000, 7_000, 120, 500.0);
+        assert_eq!(third, Held::Host { fresh: true });
+        assert_eq!(t.get("hub").unwrap().cap_per_day(), 250.0);
+        let more = t.throttled_route("hub", "r4", 1_000, 8_000, 120, 500.0);
+        assert_eq!(more, Held::Host { fresh: false });
+        // Route holds end with their time; an expired one no longer counts toward the host.
+        t.recover(200_000);
+        assert!(t.route("r1", 200_000).is_none());
+        let mut t = HostThrottles::default();
+        t.throttled_route("hub", "a", 1_000, 0, 60, 10.0);
+        t.throttled_route("hub", "b", 1_000, 70_000, 60, 10.0);
+        assert_eq!(
+            t.throttled_route("hub", "c", 1_000, 80_000, 60, 10.0),
+            Held::Route
+        );
+        // A host of one or two feeds: one throttled feed is half of it, so the host's.
+        let mut t = HostThrottles::default();
+        let small = t.throttled_route("blog", "only", 1, 0, 0, 4.0);
+        assert_eq!(small, Held::Host { fresh: true });
+        assert_eq!(t.get("blog").unwrap().until_ms, DEFAULT_HOLD_MS);
+        assert_eq!(
+            t.throttled_route("pair", "one", 2, 0, 0, 4.0),
+            Held::Host { fresh: true }
+        );
     }
 }

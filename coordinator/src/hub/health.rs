@@ -5,7 +5,7 @@
 use super::{actor::State, figures::outcome_label, Hub};
 use crate::control::feedstate::FeedState;
 use crate::control::health::{self, Answer, Bounds, Change, Health, HealthPolicy, Hints};
-use crate::control::hosts::HostThrottles;
+use crate::control::hosts::{Held, HostThrottles};
 use crate::control::relearn::PlanOutcome;
 use crate::control::FeedSpec;
 use crate::metrics as m;
@@ -57,6 +57,8 @@ pub(super) struct FeedBounds {
     pub bounds: HashMap<String, Bounds>,
     /// Planned fetches per day per host.
     pub host_rates: HashMap<String, f64>,
+    /// Feeds planned per host.
+    pub host_feeds: HashMap<String, usize>,
 }
 
 impl State {
@@ -75,18 +77,29 @@ impl State {
                 let host = spec.map(|s| s.host.clone()).unwrap_or_default();
                 if !host.is_empty() {
                     let planned = self.bounds.host_rates.get(&host).copied().unwrap_or(1.0);
+                    let feeds = self.bounds.host_feeds.get(&host).copied().unwrap_or(1);
                     let t = &mut self.throttles;
-                    let fresh = t.get(&host).is_none();
-                    t.throttled(&host, r.finished_unix_ms, r.retry_after_seconds, planned);
-                    if fresh {
-                        let cap = t.get(&host).map(|h| h.cap_per_day()).unwrap_or(0.0);
-                        tracing::warn!(
+                    let was_held = t.route(feed, r.finished_unix_ms).is_some();
+                    let at = r.finished_unix_ms;
+                    match t.throttled_route(&host, feed, feeds, at, r.retry_after_seconds, planned)
+                    {
+                        Held::Host { fresh: true } => {
+                            let cap = t.get(&host).map(|h| h.cap_per_day()).unwrap_or(0.0);
+                            tracing::warn!(
+                                %host,
+                                feed,
+                                retry_after_s = r.retry_after_seconds,
+                                cap_per_day = cap,
+                                "host throttled us (429/503 from several of its feeds): holding it and planning it at half its rate"
+                            );
+                        }
+                        Held::Route if !was_held => tracing::info!(
                             %host,
                             feed,
                             retry_after_s = r.retry_after_seconds,
-                            cap_per_day = cap,
-                            "host throttled us (429/503): holding it and planning it at half its rate"
-                        );
+                            "feed throttled us (429/503): holding this feed, not its host's others"
+                        ),
+                        _ => {}
                     }
                 }
             }
@@ -266,6 +279,14 @@ pub(super) fn plan_bounds(
                         t.cap_per_day()
                     ));
                 }
+                if let Some(r) = throttles.route(&f.id, now_ms) {
+                    b.not_before_ms = Some(b.not_before_ms.unwrap_or(0).max(r.until_ms));
+                    b.reasons.push(format!(
+                        "this feed throttled us (429/503, {} times): held for {}; its host's other feeds are not",
+                        r.throttles,
+                        health::human_ms(r.until_ms - now_ms)
+                    ));
+                }
                 if let Some(limit) = limits.get(&f.host) {
                     b.reasons.push(format!(
                         "host {} limited by an operator to {limit} fetches a day (all its feeds together)",
@@ -288,12 +309,14 @@ pub(super) fn decorate(
     policy: &HealthPolicy,
 ) -> FeedBounds {
     let mut host_rates: HashMap<String, f64> = HashMap::new();
+    let mut host_feeds: HashMap<String, usize> = HashMap::new();
     let mut kept = HashMap::with_capacity(feeds.len());
     for (f, b) in feeds.iter().zip(bounds) {
         if let Some(spec) = outcome.specs.get_mut(&f.id) {
             decorate_spec(spec, &b, states.get(&f.id).map(|s| &s.health), policy);
             *host_rates.entry(spec.host.clone()).or_default() +=
                 spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+            *host_feeds.entry(spec.host.clone()).or_default() += 1;
         }
         kept.insert(f.id.clone(), b);
     }
@@ -302,6 +325,7 @@ pub(super) fn decorate(
     FeedBounds {
         bounds: kept,
         host_rates,
+        host_feeds,
     }
 }
 
