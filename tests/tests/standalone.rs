@@ -206,7 +206,11 @@ fn feeds_file_mode_crawls_a_recorded_time_server() {
     ];
     args.extend_from_slice(&clock);
     let run = coordinator(&args);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     assert!(
         String::from_utf8_lossy(&run.stdout).contains("feeds: 0 added, 13 lines skipped"),
         "{}",
