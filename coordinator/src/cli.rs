@@ -221,6 +221,10 @@ struct Common {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
     shape_mixture: usize,
+    /// Budget, fetches per feed per day, below which the one pooled shape is used in place
+    /// of the mixture (0: the mixture at any budget).
+    #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_MIXTURE_MIN_PER_DAY)]
+    mixture_min_per_day: f64,
     /// Pool each feed's rate and hours with its host's other feeds' as a level between the
     /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
     #[arg(long)]
@@ -405,6 +409,7 @@ fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         explore_min_postings: c.explore_min_postings,
         explore_share: c.explore_share,
         shape_mixture: c.shape_mixture,
+        mixture_min_per_day: c.mixture_min_per_day,
         host_level: c.host_level,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         ..Default::default()

@@ -57,6 +57,10 @@ pub struct LivePlanArgs {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
     pub shape_mixture: usize,
+    /// Budget, fetches per feed per day, below which the one pooled shape is used in place
+    /// of the mixture (0: the mixture at any budget).
+    #[arg(long, default_value_t = PlannerSettings::default().mixture_min_per_day)]
+    pub mixture_min_per_day: f64,
     /// Pool each feed's rate and hours with its host's other feeds' as a level between the
     /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
     #[arg(long)]
@@ -155,6 +159,7 @@ impl LivePlanArgs {
             shrinkage: self.shrinkage_days,
             shape_pseudo_postings: self.shape_pseudo_postings,
             shape_mixture: self.shape_mixture,
+            mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,

@@ -64,6 +64,10 @@ pub struct ReplayArgs {
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
     shape_mixture: usize,
+    /// Budget, fetches per feed per day, below which the one pooled shape is used in place
+    /// of the mixture (0: the mixture at any budget).
+    #[arg(long, default_value_t = PlannerSettings::default().mixture_min_per_day)]
+    mixture_min_per_day: f64,
     /// Pool each feed's rate and hours with its host's other feeds' as a level between the
     /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
     #[arg(long)]
@@ -213,6 +217,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         tune_shrinkage: fixed_shrinkage.is_none(),
         shape_pseudo_postings: a.shape_pseudo_postings,
         shape_mixture: a.shape_mixture,
+        mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,

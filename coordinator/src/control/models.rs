@@ -113,11 +113,18 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     };
     // Each feed's prior day: its posterior mean under the population's mixture of shifted
     // shapes, or the one pooled shape while too little is known to fit the mixture.
+    // Below a daily fetch per feed, the one pooled shape ([`PlannerSettings::mixture_min_per_day`]).
+    let per_feed_day = plan_cfg.budget / feeds.len().max(1) as f64 / s.days_per_period();
+    let mixture_shapes = if per_feed_day + 1e-9 < s.mixture_min_per_day {
+        0
+    } else {
+        s.shape_mixture
+    };
     let mixture = shapes_cache.mixture(
         &counts,
         now_ms,
         &shapes::MixtureConfig {
-            shapes: s.shape_mixture,
+            shapes: mixture_shapes,
             ..shapes::MixtureConfig::default()
         },
     );
