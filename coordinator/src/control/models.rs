@@ -210,25 +210,53 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     // models held both vectors at once at the learner's peak.
     let mut documents: Vec<Option<(f64, bool)>> = Vec::with_capacity(feeds.len());
     let mut candidates: Vec<(usize, f64)> = Vec::new();
-    // Each feed's prior shape under the mixture, on every core (a posterior per feed):
-    // the evidence is its own hours, and its host's other feeds' weighed as the chosen
-    // pseudo-postings.
-    let owns: Vec<Option<[f64; BINS]>> = match mixture.as_deref() {
-        Some(m) => {
-            use rayon::prelude::*;
-            (0..feeds.len())
-                .into_par_iter()
-                .map(|f| {
+    // Each feed's hourly rates, on every core (a posterior per feed under the mixture),
+    // moved into its model below: the evidence for its shape is its own hours, and its
+    // host's other feeds' weighed as the chosen pseudo-postings.
+    let watched_now: Vec<bool> = feeds
+        .iter()
+        .map(|feed| state_of(&feed.id).is_some_and(|st| st.observed_since_ms.is_some()))
+        .collect();
+    let mut daily: Vec<Vec<f32>> = {
+        use rayon::prelude::*;
+        (0..feeds.len())
+            .into_par_iter()
+            .map(|f| {
+                let n: f64 = counts[f].iter().sum();
+                // The rate, shrunk toward the typical feed's by the same pseudo-days as the
+                // shape: a feed seen for a day or two with one posting is not taken for a
+                // quiet one (the allocator would starve it on noise, and its real postings
+                // would wait). With the host level chosen, toward its host's other feeds'
+                // instead: a new feed of a busy host starts busy.
+                let toward = hosted.map_or(typical, |h| h.rate(f, typical));
+                let rate = if watched_now[f] {
+                    (n + beta * toward) / (span_days[f] + beta)
+                } else {
+                    toward
+                };
+                // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
+                // the feed's rate, over observed days plus those pseudo-days. The shape's
+                // pseudo-days: at least the configured pseudo-postings' worth.
+                let shape = match (mixture.as_deref(), shape_postings) {
+                    (Some(_), Some(pp)) => pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
+                    _ => shrink::shape_days(beta, s.shape_pseudo_postings, rate),
+                };
+                let own = mixture.as_deref().map(|m| {
                     let evidence = hosted
                         .and_then(|h| h.hours(f, &counts[f]))
                         .map_or(counts[f], |sib| {
                             siblings::evidence(&counts[f], &sib, sibling_postings)
                         });
-                    Some(m.prior_for(&evidence))
-                })
-                .collect()
-        }
-        None => Vec::new(),
+                    m.prior_for(&evidence)
+                });
+                (0..BINS)
+                    .map(|b| {
+                        let prior = rate * own.map_or(shared[b], |o| o[b]);
+                        ((counts[f][b] + shape * prior) / (exposure[f][b] + shape)) as f32
+                    })
+                    .collect()
+            })
+            .collect()
     };
     let mut models: Vec<FeedModel> = feeds
         .iter()
@@ -236,33 +264,7 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         .map(|(f, feed)| {
             let state = state_of(&feed.id).filter(|st| st.observed_since_ms.is_some());
             let n: f64 = counts[f].iter().sum();
-            // The rate, shrunk toward the typical feed's by the same pseudo-days as the
-            // shape: a feed seen for a day or two with one posting is not taken for a quiet
-            // one (the allocator would starve it on noise, and its real postings would wait).
-            // With the host level chosen, toward its host's other feeds' instead: a new
-            // feed of a busy host starts busy.
-            let toward = hosted.map_or(typical, |h| h.rate(f, typical));
-            let rate = match state {
-                Some(_) => {
-                    let days = span_days[f];
-                    (n + beta * toward) / (days + beta)
-                }
-                None => toward,
-            };
-            // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
-            // the feed's rate, over observed days plus those pseudo-days.
-            // The shape's pseudo-days: at least the configured pseudo-postings' worth.
-            let shape = match (mixture.as_deref(), shape_postings) {
-                (Some(_), Some(pp)) => pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
-                _ => shrink::shape_days(beta, s.shape_pseudo_postings, rate),
-            };
-            let own = owns.get(f).copied().flatten();
-            let post_bins: Vec<f32> = (0..BINS)
-                .map(|b| {
-                    let prior = rate * own.map_or(shared[b], |o| o[b]);
-                    ((counts[f][b] + shape * prior) / (exposure[f][b] + shape)) as f32
-                })
-                .collect();
+            let post_bins = std::mem::take(&mut daily[f]);
             let factors = match watched.get(f) {
                 Some(days) if !days.is_empty() => {
                     let first = days[0].weekday;

@@ -151,13 +151,9 @@ pub fn choose(
         .siblings
         .map(|s| tally_groups(states, s, stride, window_start, now_ms))
         .unwrap_or_default();
-    // Each sampled feed's scores on every core; summed below in the sample's order, so the
-    // choice does not depend on the number of threads.
-    let per_feed: Vec<Option<(Vec<f64>, usize)>> = (0..states.len())
-        .step_by(stride)
-        .collect::<Vec<_>>()
-        .par_iter()
-        .map(|&f| {
+    // One sampled feed's scores per candidate, and its held-out days.
+    let score_feed = |f: usize| -> Option<(Vec<f64>, usize)> {
+        {
             let st = states[f]?;
             let days = tally(st, window_start, now_ms)?;
             let whole: Vec<usize> = (0..days.counts.len())
@@ -229,18 +225,39 @@ pub fn choose(
                 }
             }
             Some((feed_score, whole.len()))
+        }
+    };
+    // The sample's feeds scored on every core in fixed chunks, each summed in order and the
+    // chunks summed in order, so the choice does not depend on the number of threads and
+    // no more than a chunk's scores are held at once.
+    let sampled: Vec<usize> = (0..states.len()).step_by(stride).collect();
+    let parts: Vec<Sums> = sampled
+        .par_chunks(SCORE_CHUNK)
+        .map(|chunk| {
+            let mut sums = Sums::new(N * M * H);
+            for feed_score in chunk.iter().filter_map(|&f| score_feed(f)) {
+                let (feed_score, days) = feed_score;
+                sums.held_out += days;
+                sums.feeds += 1;
+                for (k, v) in feed_score.iter().enumerate() {
+                    sums.score[k] += v;
+                    if let Some((pi, pj, ph)) = kept {
+                        let d = v - feed_score[at(pi, pj, ph)];
+                        sums.diff[k] += d;
+                        sums.diff_sq[k] += d * d;
+                    }
+                }
+            }
+            sums
         })
         .collect();
-    for (feed_score, days) in per_feed.into_iter().flatten() {
-        held_out += days;
-        feeds += 1;
-        for (k, v) in feed_score.iter().enumerate() {
-            score[k] += v;
-            if let Some((pi, pj, ph)) = kept {
-                let d = v - feed_score[at(pi, pj, ph)];
-                diff[k] += d;
-                diff_sq[k] += d * d;
-            }
+    for p in parts {
+        held_out += p.held_out;
+        feeds += p.feeds;
+        for k in 0..N * M * H {
+            score[k] += p.score[k];
+            diff[k] += p.diff[k];
+            diff_sq[k] += p.diff_sq[k];
         }
     }
     if held_out == 0 {
@@ -268,6 +285,31 @@ pub fn choose(
         sibling_postings: siblings::CANDIDATES[best.2],
         held_out,
     })
+}
+
+/// Sampled feeds scored per task of [`choose`].
+const SCORE_CHUNK: usize = 256;
+
+/// A chunk's summed scores, differences from the choice in force and their squares (per
+/// candidate), held-out days and feeds.
+struct Sums {
+    score: Vec<f64>,
+    diff: Vec<f64>,
+    diff_sq: Vec<f64>,
+    held_out: usize,
+    feeds: usize,
+}
+
+impl Sums {
+    fn new(n: usize) -> Self {
+        Sums {
+            score: vec![0.0; n],
+            diff: vec![0.0; n],
+            diff_sq: vec![0.0; n],
+            held_out: 0,
+            feeds: 0,
+        }
+    }
 }
 
 /// One host group's postings per UTC day and hour, from its first day on, and in all.
