@@ -399,6 +399,12 @@ fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
             _ => bail!("--shrinkage must be `auto` or a non-negative number, got `{other}`"),
         },
     };
+    if !(c.mixture_min_per_day >= 0.0 && c.mixture_min_per_day.is_finite()) {
+        bail!(
+            "--mixture-min-per-day must be a finite number of at least 0, got {}",
+            c.mixture_min_per_day
+        );
+    }
     let settings = kairos_coordinator::control::relearn::PlannerSettings {
         metric: c.metric,
         min_fetches_per_day: c.min_fetches_per_day,

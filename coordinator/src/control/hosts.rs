@@ -27,8 +27,6 @@ pub const HOST_BREAKER_ROUTES: usize = 3;
 /// One route (feed) held after it was throttled, its host not (yet).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RouteHold {
-    /// The feed's host.
-    pub host: String,
     /// No fetch of this feed before this time, Unix ms.
     pub until_ms: i64,
     /// Throttles of this feed since it was last clear.
@@ -73,7 +71,8 @@ impl Throttle {
 #[derive(Clone, Debug, Default)]
 pub struct HostThrottles {
     hosts: HashMap<String, Throttle>,
-    routes: HashMap<String, RouteHold>,
+    /// Feeds held on their own, by host (a throttle counts its host's holds).
+    routes: HashMap<String, HashMap<String, RouteHold>>,
 }
 
 impl HostThrottles {
@@ -90,18 +89,14 @@ impl HostThrottles {
         planned_per_day: f64,
     ) -> Held {
         let until = at_ms + hold_ms(retry_after_s);
-        let r = self.routes.entry(feed.to_string()).or_insert(RouteHold {
-            host: host.to_string(),
+        let held = self.routes.entry(host.to_string()).or_default();
+        let r = held.entry(feed.to_string()).or_insert(RouteHold {
             until_ms: until,
             throttles: 0,
         });
         r.until_ms = r.until_ms.max(until);
         r.throttles += 1;
-        let routes = self
-            .routes
-            .values()
-            .filter(|r| r.host == host && r.until_ms > at_ms)
-            .count();
+        let routes = held.values().filter(|r| r.until_ms > at_ms).count();
         let host_held = self.hosts.get(host).is_some_and(|t| t.until_ms > at_ms);
         if host_held || routes >= HOST_BREAKER_ROUTES || 2 * routes >= host_feeds.max(1) {
             let fresh = !self.hosts.contains_key(host);
@@ -112,9 +107,12 @@ impl HostThrottles {
         }
     }
 
-    /// A feed held on its own, if it still is at `now_ms`.
-    pub fn route(&self, feed: &str, now_ms: i64) -> Option<&RouteHold> {
-        self.routes.get(feed).filter(|r| r.until_ms > now_ms)
+    /// Feed `feed` of `host` held on its own, if it still is at `now_ms`.
+    pub fn route(&self, host: &str, feed: &str, now_ms: i64) -> Option<&RouteHold> {
+        self.routes
+            .get(host)?
+            .get(feed)
+            .filter(|r| r.until_ms > now_ms)
     }
 
     /// Records a throttle of the whole `host` at `at_ms` with an optional `Retry-After` (s),
@@ -154,7 +152,10 @@ impl HostThrottles {
         for h in &cleared {
             self.hosts.remove(h);
         }
-        self.routes.retain(|_, r| r.until_ms > now_ms);
+        for held in self.routes.values_mut() {
+            held.retain(|_, r| r.until_ms > now_ms);
+        }
+        self.routes.retain(|_, held| !held.is_empty());
         cleared
     }
 
@@ -232,8 +233,8 @@ mod tests {
         let held = t.throttled_route("hub", "r1", 1_000, 1_000, 120, 500.0);
         assert_eq!(held, Held::Route);
         assert!(t.get("hub").is_none(), "the host is not held");
-        assert_eq!(t.route("r1", 2_000).unwrap().until_ms, 121_000);
-        assert!(t.route("r2", 2_000).is_none());
+        assert_eq!(t.route("hub", "r1", 2_000).unwrap().until_ms, 121_000);
+        assert!(t.route("hub", "r2", 2_000).is_none());
         // The same route again: still its own.
         assert_eq!(
             t.throttled_route("hub", "r1", 1_000, 5_000, 120, 500.0),
@@ -251,7 +252,7 @@ mod tests {
         assert_eq!(more, Held::Host { fresh: false });
         // Route holds end with their time; an expired one no longer counts toward the host.
         t.recover(200_000);
-        assert!(t.route("r1", 200_000).is_none());
+        assert!(t.route("hub", "r1", 200_000).is_none());
         let mut t = HostThrottles::default();
         t.throttled_route("hub", "a", 1_000, 0, 60, 10.0);
         t.throttled_route("hub", "b", 1_000, 70_000, 60, 10.0);

@@ -79,7 +79,7 @@ impl State {
                     let planned = self.bounds.host_rates.get(&host).copied().unwrap_or(1.0);
                     let feeds = self.bounds.host_feeds.get(&host).copied().unwrap_or(1);
                     let t = &mut self.throttles;
-                    let was_held = t.route(feed, r.finished_unix_ms).is_some();
+                    let was_held = t.route(&host, feed, r.finished_unix_ms).is_some();
                     let at = r.finished_unix_ms;
                     match t.throttled_route(&host, feed, feeds, at, r.retry_after_seconds, planned)
                     {
@@ -279,7 +279,7 @@ pub(super) fn plan_bounds(
                         t.cap_per_day()
                     ));
                 }
-                if let Some(r) = throttles.route(&f.id, now_ms) {
+                if let Some(r) = throttles.route(&f.host, &f.id, now_ms) {
                     b.not_before_ms = Some(b.not_before_ms.unwrap_or(0).max(r.until_ms));
                     b.reasons.push(format!(
                         "this feed throttled us (429/503, {} times): held for {}; its host's other feeds are not",
