@@ -65,6 +65,10 @@ pub struct LivePlanArgs {
     /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
     #[arg(long)]
     pub host_level: bool,
+    /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
+    /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
+    #[arg(long)]
+    pub quick_updates: bool,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`.
     /// Older ones are removed in bounded batches once a minute.
     #[arg(long, default_value = "7d", value_parser = parse_retention)]
@@ -161,6 +165,7 @@ impl LivePlanArgs {
             shape_mixture: self.shape_mixture,
             mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,
+            quick_updates: self.quick_updates,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

@@ -180,6 +180,11 @@ pub const PLAN_FROM_STORE: &str = "kairos_plan_from_store";
 pub const PLAN_SNAPSHOTS_TOTAL: &str = "kairos_plan_snapshots_total";
 /// Gauge: bytes of the last plan written to the store.
 pub const PLAN_SNAPSHOT_BYTES: &str = "kairos_plan_snapshot_bytes";
+/// Counter `result`: feeds re-solved between rounds after a fetch surprised their model
+/// (raised, lowered, kept, refused, deferred).
+pub const PLAN_QUICK_UPDATES_TOTAL: &str = "kairos_plan_quick_updates_total";
+/// Gauge: fetches a day the updates between rounds add to the last round's plan.
+pub const PLAN_QUICK_EXTRA_PER_DAY: &str = "kairos_plan_quick_extra_fetches_per_day";
 
 /// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
 /// counts them.
@@ -219,6 +224,14 @@ pub fn describe() {
     describe_gauge!(
         PLAN_SNAPSHOT_BYTES,
         "Bytes of the last plan written to the store."
+    );
+    describe_counter!(
+        PLAN_QUICK_UPDATES_TOTAL,
+        "Feeds re-solved between rounds after a fetch found postings their model did not expect, by result (raised, lowered, kept; refused: the raises' budget share was spent; deferred: the next round comes before the new times would fetch)."
+    );
+    describe_gauge!(
+        PLAN_QUICK_EXTRA_PER_DAY,
+        "Fetches a day that updates between rounds add to the last round's plan (at most 5% of the budget)."
     );
     describe_gauge!(
         PLAN_WEEK_SHAPE_FEEDS,

@@ -7,7 +7,8 @@
 //! the hub's current plan, applied as deltas at each replan. This driver plays the rest of
 //! the worker: it answers each fetch with the feed's document at
 //! that moment — its last `document_items` postings of the trace, dated, with stable ids —
-//! through the same report path real workers use. Reader accesses of the trace reach the hub
+//! through the same report path real workers use; a feed re-solved after its fetch
+//! ([`crate::control::quick`]) gets its new times at once, as a worker's delta would. Reader accesses of the trace reach the hub
 //! at their times. Replans happen every `replan_every` simulated seconds.
 //!
 //! What it leaves out: HTTP and politeness timing (fetches happen exactly on time, so
@@ -53,6 +54,9 @@ pub struct ReplayLog {
     pub replans: usize,
     /// Fetches reported.
     pub reports: u64,
+    /// Feeds whose fetch times changed between rounds (re-solved after a fetch surprised
+    /// their model).
+    pub respecs_between_rounds: u64,
     /// Postings the hub ingested.
     pub postings_ingested: u64,
     /// The hub's own realized average delay over trusted postings, minutes.
@@ -277,6 +281,24 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             }
             log.reports += 1;
             log.fetches[f].push(t as f64 / 1000.0);
+            // A fetch that surprised the feed's model re-solves it at once: its new times
+            // reach the worker now, as an assignment delta would.
+            let spec = hub.feed_specs(vec![ids[f].clone()]).await.pop().flatten();
+            if spec != specs[f] {
+                if let Some(s) = &spec {
+                    version += 1;
+                    let times = FeedTimes::from_seconds(
+                        &s.id,
+                        &s.host,
+                        &s.offsets_seconds,
+                        s.period_seconds,
+                        s.origin_unix_ms,
+                    );
+                    schedule.apply_delta(version, vec![times], &[], now)?;
+                    log.respecs_between_rounds += 1;
+                }
+                specs[f] = spec;
+            }
         }
     }
     let totals = hub.totals().await;
@@ -291,4 +313,94 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
         .map(|&(sum, n)| if n > 0 { sum / n as f64 } else { f64::NAN })
         .collect();
     Ok(log)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::FeedRow;
+
+    const DAY: f64 = 86_400.0;
+
+    /// Ninety-nine feeds posting twice a day at their own hours, and one silent for six
+    /// and a half days that then posts a dozen times a day.
+    fn waking() -> Trace {
+        let mut postings: Vec<Vec<f64>> = (1..100)
+            .map(|f| {
+                (0..14)
+                    .flat_map(|d| {
+                        let h = (f * 5 % 24) as f64;
+                        [
+                            d as f64 * DAY + h * 3600.0,
+                            d as f64 * DAY + (h + 6.5) * 3600.0,
+                        ]
+                    })
+                    .collect()
+            })
+            .collect();
+        let wake: Vec<f64> = (0..90).map(|i| 6.5 * DAY + i as f64 * 7_200.0).collect();
+        postings.insert(0, wake);
+        Trace {
+            feeds: (0..100)
+                .map(|f| FeedRow {
+                    id: format!("f{f}"),
+                    weight: 1.0,
+                    host: None,
+                })
+                .collect(),
+            postings,
+            users: Vec::new(),
+            subscriptions: Vec::new(),
+            accesses: Vec::new(),
+            end_ts: 14.0 * DAY,
+        }
+    }
+
+    fn replay(quick_updates: bool) -> ReplayLog {
+        let cfg = ReplayConfig {
+            planner: PlannerSettings {
+                budget: crate::control::relearn::Budget::PerFeedPerDay(1.0),
+                slots: 96,
+                quick_updates,
+                ..PlannerSettings::default()
+            },
+            // Rounds three days apart: the wake-up at day 6.5 waits for day 9 without them.
+            replan_every: 3.0 * DAY,
+            document_items: 50,
+            duration: 12.0 * DAY,
+            freeze_after: None,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(run(&waking(), &cfg)).unwrap()
+    }
+
+    #[test]
+    fn a_feed_that_wakes_up_is_re_solved_before_the_next_round_only_with_quick_updates() {
+        let (off, on) = (replay(false), replay(true));
+        assert_eq!(off.respecs_between_rounds, 0);
+        assert!(on.respecs_between_rounds > 0);
+        // The woken feed's times moved between the rounds of days 6 and 9.
+        let between = |log: &ReplayLog| -> Vec<f64> {
+            log.fetches[0]
+                .iter()
+                .copied()
+                .filter(|&t| t > 6.5 * DAY && t < 9.0 * DAY)
+                .collect()
+        };
+        assert_ne!(between(&off), between(&on));
+        // The rounds still happen at the same times, and the budget holds: raises are
+        // within their share, and the allowances bound each day.
+        assert_eq!(off.replans, on.replans);
+        let total = |log: &ReplayLog| log.fetches.iter().map(Vec::len).sum::<usize>();
+        assert!(
+            total(&on) as f64 <= total(&off) as f64 * 1.02 + 2.0,
+            "{} fetches against {}",
+            total(&on),
+            total(&off)
+        );
+    }
 }

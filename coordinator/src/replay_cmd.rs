@@ -72,6 +72,10 @@ pub struct ReplayArgs {
     /// feed and everyone (strength chosen on held-out days; off by default, docs/PLANNER.md).
     #[arg(long)]
     host_level: bool,
+    /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
+    /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
+    #[arg(long)]
+    quick_updates: bool,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -219,6 +223,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         shape_mixture: a.shape_mixture,
         mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,
+        quick_updates: a.quick_updates,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,
@@ -421,6 +426,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         log.replans,
         live_seconds
     );
+    if cfg.planner.quick_updates {
+        println!(
+            "quick updates: {} feeds re-solved between rounds after a fetch surprised their model",
+            log.respecs_between_rounds
+        );
+    }
     println!(
         "offline: the optimal plan learned on the days before each day (up to {}); offline-{}: learned on days 0-{} (an oracle on those days)",
         a.train_days,

@@ -411,6 +411,47 @@ impl Cluster {
         }
     }
 
+    /// New fetch times for a few feeds between plans (offsets and period; the rest of each
+    /// spec stays): only their owners get a new desired state. Feeds not planned are
+    /// skipped.
+    pub fn update_times(&mut self, times: &[(String, Vec<f64>, f64)]) {
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        for (id, offsets, period) in times {
+            let Some(spec) = self.feeds.get_mut(id) else {
+                continue;
+            };
+            spec.offsets_seconds.clone_from(offsets);
+            spec.period_seconds = *period;
+            spec.origin_unix_ms = 0;
+            if let Some(w) = self.owner.get(&spec.host) {
+                touched.insert(w.clone());
+            }
+        }
+        for w in &touched {
+            let Some(s) = self.sessions.get(w) else {
+                continue;
+            };
+            let current = s.tx.borrow().clone();
+            if current.version == 0 {
+                continue; // Its first state comes whole, with the next plan.
+            }
+            let mut feeds = BTreeMap::clone(&current.feeds);
+            for (id, _, _) in times {
+                if let (Some(slot), Some(spec)) = (feeds.get_mut(id), self.feeds.get(id)) {
+                    *slot = spec.clone();
+                }
+            }
+            s.tx.send_replace(Desired {
+                version: current.version + 1,
+                feeds: Arc::new(feeds),
+                allowance: current.allowance,
+            });
+        }
+        if !touched.is_empty() {
+            self.generation += 1;
+        }
+    }
+
     /// The planned feeds.
     pub fn feeds(&self) -> &BTreeMap<String, FeedSpec> {
         &self.feeds

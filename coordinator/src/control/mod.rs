@@ -26,6 +26,8 @@ pub mod from_trace;
 pub mod health;
 pub mod hosts;
 pub mod models;
+pub mod population;
+pub mod quick;
 pub mod readers;
 pub mod recency;
 pub mod relearn;

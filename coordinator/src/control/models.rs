@@ -5,6 +5,7 @@
 //! The rules are listed in [`super::relearn`].
 
 use super::feedstate::FeedState;
+use super::population::{tally, Population};
 use super::recency;
 use super::relearn::PlannerSettings;
 use super::shapes;
@@ -30,11 +31,24 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
     s: &PlannerSettings,
     shapes_cache: &mut shapes::ShapeCache,
 ) -> (Vec<FeedModel>, ModelCounts) {
+    let (models, counts, _) = learn(feeds, states, access_bins, now_ms, s, shapes_cache);
+    (models, counts)
+}
+
+/// [`models`], with what the round learned of the whole population: what one feed is
+/// re-learned with between rounds ([`super::quick`]).
+pub fn learn<S: std::borrow::Borrow<FeedState>>(
+    feeds: &[FeedRecord],
+    states: &HashMap<String, S>,
+    access_bins: &dyn Fn(&str) -> Vec<f32>,
+    now_ms: i64,
+    s: &PlannerSettings,
+    shapes_cache: &mut shapes::ShapeCache,
+) -> (Vec<FeedModel>, ModelCounts, Population) {
     // Owned states or shared ones (the live coordinator's snapshot), read alike.
     let state_of = |id: &str| states.get(id).map(|st| st.borrow());
     let window_start = now_ms - (s.window_days * DAY_MS as f64) as i64;
     let plan_cfg = s.plan_config(feeds.len());
-    let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = vec![[0.0f64; BINS]; feeds.len()];
     let mut exposure = vec![[0.0f64; BINS]; feeds.len()];
     let mut pooled = [0.0f64; BINS];
@@ -55,38 +69,14 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         let Some(st) = state_of(&feed.id) else {
             continue;
         };
-        let Some(since) = st.observed_since_ms else {
+        let Some(t) = tally(st, window_start, now_ms, &w, &mut pooled) else {
             continue;
         };
-        let mut n = 0.0;
-        for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
-            let wt = w(t);
-            counts[f][bin_of(t)] += wt;
-            pooled[bin_of(t)] += wt;
-            n += wt;
-        }
-        for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
-            // One posting's mass spread evenly over the hours of its interval.
-            let share = hour_exposure(from.max(window_start), to);
-            let total: f64 = share.iter().sum();
-            if total <= 0.0 {
-                continue;
-            }
-            let wt = w(to);
-            for (b, e) in share.iter().enumerate() {
-                counts[f][b] += wt * e / total;
-                pooled[b] += wt * e / total;
-            }
-            n += wt;
-        }
-        let until = st.observed_until_ms(now_ms).unwrap_or(since);
-        exposure[f] = weighted_hour_exposure(since.max(window_start), until, &w);
-        for (p, e) in pooled_exposure.iter_mut().zip(&exposure[f]) {
+        for (p, e) in pooled_exposure.iter_mut().zip(&t.exposure) {
             *p += e;
         }
-        span_days[f] = exposure[f].iter().sum::<f64>() / BINS as f64;
-        let days = span_days[f].max(1.0);
-        rates.push(n / days);
+        (counts[f], exposure[f], span_days[f]) = (t.counts, t.exposure, t.span_days);
+        rates.push(t.n / t.span_days.max(1.0));
     }
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
     // not mistaken for quiet ones.
@@ -217,44 +207,37 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         .iter()
         .map(|feed| state_of(&feed.id).is_some_and(|st| st.observed_since_ms.is_some()))
         .collect();
+    let population = Population {
+        half_life_days: half_life,
+        window_days: s.window_days,
+        shared: shared.clone(),
+        weekly: s.weekly,
+        typical,
+        beta,
+        mixture: mixture.clone(),
+        shape_postings,
+        shape_pseudo_postings: s.shape_pseudo_postings,
+    };
     let mut daily: Vec<Vec<f32>> = {
         use rayon::prelude::*;
         (0..feeds.len())
             .into_par_iter()
             .map(|f| {
-                let n: f64 = counts[f].iter().sum();
-                // The rate, shrunk toward the typical feed's by the same pseudo-days as the
-                // shape: a feed seen for a day or two with one posting is not taken for a
-                // quiet one (the allocator would starve it on noise, and its real postings
-                // would wait). With the host level chosen, toward its host's other feeds'
-                // instead: a new feed of a busy host starts busy.
                 let toward = hosted.map_or(typical, |h| h.rate(f, typical));
-                let rate = if watched_now[f] {
-                    (n + beta * toward) / (span_days[f] + beta)
-                } else {
-                    toward
+                let evidence = match (mixture.is_some(), hosted) {
+                    (true, Some(h)) => h.hours(f, &counts[f]).map_or(counts[f], |sib| {
+                        siblings::evidence(&counts[f], &sib, sibling_postings)
+                    }),
+                    _ => counts[f],
                 };
-                // Per hour: observed postings plus `shrinkage` days of the pooled pattern at
-                // the feed's rate, over observed days plus those pseudo-days. The shape's
-                // pseudo-days: at least the configured pseudo-postings' worth.
-                let shape = match (mixture.as_deref(), shape_postings) {
-                    (Some(_), Some(pp)) => pp.max(s.shape_pseudo_postings) / rate.max(1e-9),
-                    _ => shrink::shape_days(beta, s.shape_pseudo_postings, rate),
-                };
-                let own = mixture.as_deref().map(|m| {
-                    let evidence = hosted
-                        .and_then(|h| h.hours(f, &counts[f]))
-                        .map_or(counts[f], |sib| {
-                            siblings::evidence(&counts[f], &sib, sibling_postings)
-                        });
-                    m.prior_for(&evidence)
-                });
-                (0..BINS)
-                    .map(|b| {
-                        let prior = rate * own.map_or(shared[b], |o| o[b]);
-                        ((counts[f][b] + shape * prior) / (exposure[f][b] + shape)) as f32
-                    })
-                    .collect()
+                population.hours(
+                    &counts[f],
+                    &exposure[f],
+                    span_days[f],
+                    watched_now[f],
+                    toward,
+                    &evidence,
+                )
             })
             .collect()
     };
@@ -352,7 +335,7 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
         plan_cfg.budget,
         s.explore_share,
     );
-    (models, decided)
+    (models, decided, population)
 }
 
 /// What building the models decided beyond the rates.
@@ -428,22 +411,6 @@ fn watched_days(st: &FeedState, window_start: i64, now_ms: i64) -> Vec<weekly::D
         }
     }
     days
-}
-
-/// Weighted days of observation per hour of the day in `[from, to)`: each UTC day's part
-/// weighs what `w` gives at its middle.
-fn weighted_hour_exposure(from: i64, to: i64, w: &dyn Fn(i64) -> f64) -> [f64; BINS] {
-    let mut e = [0.0; BINS];
-    let mut t = from;
-    while t < to {
-        let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(to);
-        let wt = w(t + (end - t) / 2);
-        for (a, b) in e.iter_mut().zip(hour_exposure(t, end)) {
-            *a += wt * b;
-        }
-        t = end;
-    }
-    e
 }
 
 /// Days of observation each hour of the day got in `[from, to)` (ms).

@@ -115,6 +115,9 @@ pub struct PlannerSettings {
     /// Off by default: on `real-commits` with each repository as a host it cost 1–2%
     /// (docs/RESULTS.md, "A feed's host").
     pub host_level: bool,
+    /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
+    /// ([`super::quick`]; off by default).
+    pub quick_updates: bool,
     /// Plan over a week instead of a day: feeds learn day-of-week factors
     /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
     pub weekly: bool,
@@ -176,6 +179,7 @@ impl Default for PlannerSettings {
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,
+            quick_updates: false,
             host_fetches_per_day: None,
             weekly: false,
         }
@@ -459,6 +463,8 @@ pub struct Replanner {
     budget_share: f64,
     /// The population's mixture of daily shapes, refitted daily ([`Self::models`]).
     shapes: super::shapes::ShapeCache,
+    /// What the last [`Self::models`] learned of the whole population.
+    population: Option<super::population::Population>,
 }
 
 /// The smallest share of its budget a round plans with, however far ahead the fetches
@@ -495,6 +501,7 @@ impl Replanner {
         Replanner {
             settings,
             shapes: super::shapes::ShapeCache::default(),
+            population: None,
             last: None,
             view: Arc::default(),
             budget_share: 1.0,
@@ -543,14 +550,31 @@ impl Replanner {
         access_bins: &dyn Fn(&str) -> Vec<f32>,
         now_ms: i64,
     ) -> (Vec<FeedModel>, ModelCounts) {
-        models(
+        let (models, counts, population) = super::models::learn(
             feeds,
             states,
             access_bins,
             now_ms,
             &self.settings,
             &mut self.shapes,
-        )
+        );
+        self.population = Some(population);
+        (models, counts)
+    }
+
+    /// What one feed is re-solved with between rounds ([`super::quick`]): the population
+    /// of the last [`Self::models`] and the prices of the last optimal plan. `None` before
+    /// both, and under the other policies (they have no price).
+    pub fn quick_basis(&self) -> Option<super::quick::Basis> {
+        let last = self.last.as_ref()?;
+        if self.settings.policy != Policy::Optimal || last.state.prices().budget.is_none() {
+            return None;
+        }
+        Some(super::quick::Basis {
+            population: self.population.clone()?,
+            prices: last.state.prices().clone(),
+            cfg: self.settings.plan_config(last.ids.len()),
+        })
     }
 
     /// Plans `feeds` with `models` (same order). Pure computation: call it off the async
@@ -654,30 +678,21 @@ impl Replanner {
         }
         let mut host_limited = host_limited(&plan.feeds, &hosts, &cfg);
         host_limited.floors_lowered = floors_lowered;
-        let slot = cfg.period_seconds / cfg.slots as f64;
         let specs = feeds
             .iter()
             .zip(&plan.feeds)
             .map(|(f, p)| {
-                let base = p.phase_period as f64 * cfg.period_seconds;
-                let turn = match self.view.get(&f.id) {
-                    Some((m, _)) if flat(m, cfg.metric) => {
-                        spread_turn(&f.id, p.slots.len(), cfg.slots)
-                    }
-                    _ => 0,
-                };
-                let mut offsets: Vec<f64> = p
-                    .slots
-                    .iter()
-                    .map(|&s| base + ((s as usize + turn) % cfg.slots) as f64 * slot)
-                    .collect();
-                offsets.sort_by(f64::total_cmp);
+                let flat_model = self
+                    .view
+                    .get(&f.id)
+                    .is_some_and(|(m, _)| flat(m, cfg.metric));
+                let (offsets, period) = fetch_times(&f.id, p, flat_model, &cfg);
                 let spec = FeedSpec {
                     id: f.id.clone(),
                     url: f.url.clone(),
                     host: f.host.clone(),
                     offsets_seconds: offsets,
-                    period_seconds: p.period_multiple as f64 * cfg.period_seconds,
+                    period_seconds: period,
                     // Unix epoch: midnight UTC, and a fixed origin for multi-day periods.
                     origin_unix_ms: 0,
                     ..Default::default()
@@ -705,10 +720,30 @@ impl Replanner {
     }
 }
 
+/// A feed's plan as fetch times: offsets (seconds, ascending) within a period of the
+/// returned length, from midnight UTC. A `flat` model's times are turned by a share of
+/// their gap of its own ([`spread_turn`]).
+pub(crate) fn fetch_times(id: &str, p: &FeedPlan, flat: bool, cfg: &PlanConfig) -> (Vec<f64>, f64) {
+    let slot = cfg.period_seconds / cfg.slots as f64;
+    let base = p.phase_period as f64 * cfg.period_seconds;
+    let turn = if flat {
+        spread_turn(id, p.slots.len(), cfg.slots)
+    } else {
+        0
+    };
+    let mut offsets: Vec<f64> = p
+        .slots
+        .iter()
+        .map(|&s| base + ((s as usize + turn) % cfg.slots) as f64 * slot)
+        .collect();
+    offsets.sort_by(f64::total_cmp);
+    (offsets, p.period_multiple as f64 * cfg.period_seconds)
+}
+
 /// Whether a model's cost is the same at every rotation of its schedule: postings alike in
 /// every hour (a population before its first posting), and for the reader metrics readers
 /// alike too. The solver's choice (from midnight) would then be every such feed's.
-fn flat(m: &FeedModel, metric: Metric) -> bool {
+pub(crate) fn flat(m: &FeedModel, metric: Metric) -> bool {
     let alike = |v: &[f32]| {
         v.windows(2)
             .all(|w| (w[0] - w[1]).abs() <= 1e-6 * w[0].abs().max(1e-9))

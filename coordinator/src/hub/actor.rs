@@ -72,6 +72,8 @@ pub(super) struct State {
     pub paced_day: super::pacing::Steering,
     /// Fetches a day the last plan was made for: what the workers' allowances deal.
     pub budget_per_day: Option<f64>,
+    /// Feeds re-solved since the last round ([`super::quick`]).
+    pub quick: super::quick::Quick,
 }
 
 impl State {
@@ -219,6 +221,7 @@ mod tests {
             first_sights: HashMap::new(),
             paced_day: Default::default(),
             budget_per_day: None,
+            quick: Default::default(),
         }
     }
 

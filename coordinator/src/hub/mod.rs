@@ -35,6 +35,7 @@ mod figures;
 mod health;
 mod limits;
 mod pacing;
+mod quick;
 mod reports;
 mod rounds;
 pub mod stored_plan;
@@ -240,6 +241,7 @@ impl<B: KvBackend> Hub<B> {
             first_sights,
             paced_day: Default::default(),
             budget_per_day,
+            quick: Default::default(),
         });
         Ok(Hub {
             store: store.clone(),
@@ -365,7 +367,7 @@ impl<B: KvBackend> Hub<B> {
                     .map(|st| st.observed_postings())
                     .unwrap_or(0);
                 let bounds = s.bounds.bounds.get(&feed).cloned().unwrap_or_default();
-                let (model, plan) = s.plan_view.get(&feed)?;
+                let (model, plan) = s.model_of(&feed)?;
                 let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
                 let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
                 Some(FeedView {

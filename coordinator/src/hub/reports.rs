@@ -68,6 +68,7 @@ impl<B: KvBackend> Hub<B> {
             .collect();
         let mut learned: Vec<Learned> = Vec::with_capacity(accepted.len());
         let mut same_slot: Vec<(String, i64)> = Vec::new();
+        let mut found: Vec<super::quick::Found> = Vec::new();
         let (counts, _) = self
             .ingestor
             .ingest_many_with(&refs, |fresh| {
@@ -104,7 +105,17 @@ impl<B: KvBackend> Hub<B> {
                     if st.record_slot(a.report.scheduled_unix_ms, worker) {
                         same_slot.push((feed.to_string(), a.report.scheduled_unix_ms));
                     }
+                    let since = st.last_answered_ms;
                     let observed = st.observe(&o, window_ms);
+                    let postings = o.new_items.len().saturating_sub(observed.backdated_ignored);
+                    if let (true, Some(since_ms), true) = (o.answered, since, postings > 0) {
+                        found.push(super::quick::Found {
+                            feed: feed.to_string(),
+                            since_ms,
+                            until_ms: o.finished_ms,
+                            postings,
+                        });
+                    }
                     if let Some(meta) = crate::control::feedstate::FeedMeta::of_report(
                         &a.report.feed_title,
                         &a.report.site_url,
@@ -160,6 +171,7 @@ impl<B: KvBackend> Hub<B> {
         for (feed, to) in moves {
             self.follow_move(&feed, &to).await;
         }
+        self.quick_updates(found).await;
         Ok(ack)
     }
 }

@@ -78,6 +78,8 @@ struct Solved {
     /// The workers' desired states, prepared against the cluster as the round found it; or
     /// the plan's specs when its hosts must be re-dealt on the cluster itself.
     desired: Result<Prepared, BTreeMap<String, FeedSpec>>,
+    /// What feeds are re-solved with until the next round (none when that is off).
+    basis: Option<crate::control::quick::Basis>,
 }
 
 impl<B: KvBackend> Hub<B> {
@@ -216,6 +218,11 @@ impl<B: KvBackend> Hub<B> {
                     bounds,
                     figures,
                     desired,
+                    basis: r
+                        .settings()
+                        .quick_updates
+                        .then(|| r.quick_basis())
+                        .flatten(),
                 })
             });
             // The result comes back as a message, whether or not the caller still waits:
@@ -454,6 +461,7 @@ impl State {
             bounds,
             figures,
             desired,
+            basis,
         } = solved;
         m::record_plan(&figures);
         m::gauge_plan_from_store(false);
@@ -479,6 +487,7 @@ impl State {
             self.deal_allowances(now);
         }
         self.totals.last_plan = Some(figures);
+        self.after_round(now, basis);
         tokio::task::spawn_blocking(move || drop((old_view, old_bounds, replaced)));
         outcome
     }

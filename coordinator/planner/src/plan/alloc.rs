@@ -364,8 +364,8 @@ impl<'a> Allocator<'a> {
     where
         E: Fn(usize, &[Level]) -> Vec<CurvePoint> + Sync,
     {
-        let priced = self.priced(start.clone(), caches, eval);
-        let mut best = self.exchange(priced.levels, caches, eval);
+        let mut priced = self.priced(start.clone(), caches, eval);
+        let mut best = self.exchange(std::mem::take(&mut priced.levels), caches, eval);
         best.stats.evaluations += priced.evaluations;
         let nonconvex = caches
             .iter_mut()
@@ -386,6 +386,7 @@ impl<'a> Allocator<'a> {
             best.stats.evaluations = evaluations;
         }
         best.stats.nonconvex_feeds = caches.iter().filter(|c| c.nonconvex).count();
+        best.prices = priced.prices;
         best
     }
 }

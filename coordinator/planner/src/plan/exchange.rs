@@ -126,6 +126,8 @@ pub struct ExchangeResult {
     pub levels: Vec<Level>,
     /// What the search did.
     pub stats: AllocStats,
+    /// The prices of the pricing that started it (empty from a bare exchange).
+    pub prices: super::price::Prices,
 }
 
 /// A candidate one-step move in the exchange heaps.
@@ -231,6 +233,7 @@ impl Allocator<'_> {
         ExchangeResult {
             levels: x.levels,
             stats: x.stats,
+            prices: Default::default(),
         }
     }
 }

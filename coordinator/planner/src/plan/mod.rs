@@ -17,9 +17,11 @@ pub mod pattern;
 pub mod planner;
 mod price;
 pub mod search;
+pub mod single;
 
 pub use cost::{CostTable, Metric};
 pub use exact::{solve_exact, ExactSolver, SlotSchedule};
+pub use price::Prices;
 
 #[cfg(test)]
 mod alloc_tests;

@@ -151,7 +151,7 @@ pub struct Plan {
 
 /// Per-thread scratch: slot patterns, cost table inputs and the exact solver's buffers.
 #[derive(Default)]
-struct Scratch {
+pub(super) struct Scratch {
     post: Vec<f64>,
     access: Vec<f64>,
     solver: ExactSolver,
@@ -175,7 +175,7 @@ fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
 
 /// Points of a feed's exact cost curve `D_f(L)` at `levels`: weighted cost and optimal
 /// slots. One table and one shared solver phase 1 serve all the levels.
-fn exact_points(
+pub(super) fn exact_points(
     feed: &FeedModel,
     cfg: &PlanConfig,
     levels: &[Level],
@@ -320,7 +320,7 @@ fn phase(feed_index: usize, span: usize) -> usize {
 
 /// Whether a feed's model is the same at every hour (posting and access rates): any
 /// rotation of its schedule costs the same.
-fn is_flat(feed: &FeedModel) -> bool {
+pub(super) fn is_flat(feed: &FeedModel) -> bool {
     let flat = |b: &[f32]| {
         let (lo, hi) = b
             .iter()
@@ -335,7 +335,7 @@ fn is_flat(feed: &FeedModel) -> bool {
 /// Rotates a flat feed's schedule by its phase: the solver gives every flat feed the same
 /// times (all equally good), and a cold start — every feed still at the same prior — would
 /// otherwise fetch them all in the same minutes and leave the rest of the day unwatched.
-fn spread(mut plan: FeedPlan, index: usize, n: usize) -> FeedPlan {
+pub(super) fn spread(mut plan: FeedPlan, index: usize, n: usize) -> FeedPlan {
     if plan.slots.is_empty() || n == 0 {
         return plan;
     }
@@ -384,7 +384,12 @@ pub fn solve(feeds: &[FeedModel], cfg: &PlanConfig) -> Result<Plan, AllocError> 
 }
 
 /// A feed's plan from its level, slots and weighted cost.
-fn feed_plan(index: usize, level: Level, slots: Vec<u32>, expected_cost: f64) -> FeedPlan {
+pub(super) fn feed_plan(
+    index: usize,
+    level: Level,
+    slots: Vec<u32>,
+    expected_cost: f64,
+) -> FeedPlan {
     let k = level_period_multiple(level);
     // Quiet feeds fetched every k periods are spread over the k periods of their cycle.
     let phase_period = if k > 1 {
@@ -453,12 +458,19 @@ pub struct PlanState {
     levels: Vec<Level>,
     caches: Vec<CurveCache>,
     plan: Plan,
+    prices: super::Prices,
 }
 
 impl PlanState {
     /// The current plan.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The prices of a fetch the last solve settled at: what [`super::single::resolve_one`]
+    /// re-solves one feed with.
+    pub fn prices(&self) -> &super::Prices {
+        &self.prices
     }
 }
 
@@ -487,6 +499,7 @@ pub fn solve_optimal_with_state(
         levels: result.levels,
         caches,
         plan,
+        prices: result.prices,
     })
 }
 
@@ -538,6 +551,7 @@ pub fn replan(
         result.stats,
     );
     state.levels = result.levels;
+    state.prices = result.prices;
     Ok(())
 }
 

@@ -176,7 +176,7 @@ where
 /// Walks one feed toward the level minimizing `cost + price · rate`, from `from` within
 /// `[min, max]`: the level reached, and the first unknown point on the way if it stopped
 /// at one.
-fn walk(
+pub(crate) fn walk(
     cache: &CurveCache,
     min: Level,
     max: Level,
@@ -239,6 +239,31 @@ struct Groups {
 pub(crate) struct Priced {
     pub levels: Vec<Level>,
     pub evaluations: usize,
+    /// The prices the levels were settled at (none when no fetch has any value).
+    pub prices: Prices,
+}
+
+/// The prices of a fetch at an allocation: what one more fetch per period must save to be
+/// worth taking. Kept with a plan so that one feed whose model changed can be re-solved on
+/// its own between full solves ([`super::planner::resolve_one`]): at the same prices, its
+/// level is the one the full solve would give it while the others stay put.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Prices {
+    /// The budget's price `μ` (weighted cost per period per fetch per period).
+    pub budget: Option<f64>,
+    /// The own price `π_h` of each capped host that bound; its feeds pay `max(μ, π_h)`.
+    pub hosts: std::collections::HashMap<u32, f64>,
+}
+
+impl Prices {
+    /// The price a feed of `host` pays, if the allocation was priced.
+    pub fn for_host(&self, host: Option<u32>) -> Option<f64> {
+        let mu = self.budget?;
+        Some(match host.and_then(|h| self.hosts.get(&h)) {
+            Some(&pi) => mu.max(pi),
+            None => mu,
+        })
+    }
 }
 
 impl Allocator<'_> {
@@ -300,6 +325,7 @@ impl Allocator<'_> {
             return Priced {
                 levels: p.levels,
                 evaluations: p.evaluations,
+                prices: Prices::default(),
             };
         }
         // The first guess: the median over feeds of the marginal value at the start (between
@@ -348,6 +374,10 @@ impl Allocator<'_> {
                 return Priced {
                     levels: p.levels,
                     evaluations: p.evaluations,
+                    prices: Prices {
+                        budget: Some(hi),
+                        hosts: p.host_price,
+                    },
                 };
             }
         } else {
@@ -375,6 +405,10 @@ impl Allocator<'_> {
         Priced {
             levels: p.levels,
             evaluations: p.evaluations,
+            prices: Prices {
+                budget: Some(hi),
+                hosts: p.host_price,
+            },
         }
     }
 }
