@@ -8,9 +8,10 @@
 
 use kairos_coordinator::control::cluster::ClusterConfig;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
-use kairos_coordinator::hub::{HubConfig, SettingsRecord};
+use kairos_coordinator::hub::HubConfig;
 use kairos_coordinator::registry::Registry;
 use kairos_coordinator::server::{self, ServerOptions};
+use kairos_coordinator::settings::SettingsPatch;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
@@ -242,9 +243,16 @@ fn main() {
             hammer_apart(addr, feeds, Arc::new(AtomicBool::new(false)), Duration::from_secs(5)).await;
 
         // A budget change: the next round re-solves every feed.
-        let mut rec = SettingsRecord::of(&hub.settings().await);
-        rec.budget = 5.0;
-        hub.update_settings(&rec).await.unwrap();
+        let per_feed = matches!(hub.settings().await.budget, Budget::PerFeedPerDay(_));
+        let patch = SettingsPatch {
+            budget: Some(if per_feed {
+                Budget::PerFeedPerDay(5.0)
+            } else {
+                Budget::PerDay(5.0)
+            }),
+            ..Default::default()
+        };
+        hub.update_settings(&patch).await.unwrap();
         let finished = Arc::new(AtomicBool::new(false));
         let t_solve = Instant::now();
         let round = {

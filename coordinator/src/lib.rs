@@ -25,6 +25,7 @@ pub mod replay;
 pub mod retention;
 pub mod sanitize;
 pub mod server;
+pub mod settings;
 pub mod shard;
 pub mod store;
 pub mod tls;

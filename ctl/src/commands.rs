@@ -91,8 +91,11 @@ pub enum Settings {
     /// Changes the given settings; the others keep their values. The next replan uses them.
     Set {
         /// Total fetches per day over all feeds.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "per_feed")]
         budget: Option<f64>,
+        /// Fetches per feed per day: the total follows the number of feeds.
+        #[arg(long = "fetches-per-feed-per-day", id = "per_feed")]
+        fetches_per_feed_per_day: Option<f64>,
         /// `delay`, `miss` or `access-delay`.
         #[arg(long)]
         metric: Option<String>,
@@ -102,7 +105,7 @@ pub enum Settings {
         /// Per-feed minimum fetches per day (a fraction: once every k days).
         #[arg(long)]
         min_per_day: Option<f64>,
-        /// Per-feed maximum fetches per day.
+        /// Per-feed maximum fetches per day (0 removes the maximum).
         #[arg(long)]
         max_per_day: Option<f64>,
         /// Slots per day.
@@ -469,7 +472,9 @@ pub async fn subs(admin: &mut Admin, out: Format, c: Subs) -> Result<(), Failure
 
 fn settings_json(s: &pb::Settings) -> Value {
     json!({
-        "budget_fetches_per_day": s.budget_fetches_per_day, "metric": s.metric,
+        "budget_fetches_per_day": s.budget_fetches_per_day,
+        "budget_fetches_per_feed_per_day": s.budget_fetches_per_feed_per_day,
+        "metric": s.metric,
         "policy": s.policy, "min_fetches_per_day": s.min_fetches_per_day,
         "max_fetches_per_day": s.max_fetches_per_day,
         "max_fetches_per_host_per_day": s.max_fetches_per_host_per_day,
@@ -481,7 +486,15 @@ fn settings_text(s: &pb::Settings) -> String {
     pairs(&[
         (
             "budget",
-            format!("{} fetches a day", per_day(s.budget_fetches_per_day)),
+            if s.budget_fetches_per_feed_per_day > 0.0 {
+                format!(
+                    "{} fetches per feed a day ({} a day at the feeds planned now)",
+                    per_day(s.budget_fetches_per_feed_per_day),
+                    per_day(s.budget_fetches_per_day)
+                )
+            } else {
+                format!("{} fetches a day", per_day(s.budget_fetches_per_day))
+            },
         ),
         ("metric", s.metric.clone()),
         ("policy", s.policy.clone()),
@@ -514,24 +527,27 @@ pub async fn settings(admin: &mut Admin, out: Format, c: Settings) -> Result<(),
             .into_inner(),
         Settings::Set {
             budget,
+            fetches_per_feed_per_day,
             metric,
             policy,
             min_per_day,
             max_per_day,
             slots,
         } => {
-            let asked = pb::Settings {
-                budget_fetches_per_day: budget.unwrap_or(0.0),
-                metric: metric.unwrap_or_default(),
-                policy: policy.unwrap_or_default(),
-                min_fetches_per_day: min_per_day.unwrap_or(0.0),
-                max_fetches_per_day: max_per_day.unwrap_or(0.0),
-                slots: slots.unwrap_or(0),
-                ..Default::default()
+            use pb::settings_patch::Budget;
+            let asked = pb::SettingsPatch {
+                budget: budget
+                    .map(Budget::FetchesPerDay)
+                    .or(fetches_per_feed_per_day.map(Budget::FetchesPerFeedPerDay)),
+                metric,
+                policy,
+                min_fetches_per_day: min_per_day,
+                max_fetches_per_day: max_per_day,
+                slots,
             };
-            if asked == pb::Settings::default() {
+            if asked == pb::SettingsPatch::default() {
                 return Err(Failure::Local(
-                    "nothing to change: give at least one of --budget, --metric, --policy, --min-per-day, --max-per-day, --slots".into(),
+                    "nothing to change: give at least one of --budget, --fetches-per-feed-per-day, --metric, --policy, --min-per-day, --max-per-day, --slots".into(),
                 ));
             }
             admin

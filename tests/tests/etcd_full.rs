@@ -9,6 +9,7 @@ mod common;
 
 use common::{add, feed_ids, wait_health};
 use etcd_client::{AlarmAction, AlarmOptions, AlarmType, Client, CompactionOptions, DeleteOptions};
+use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::{http_status, sample, scrape, start_coordinator, TempDir};
@@ -84,6 +85,30 @@ async fn a_full_etcd_refuses_writes_visibly_and_recovers_after_the_runbook() {
         refused.message().contains("space"),
         "the status names the cause: {}",
         refused.message()
+    );
+    // So is a change of settings: a store that cannot take it is UNAVAILABLE (retry), not
+    // INVALID_ARGUMENT (the settings were fine), and the settings in force stay.
+    let before = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let refused = admin
+        .update_settings(pb::SettingsPatch {
+            metric: Some("miss".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(refused.message().contains("space"), "{}", refused.message());
+    assert_eq!(
+        admin
+            .get_settings(pb::GetSettingsRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+        before
     );
     wait_health(
         &c.url,

@@ -204,6 +204,13 @@ fn kairosctl_drives_the_admin_api_with_meaningful_exit_codes() {
     let err = ops.fails(1, &["settings", "set", "--metric", "bogus"]);
     assert!(err.contains("bogus"), "{err}");
     ops.fails(2, &["settings", "set"]);
+    // A budget per feed stays per feed when another setting changes (it was turned into
+    // a fixed total by the old Get-then-Update path).
+    let s = ops.json(&["settings", "set", "--fetches-per-feed-per-day", "2.5"]);
+    assert_eq!(s["budget_fetches_per_feed_per_day"], 2.5, "{s}");
+    let s = ops.json(&["settings", "set", "--metric", "delay"]);
+    assert_eq!(s["budget_fetches_per_feed_per_day"], 2.5, "{s}");
+    assert_eq!(s["metric"], "delay", "{s}");
 
     // Host limits, stats, workers.
     let h = ops.json(&["hosts", "limit", "news.example", "100"]);

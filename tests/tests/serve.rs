@@ -149,8 +149,8 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         .await
         .unwrap()
         .into_inner();
-    let bad = pb::Settings {
-        policy: "fastest".into(),
+    let bad = pb::SettingsPatch {
+        policy: Some("fastest".into()),
         ..Default::default()
     };
     assert_eq!(
@@ -166,8 +166,8 @@ async fn admin_api_answers_bad_input_with_clear_statuses_and_state_survives_rest
         before
     );
     let set = admin
-        .update_settings(pb::Settings {
-            budget_fetches_per_day: 123.0,
+        .update_settings(pb::SettingsPatch {
+            budget: Some(pb::settings_patch::Budget::FetchesPerDay(123.0)),
             ..Default::default()
         })
         .await
@@ -416,29 +416,29 @@ async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
     for (what, bad) in [
         (
             "min 1e308",
-            pb::Settings {
-                min_fetches_per_day: 1e308,
+            pb::SettingsPatch {
+                min_fetches_per_day: Some(1e308),
                 ..Default::default()
             },
         ),
         (
             "max NaN",
-            pb::Settings {
-                max_fetches_per_day: f64::NAN,
+            pb::SettingsPatch {
+                max_fetches_per_day: Some(f64::NAN),
                 ..Default::default()
             },
         ),
         (
             "max -5",
-            pb::Settings {
-                max_fetches_per_day: -5.0,
+            pb::SettingsPatch {
+                max_fetches_per_day: Some(-5.0),
                 ..Default::default()
             },
         ),
         (
             "budget inf",
-            pb::Settings {
-                budget_fetches_per_day: f64::INFINITY,
+            pb::SettingsPatch {
+                budget: Some(pb::settings_patch::Budget::FetchesPerDay(f64::INFINITY)),
                 ..Default::default()
             },
         ),
@@ -486,8 +486,8 @@ async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
         .unwrap()
         .into_inner();
     let starve = admin
-        .update_settings(pb::Settings {
-            budget_fetches_per_day: 0.01,
+        .update_settings(pb::SettingsPatch {
+            budget: Some(pb::settings_patch::Budget::FetchesPerDay(0.01)),
             ..Default::default()
         })
         .await

@@ -3,8 +3,10 @@
 //! stats and workers come from the live hub.
 
 use super::page_limit;
-use crate::hub::{Hub, SettingsRecord};
+use crate::control::relearn::Budget;
+use crate::hub::Hub;
 use crate::registry::{FeedRecord, Registry, UserRecord};
+use crate::settings::SettingsPatch;
 use crate::store::KvBackend;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_server::Admin;
@@ -36,6 +38,10 @@ impl<B: KvBackend> AdminService<B> {
             max_fetches_per_host_per_day: 0.0,
             slots: s.slots as u32,
             replan_interval_seconds: self.hub.config().replan_interval.as_secs() as u32,
+            budget_fetches_per_feed_per_day: match s.budget {
+                Budget::PerFeedPerDay(x) => x,
+                Budget::PerDay(_) => 0.0,
+            },
         }
     }
 
@@ -240,45 +246,22 @@ impl<B: KvBackend> Admin for AdminService<B> {
 
     async fn update_settings(
         &self,
-        r: Request<pb::Settings>,
+        r: Request<pb::SettingsPatch>,
     ) -> Result<Response<pb::Settings>, Status> {
         let r = r.into_inner();
-        if r.max_fetches_per_host_per_day != 0.0 {
-            return Err(Status::invalid_argument(
-                "max_fetches_per_host_per_day is not supported by the live planner yet; leave it 0",
-            ));
-        }
-        let interval = self.hub.config().replan_interval.as_secs() as u32;
-        if r.replan_interval_seconds != 0 && r.replan_interval_seconds != interval {
-            return Err(Status::invalid_argument(format!(
-                "the replan interval is set on the command line ({interval} s) and cannot change at run time"
-            )));
-        }
-        // Zero / empty fields keep their current value.
-        let mut rec = SettingsRecord::of(&self.hub.settings().await);
-        if r.budget_fetches_per_day != 0.0 {
-            rec.budget = r.budget_fetches_per_day;
-            rec.per_feed = false;
-        }
-        if !r.metric.is_empty() {
-            rec.metric = r.metric;
-        }
-        if !r.policy.is_empty() {
-            rec.policy = r.policy;
-        }
-        if r.min_fetches_per_day != 0.0 {
-            rec.min_fetches_per_day = r.min_fetches_per_day;
-        }
-        if r.max_fetches_per_day != 0.0 {
-            rec.max_fetches_per_day = r.max_fetches_per_day;
-        }
-        if r.slots != 0 {
-            rec.slots = r.slots;
-        }
-        self.hub
-            .update_settings(&rec)
-            .await
-            .map_err(Status::invalid_argument)?;
+        use pb::settings_patch::Budget as B;
+        let patch = SettingsPatch {
+            budget: r.budget.map(|b| match b {
+                B::FetchesPerDay(m) => Budget::PerDay(m),
+                B::FetchesPerFeedPerDay(x) => Budget::PerFeedPerDay(x),
+            }),
+            metric: r.metric,
+            policy: r.policy,
+            min_fetches_per_day: r.min_fetches_per_day,
+            max_fetches_per_day: r.max_fetches_per_day,
+            slots: r.slots,
+        };
+        self.hub.update_settings(&patch).await?;
         Ok(Response::new(self.settings_view().await))
     }
 

@@ -9,6 +9,7 @@ pub mod worker;
 
 use crate::ingest::IngestError;
 use crate::registry::RegistryError;
+use crate::settings::SettingsError;
 use tonic::Status;
 
 impl From<RegistryError> for Status {
@@ -18,6 +19,15 @@ impl From<RegistryError> for Status {
             RegistryError::NotFound(m) => Status::not_found(m),
             RegistryError::AlreadyExists(m) => Status::already_exists(m),
             RegistryError::Store(s) => Status::unavailable(s.to_string()),
+        }
+    }
+}
+
+impl From<SettingsError> for Status {
+    fn from(e: SettingsError) -> Status {
+        match e {
+            SettingsError::Invalid(m) => Status::invalid_argument(m),
+            SettingsError::Unavailable(_) => Status::unavailable(e.to_string()),
         }
     }
 }

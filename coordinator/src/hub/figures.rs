@@ -1,7 +1,7 @@
 //! What the live coordinator reports about itself: running totals, the last plan's
 //! figures, the stored planner settings and a feed's view for `InspectFeedPlan`.
 
-use crate::control::relearn::{self, PlanOutcome, PlannerSettings};
+use crate::control::relearn::PlanOutcome;
 use std::collections::BTreeMap;
 
 /// Running totals of what the system did, for summaries and `GetStats`.
@@ -201,66 +201,6 @@ pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
     }
 }
 
-/// The planner settings as stored (and as the Admin API shows them).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SettingsRecord {
-    /// Budget, fetches per day across all feeds (when `per_feed` is false) or per feed.
-    pub budget: f64,
-    /// Whether `budget` is per feed.
-    pub per_feed: bool,
-    /// Metric name.
-    pub metric: String,
-    /// Policy name.
-    pub policy: String,
-    /// Minimum fetches per feed per day.
-    pub min_fetches_per_day: f64,
-    /// Maximum fetches per feed per day (0 = none).
-    pub max_fetches_per_day: f64,
-    /// Slots per day.
-    pub slots: u32,
-}
-
-impl SettingsRecord {
-    /// The record of `s`.
-    pub fn of(s: &PlannerSettings) -> Self {
-        let (budget, per_feed) = match s.budget {
-            relearn::Budget::PerDay(m) => (m, false),
-            relearn::Budget::PerFeedPerDay(x) => (x, true),
-        };
-        SettingsRecord {
-            budget,
-            per_feed,
-            metric: s.metric.name().into(),
-            policy: s.policy.name().into(),
-            min_fetches_per_day: s.min_fetches_per_day,
-            max_fetches_per_day: s.max_fetches_per_day.unwrap_or(0.0),
-            slots: s.slots as u32,
-        }
-    }
-
-    /// Applies the record to `base` (learning parameters stay), validated.
-    pub fn apply(&self, base: &PlannerSettings) -> Result<PlannerSettings, String> {
-        let s = PlannerSettings {
-            metric: self.metric.parse()?,
-            policy: self.policy.parse()?,
-            budget: if self.per_feed {
-                relearn::Budget::PerFeedPerDay(self.budget)
-            } else {
-                relearn::Budget::PerDay(self.budget)
-            },
-            min_fetches_per_day: self.min_fetches_per_day,
-            // 0 means "no maximum"; anything else must be a valid maximum (a NaN or a
-            // negative number is refused, not silently read as "none").
-            max_fetches_per_day: (self.max_fetches_per_day != 0.0)
-                .then_some(self.max_fetches_per_day),
-            slots: self.slots as usize,
-            ..base.clone()
-        };
-        s.validate()?;
-        Ok(s)
-    }
-}
-
 /// A feed's learned model and plan, for inspection.
 #[derive(Clone, Debug)]
 pub struct FeedView {
@@ -302,36 +242,3 @@ pub struct HealthView {
 }
 
 pub(super) use kairos_proto::outcome_label;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_that_could_never_be_planned_are_refused_not_cleared() {
-        let base = PlannerSettings::default();
-        let good = SettingsRecord::of(&base);
-        assert!(good.apply(&base).is_ok());
-        let with = |f: &dyn Fn(&mut SettingsRecord)| {
-            let mut r = good.clone();
-            f(&mut r);
-            r.apply(&base)
-        };
-        // A maximum of NaN or −5 was silently read as "no maximum".
-        assert!(with(&|r| r.max_fetches_per_day = f64::NAN).is_err());
-        assert!(with(&|r| r.max_fetches_per_day = -5.0).is_err());
-        assert_eq!(
-            with(&|r| r.max_fetches_per_day = 0.0)
-                .unwrap()
-                .max_fetches_per_day,
-            None
-        );
-        // A minimum of 1e308 was accepted and stopped every replan.
-        assert!(with(&|r| r.min_fetches_per_day = 1e308).is_err());
-        assert!(
-            with(&|r| r.min_fetches_per_day = 5.0).is_err(),
-            "above the budget of 4"
-        );
-        assert!(with(&|r| r.budget = f64::NAN).is_err());
-    }
-}

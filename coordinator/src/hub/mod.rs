@@ -39,7 +39,9 @@ mod quick;
 mod reports;
 mod rounds;
 pub mod stored_plan;
-pub use figures::{FeedView, HealthView, PlanFigures, SettingsRecord, Totals};
+pub use crate::settings::SettingsRecord;
+use crate::settings::{SettingsError, SettingsPatch};
+pub use figures::{FeedView, HealthView, PlanFigures, Totals};
 
 const DAY_MS: i64 = 86_400_000;
 /// Reader accesses remembered per user for the missed-postings measure.
@@ -169,7 +171,7 @@ impl<B: KvBackend> Hub<B> {
         if let Some(v) = store.get(Key::Settings.encode()?).await? {
             match serde_json::from_slice::<SettingsRecord>(&v)
                 .map_err(|e| e.to_string())
-                .and_then(|r| r.apply(&planner))
+                .and_then(|r| r.apply(&planner).map_err(|e| e.to_string()))
             {
                 Ok(p) => {
                     // Replicas (or a restart) with other flags than the settings an operator
@@ -314,35 +316,39 @@ impl<B: KvBackend> Hub<B> {
             .await
     }
 
-    /// Validates, persists and installs new planner settings; the next round replans
-    /// every feed with them.
-    pub async fn update_settings(&self, r: &SettingsRecord) -> Result<PlannerSettings, String> {
+    /// Applies `patch` to the settings in force, validates, stores and installs the
+    /// result ([`crate::settings`]); the next round replans every feed with it.
+    pub async fn update_settings(
+        &self,
+        patch: &SettingsPatch,
+    ) -> Result<PlannerSettings, SettingsError> {
         let _one_at_a_time = self.settings_update.lock().await;
-        let next = r.apply(&self.settings().await)?;
+        let next = patch.apply(&self.settings().await)?;
+        let unavailable = |e: &dyn std::fmt::Display| SettingsError::Unavailable(e.to_string());
         // A total budget below what the per-feed minimums of the feeds registered now need
         // would make every replan fail while the setting stayed in force.
         let feeds = self
             .registry
             .all_feeds()
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| unavailable(&e))?
             .len();
         let (min_level, _) = next.levels();
         let needed =
             feeds as f64 * crate::plan::alloc::level_rate(min_level) / next.days_per_period();
         let budget = next.budget.per_day(feeds);
         if feeds > 0 && budget < needed * (1.0 - 1e-9) {
-            return Err(format!(
+            return Err(SettingsError::Invalid(format!(
                 "a budget of {budget} fetches per day is below the {needed:.3} that the minimum of {} fetches per feed per day needs for the {feeds} registered feeds",
                 next.min_fetches_per_day
-            ));
+            )));
         }
-        let key = Key::Settings.encode().map_err(|e| e.to_string())?;
+        let key = Key::Settings.encode().map_err(|e| unavailable(&e))?;
         let value = serde_json::to_vec(&SettingsRecord::of(&next)).expect("settings serialize");
         self.store
             .batch(vec![Op::Put(key, value)])
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| unavailable(&e))?;
         let installed = next.clone();
         self.actor
             .call(move |s| s.settings = (s.settings.0 + 1, installed))
