@@ -13,6 +13,7 @@ use kairos_coordinator::registry::Registry;
 use kairos_coordinator::server::{self, ServerOptions};
 use kairos_coordinator::settings::SettingsPatch;
 use kairos_coordinator::store::memory::MemoryBackend;
+use kairos_coordinator::time::DAY_MS;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_runtime::clock::SimClock;
@@ -20,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const DAY_MS: i64 = 86_400_000;
 /// Report rounds over the learned day (every two hours).
 const ROUNDS: i64 = 12;
 

@@ -25,12 +25,11 @@ use kairos_coordinator::registry::Registry;
 use kairos_coordinator::store::etcd::{EtcdBackend, EtcdConfig};
 use kairos_coordinator::store::keys::Key;
 use kairos_coordinator::store::{KvBackend, Op};
+use kairos_coordinator::time::DAY_MS;
 use kairos_runtime::clock::SimClock;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const DAY_MS: i64 = 86_400_000;
 
 struct Args {
     feeds: usize,

@@ -12,12 +12,11 @@ use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Schedul
 use kairos_coordinator::simulate::{
     accesses_per_period, expected, replay, Expected, FeedSchedule, Realized,
 };
+use kairos_coordinator::time::DAY_S as DAY;
 use kairos_coordinator::trace::Trace;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-const DAY: f64 = 86_400.0;
 
 #[derive(Parser)]
 #[command(

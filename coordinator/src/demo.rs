@@ -1,10 +1,9 @@
 //! Pieces of the standalone demo that are worth testing on their own: the simulated
 //! readers' access process and the uniform-polling baseline the summary compares against.
 
+use crate::time::{DAY_MS, HOUR_MS};
 use rand::Rng;
 use rand_distr::{Distribution, Poisson};
-
-const DAY_MS: i64 = 86_400_000;
 
 /// Relative reading intensity by hour of day (UTC): a morning and an evening peak.
 pub fn reading_shape(hour: usize) -> f64 {
@@ -33,9 +32,9 @@ pub fn reader_accesses(
     // Walk hour boundaries so the intensity follows the time of day.
     let mut t = from_ms;
     while t < to_ms {
-        let hour_end = (t.div_euclid(3_600_000) + 1) * 3_600_000;
+        let hour_end = (t.div_euclid(HOUR_MS) + 1) * HOUR_MS;
         let end = hour_end.min(to_ms);
-        let hour = (t.rem_euclid(DAY_MS) / 3_600_000) as usize;
+        let hour = (t.rem_euclid(DAY_MS) / HOUR_MS) as usize;
         let lambda =
             per_day * reading_shape(hour) / norm * (end - t) as f64 / DAY_MS as f64 * users as f64;
         if let Ok(p) = Poisson::new(lambda) {

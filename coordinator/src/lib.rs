@@ -29,4 +29,4 @@ pub mod settings;
 pub mod shard;
 pub mod store;
 pub mod tls;
-pub use kairos_planner::{learn, peers, plan, simulate, synth, trace, weekly};
+pub use kairos_planner::{learn, peers, plan, simulate, synth, time, trace, weekly};

@@ -195,7 +195,6 @@ pub const ALLOCATOR_RESIDENT_BYTES: &str = "kairos_allocator_resident_bytes";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
-    crate::api::streams::describe();
     describe_gauge!(
         ALLOCATOR_ALLOCATED_BYTES,
         "Live heap: bytes allocated and not freed, as the allocator counts them."
@@ -558,33 +557,6 @@ pub fn record_postings(new: u64, duplicates: u64, missed: u64, missed_age_ms: f6
     counter!(POSTINGS_TOTAL, "result" => "duplicate").increment(duplicates);
     counter!(MISSED_POSTINGS_TOTAL).increment(missed);
     counter!(ACCESS_DELAY_SECONDS_TOTAL).increment((missed_age_ms / 1000.0) as u64);
-}
-
-/// A planning round.
-pub fn record_plan(p: &crate::hub::PlanFigures) {
-    histogram!(PLAN_SOLVE_SECONDS).record(p.solve_seconds);
-    gauge!(PLAN_BUDGET_FETCHES).set(p.budget_per_day);
-    gauge!(PLAN_ALLOCATED_FETCHES).set(p.fetches_per_day);
-    gauge!(PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
-    gauge!(PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
-    gauge!(PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
-    gauge!(PLAN_BUDGET_SHARE).set(p.budget_share);
-    gauge!(PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
-    gauge!(PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
-    gauge!(PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
-    gauge!(PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
-    gauge!(PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
-    gauge!(PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
-    gauge!(PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
-    gauge!(PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);
-    if let Some(shapes) = p.week_shapes {
-        for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
-            .iter()
-            .zip(shapes)
-        {
-            gauge!(PLAN_WEEK_SHAPE_FEEDS, "shape" => *name).set(n as f64);
-        }
-    }
 }
 
 /// A call the auth layer refused.

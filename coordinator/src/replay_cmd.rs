@@ -16,11 +16,10 @@ use kairos_coordinator::replay::{run, ReplayConfig};
 use kairos_coordinator::simulate::{
     replay, replay_log, scrolled_off_log, scrolled_off_schedules, FeedSchedule, Realized,
 };
+use kairos_coordinator::time::DAY_S as DAY;
 use kairos_coordinator::trace::Trace;
 use std::path::PathBuf;
 use std::time::Instant;
-
-const DAY: f64 = 86_400.0;
 
 /// Options of `replay`.
 #[derive(Args)]

@@ -13,6 +13,7 @@ use kairos_coordinator::server::{self as serve, Running, ServerOptions};
 use kairos_coordinator::store::embedded::EmbeddedBackend;
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::store::KvBackend;
+use kairos_coordinator::time::DAY_MS;
 use kairos_farm::farm::{Farm, FarmConfig, RunningFarm};
 use kairos_runtime::clock::SimClock;
 use kairos_worker::agent::{self, AgentConfig, AgentStats};
@@ -23,7 +24,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-const DAY_MS: i64 = 86_400_000;
 /// Feeds each simulated reader subscribes to.
 const SUBSCRIPTIONS_PER_READER: usize = 8;
 /// Accesses per reader per day.

@@ -71,8 +71,7 @@ pub struct Learned {
     pub week_shapes: [usize; 4],
 }
 
-/// Seconds per day.
-pub const DAY: f64 = 86_400.0;
+pub use crate::time::DAY_S as DAY;
 
 /// Whether `cfg` asks for a weekly model.
 pub fn is_weekly(cfg: &LearnConfig) -> bool {

@@ -19,5 +19,6 @@ pub mod peers;
 pub mod plan;
 pub mod simulate;
 pub mod synth;
+pub mod time;
 pub mod trace;
 pub mod weekly;

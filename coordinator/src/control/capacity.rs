@@ -7,9 +7,8 @@
 //! apply them).
 
 use super::FeedSpec;
+use crate::time::HOUR_MS;
 use kairos_runtime::schedule::skipped;
-
-const HOUR_MS: i64 = 3_600_000;
 
 /// Planned fetches of `spec` at times `t` with `from_ms <= t < to_ms`.
 pub fn fetches_between(spec: &FeedSpec, from_ms: i64, to_ms: i64) -> u64 {

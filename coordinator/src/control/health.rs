@@ -17,10 +17,8 @@
 
 use crate::plan::alloc::{floor_level, Level};
 use crate::plan::planner::FeedModel;
+use crate::time::{DAY_MS, HOUR_MS};
 use serde::{Deserialize, Serialize};
-
-const HOUR_MS: i64 = 3_600_000;
-const DAY_MS: i64 = 86_400_000;
 
 /// What a feed's publisher told us, from its last answered fetch (seconds; 0 = none).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,9 +13,9 @@
 //! The state is kept in memory: after a restart a throttling host is found again by its
 //! next 429, at the cost of one refused fetch.
 
+use crate::time::DAY_MS;
 use std::collections::HashMap;
 
-const DAY_MS: i64 = 86_400_000;
 /// Hold when a throttle names no `Retry-After`.
 const DEFAULT_HOLD_MS: i64 = 3_600_000;
 /// Lowest share of its original rate a throttled host is planned at.

@@ -14,10 +14,10 @@ use super::siblings;
 use crate::plan::alloc::ceil_level;
 use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
+use crate::time::DAY_MS;
 use crate::weekly;
 use std::collections::HashMap;
 
-const DAY_MS: i64 = 86_400_000;
 const BINS: usize = 24;
 
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted

@@ -8,9 +8,9 @@ use super::feedstate::FeedState;
 use super::models::hour_exposure;
 use super::shapes::Mixture;
 use super::shrink;
+use crate::time::DAY_MS;
 use std::sync::Arc;
 
-const DAY_MS: i64 = 86_400_000;
 const BINS: usize = 24;
 
 /// The population's part of every feed's model at one round.

@@ -23,8 +23,7 @@ use crate::plan::alloc::{level_rate, Level};
 use crate::plan::planner::{FeedModel, FeedPlan, PlanConfig};
 use crate::plan::single::resolve_one;
 use crate::plan::Prices;
-
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 /// Chance under the model below which a fetch's new postings count as a surprise.
 pub const SURPRISE: f64 = 0.01;

@@ -13,8 +13,7 @@
 //! plus [`MIN_TRAIN_DAYS`], nothing is held out and the configured value stands.
 
 use super::feedstate::FeedState;
-
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 
 /// Half-lives tried, in days; 0 weighs every day of the window alike. Longest memory
 /// first, so a tie keeps the steadier model. None shorter than three weeks: on

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 #[cfg(test)]
-const DAY_MS: i64 = 86_400_000;
+use crate::time::DAY_MS;
 #[cfg(test)]
 const BINS: usize = 24;
 

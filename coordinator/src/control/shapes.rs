@@ -20,13 +20,13 @@
 //! watched).
 
 use super::shrink::Chosen;
+use crate::time::DAY_MS;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use std::sync::Arc;
 
 const BINS: usize = 24;
-const DAY_MS: i64 = 86_400_000;
 /// Feeds per task of the E-step: fixed, so the sums do not depend on the thread count.
 const E_STEP_CHUNK: usize = 128;
 

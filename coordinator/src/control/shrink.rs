@@ -22,11 +22,10 @@
 use super::feedstate::FeedState;
 use super::models::hour_exposure;
 use super::siblings::{self, Siblings};
+use crate::time::{DAY_MS, HOUR_MS};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
-const DAY_MS: i64 = 86_400_000;
-const HOUR_MS: i64 = DAY_MS / BINS as i64;
 const BINS: usize = 24;
 
 /// Pseudo-days tried, smallest first (ties go to the smaller).

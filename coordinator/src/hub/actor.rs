@@ -210,7 +210,7 @@ mod tests {
             feeds: HashMap::new(),
             subscribers: HashMap::new(),
             recent_access: HashMap::new(),
-            access: AccessStats::new(24, 86_400_000),
+            access: AccessStats::new(24, crate::time::DAY_MS),
             settings: (0, PlannerSettings::default()),
             replanner: None,
             plan_view: Arc::default(),

@@ -2,6 +2,8 @@
 //! figures, the stored planner settings and a feed's view for `InspectFeedPlan`.
 
 use crate::control::relearn::PlanOutcome;
+use crate::metrics as m;
+use crate::time::DAY_MS;
 use std::collections::BTreeMap;
 
 /// Running totals of what the system did, for summaries and `GetStats`.
@@ -56,7 +58,7 @@ impl Totals {
     /// ledger, its day and the worker's day.
     pub fn count_fetch(&mut self, name: &str, started_ms: i64) {
         self.ledger.add(started_ms);
-        let day = started_ms.div_euclid(86_400_000);
+        let day = started_ms.div_euclid(DAY_MS);
         *self.fetches_by_day.entry(day).or_default() += 1;
         while self.fetches_by_day.len() > DAYS_KEPT {
             self.fetches_by_day.pop_first();
@@ -65,7 +67,7 @@ impl Totals {
     }
 
     fn count_worker_fetch(&mut self, name: &str, started_ms: i64) {
-        let day = started_ms.div_euclid(86_400_000);
+        let day = started_ms.div_euclid(DAY_MS);
         match self.worker_days.get_mut(name) {
             Some((d, n)) if *d == day => *n += 1,
             Some((d, n)) if *d < day => (*d, *n) = (day, 1),
@@ -78,7 +80,7 @@ impl Totals {
 
     /// Fetches each worker name started on the UTC day of `now_ms`.
     pub fn worker_counts_today(&self, now_ms: i64) -> BTreeMap<String, u64> {
-        let today = now_ms.div_euclid(86_400_000);
+        let today = now_ms.div_euclid(DAY_MS);
         self.worker_days
             .iter()
             .filter(|(_, (d, _))| *d == today)
@@ -107,7 +109,7 @@ impl Ledger {
         let since = self.since_ms.get_or_insert(started_ms);
         *since = (*since).min(started_ms);
         self.fetches += 1;
-        let day = started_ms.div_euclid(86_400_000);
+        let day = started_ms.div_euclid(DAY_MS);
         if day > self.day || self.day_fetches == 0 {
             self.day = day;
             self.day_fetches = 1;
@@ -119,7 +121,7 @@ impl Ledger {
 
     /// Fetches started on the UTC day of `now_ms` so far.
     pub fn today(&self, now_ms: i64) -> u64 {
-        if self.day == now_ms.div_euclid(86_400_000) {
+        if self.day == now_ms.div_euclid(DAY_MS) {
             self.day_fetches
         } else {
             0
@@ -242,3 +244,34 @@ pub struct HealthView {
 }
 
 pub(super) use kairos_proto::outcome_label;
+
+impl PlanFigures {
+    /// Sets the plan's gauges and records its solve time.
+    pub(super) fn record(&self) {
+        use metrics::{gauge, histogram};
+        let p = self;
+        histogram!(m::PLAN_SOLVE_SECONDS).record(p.solve_seconds);
+        gauge!(m::PLAN_BUDGET_FETCHES).set(p.budget_per_day);
+        gauge!(m::PLAN_ALLOCATED_FETCHES).set(p.fetches_per_day);
+        gauge!(m::PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
+        gauge!(m::PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
+        gauge!(m::PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
+        gauge!(m::PLAN_BUDGET_SHARE).set(p.budget_share);
+        gauge!(m::PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
+        gauge!(m::PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
+        gauge!(m::PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
+        gauge!(m::PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
+        gauge!(m::PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
+        gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
+        gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
+        gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);
+        if let Some(shapes) = p.week_shapes {
+            for (name, n) in ["daily", "pooled", "weekday_weekend", "day_of_week"]
+                .iter()
+                .zip(shapes)
+            {
+                gauge!(m::PLAN_WEEK_SHAPE_FEEDS, "shape" => *name).set(n as f64);
+            }
+        }
+    }
+}

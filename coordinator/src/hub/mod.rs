@@ -20,6 +20,7 @@ use crate::metrics as m;
 use crate::registry::{FeedRecord, OpmlImport, Registry, RegistryError, UserRecord};
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op};
+use crate::time::DAY_MS;
 use actor::{Actor, Parked, State};
 use kairos_proto::v1 as pb;
 use kairos_runtime::clock::SimClock;
@@ -43,7 +44,6 @@ pub use crate::settings::SettingsRecord;
 use crate::settings::{SettingsError, SettingsPatch};
 pub use figures::{FeedView, HealthView, PlanFigures, Totals};
 
-const DAY_MS: i64 = 86_400_000;
 /// Reader accesses remembered per user for the missed-postings measure.
 const ACCESSES_PER_USER: usize = 512;
 
@@ -474,7 +474,7 @@ impl<B: KvBackend> Hub<B> {
     /// day): what the store's retention window must hold.
     pub async fn posting_volume(&self) -> (usize, f64) {
         let now = self.clock.now_ms();
-        let window_ms = (self.cfg.planner.window_days * 86_400_000.0) as i64;
+        let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
         let registered = self.registered_at_open;
         self.actor
             .call(move |s| {
@@ -483,7 +483,7 @@ impl<B: KvBackend> Hub<B> {
                     .values()
                     .map(|st| {
                         let since = st.observed_since_ms.unwrap_or(now).max(now - window_ms);
-                        let days = ((now - since) as f64 / 86_400_000.0).max(1.0);
+                        let days = ((now - since) as f64 / DAY_MS as f64).max(1.0);
                         (st.postings_ms.len() + st.spread_ms.len()) as f64 / days
                     })
                     .sum();

@@ -23,9 +23,8 @@
 //! to the workers in each feed's assignment (`first_fetch_unix_ms`).
 
 use super::figures::Ledger;
+use crate::time::DAY_MS;
 use std::collections::HashMap;
-
-const DAY_MS: i64 = 86_400_000;
 
 /// What steers the plan from one round to the next.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

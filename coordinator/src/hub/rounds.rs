@@ -463,7 +463,7 @@ impl State {
             desired,
             basis,
         } = solved;
-        m::record_plan(&figures);
+        figures.record();
         m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
         let old_view = std::mem::replace(&mut self.plan_view, view);

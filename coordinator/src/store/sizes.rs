@@ -5,12 +5,12 @@
 
 use super::memory::MemoryBackend;
 use super::KvBackend;
+use crate::time::DAY_MS;
 use kairos_proto::v1 as pb;
 use kairos_runtime::clock::SimClock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const DAY_MS: i64 = 86_400_000;
 const FEEDS: usize = 20;
 const DAYS: i64 = 14;
 

@@ -9,10 +9,11 @@
 //! (maximum and starting intervals, NewsBlur's row for silent feeds and its caps).
 //! `Knobs::DEFAULT` is the product as shipped; the tuned runs search them for a budget.
 
+use crate::time::DAY_S as DAY;
+
 /// Seconds in a minute, an hour and a day.
 const MIN: f64 = 60.0;
 const HOUR: f64 = 3_600.0;
-const DAY: f64 = 86_400.0;
 
 /// What the aggregator knows right after a fetch.
 #[derive(Clone, Copy, Debug)]

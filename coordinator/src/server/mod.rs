@@ -9,6 +9,8 @@
 //! same server in-process with its workers. Stops on SIGINT/SIGTERM: it stops accepting, lets
 //! in-flight calls finish, then exits.
 
+mod standby;
+
 use crate::api::admin::AdminService;
 use crate::api::ingest::IngestService;
 use crate::api::postings::PostingsService;
@@ -345,8 +347,9 @@ async fn serve_elected(
     mut o: ServerOptions,
     election: crate::election::ElectionConfig,
 ) -> Result<()> {
-    use crate::election::{campaign, LeaderAddr, Standby};
+    use crate::election::{campaign, LeaderAddr};
     use crate::metrics as m;
+    use standby::Standby;
     let _metrics = match o.metrics_addr.take() {
         Some(a) => Some(serve_metrics(a, &o.extra_buckets).await?),
         None => None,
@@ -498,5 +501,6 @@ pub async fn serve_metrics(
     let served =
         kairos_runtime::telemetry::serve_metrics(addr, "kairos-coordinator", &buckets).await?;
     crate::metrics::describe();
+    crate::api::streams::describe();
     Ok(served)
 }
