@@ -4,63 +4,250 @@
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 
-/// Access events by outcome: `accepted`, `unknown_user`, `unknown_feed`, `out_of_window`.
-pub const ACCESS_EVENTS_TOTAL: &str = "kairos_ingest_access_events_total";
-/// Registered feeds.
-pub const REGISTRY_FEEDS: &str = "kairos_registry_feeds";
-/// Registered users.
-pub const REGISTRY_USERS: &str = "kairos_registry_users";
-/// Fetch reports accepted, by outcome class.
-pub const FETCHES_TOTAL: &str = "kairos_fetches_total";
-/// Body bytes fetched (after decompression).
-pub const FETCH_BYTES_TOTAL: &str = "kairos_fetch_bytes_total";
-/// Fetch start minus planned time.
-pub const FETCH_LATENESS_SECONDS: &str = "kairos_fetch_lateness_seconds";
-/// Realized delay of postings with trusted publication dates.
-pub const POSTING_DELAY_SECONDS: &str = "kairos_posting_delay_seconds";
-/// Postings ingested, by `result`: `new` or `duplicate`.
-pub const POSTINGS_TOTAL: &str = "kairos_postings_ingested_total";
-/// Reader accesses counted for the miss measures.
-pub const ACCESSES_TOTAL: &str = "kairos_reader_accesses_total";
-/// Postings a reader access missed (published, not yet discovered).
-pub const MISSED_POSTINGS_TOTAL: &str = "kairos_missed_postings_total";
-/// Summed age of missed postings at the accesses that missed them (user-access delay).
-pub const ACCESS_DELAY_SECONDS_TOTAL: &str = "kairos_access_delay_seconds_total";
-/// Reports refused (feed not owned by the reporting worker, unknown feed).
-pub const REPORTS_REJECTED_TOTAL: &str = "kairos_reports_rejected_total";
-/// Report messages refused alone for breaking the report bounds (too many postings, a field
-/// over its length); the worker logs each reason.
-pub const REPORTS_REFUSED_BOUNDS_TOTAL: &str = "kairos_reports_refused_bounds_total";
-/// Report streams ended by a message the coordinator could not read (over the decoding
-/// limit, not protobuf).
-pub const REPORT_STREAMS_BROKEN_TOTAL: &str = "kairos_report_streams_broken_total";
-/// Postings whose feed-written text was changed before storing, by `what`: `title`
-/// (control characters removed, clipped) or `link` (not a safe http(s) URL: dropped).
-pub const POSTINGS_SANITIZED_TOTAL: &str = "kairos_postings_sanitized_total";
-/// Item-like elements of fetched documents that the workers' parser did not read.
-pub const ITEMS_UNREAD_TOTAL: &str = "kairos_items_unread_total";
-/// Planned slots fetched by a second worker (around host moves and failovers).
-pub const FETCHES_SAME_SLOT_TOTAL: &str = "kairos_fetches_same_slot_total";
-/// Fetches in flight summed over workers' last heartbeats.
-pub const WORKER_FETCHES_IN_FLIGHT: &str = "kairos_worker_sessions_fetches_in_flight";
-/// Sessions whose last applied assignment version trails the desired one.
-pub const WORKERS_BEHIND: &str = "kairos_workers_behind";
-/// Unacknowledged reports summed over workers' last heartbeats.
-pub const REPORT_BACKLOG: &str = "kairos_report_backlog";
-/// Live worker sessions.
-pub const WORKERS: &str = "kairos_workers";
-/// Fetches the plan schedules in the next hour, over all feeds.
-pub const PLAN_FETCHES_NEXT_HOUR: &str = "kairos_plan_fetches_next_hour";
-/// The same as a rate: the autoscaler's signal (fetches per second).
-pub const PLAN_FETCH_RATE_NEXT_HOUR: &str = "kairos_plan_fetches_per_second_next_hour";
-/// Sum of the live workers' declared capacity, fetches per second.
-pub const WORKERS_CAPACITY: &str = "kairos_workers_capacity_fetches_per_second";
-/// Next hour's planned rate over the workers' declared capacity.
-pub const CAPACITY_UTILIZATION: &str = "kairos_capacity_utilization_next_hour";
-/// Hosts whose owner changed (joins, leaves, expired leases).
-pub const SHARD_MOVES_TOTAL: &str = "kairos_shard_moves_total";
-/// Wall time of one relearn + plan round.
-pub const PLAN_SOLVE_SECONDS: &str = "kairos_plan_solve_seconds";
+/// Declares each metric once: its name (the constant), its kind and its description,
+/// which [`describe`] registers with the recorder. A metric cannot be named without being
+/// described.
+macro_rules! declare {
+    ($($(#[doc = $doc:literal])* $kind:ident $name:ident = $metric:literal, $help:literal;)*) => {
+        $($(#[doc = $doc])* pub const $name: &str = $metric;)*
+
+        /// Describes every metric declared here.
+        fn describe_declared() {
+            $($kind!($name, $help);)*
+        }
+    };
+}
+
+declare! {
+    /// Access events by outcome: `accepted`, `unknown_user`, `unknown_feed`, `out_of_window`.
+    describe_counter ACCESS_EVENTS_TOTAL = "kairos_ingest_access_events_total",
+        "Reader access events received, by outcome (accepted or why skipped).";
+    /// Registered feeds.
+    describe_gauge REGISTRY_FEEDS = "kairos_registry_feeds",
+        "Feeds in the registry.";
+    /// Registered users.
+    describe_gauge REGISTRY_USERS = "kairos_registry_users",
+        "Users in the registry.";
+    /// Fetch reports accepted, by outcome class.
+    describe_counter FETCHES_TOTAL = "kairos_fetches_total",
+        "Fetches reported by workers, by outcome class.";
+    /// Body bytes fetched (after decompression).
+    describe_counter FETCH_BYTES_TOTAL = "kairos_fetch_bytes_total",
+        "Body bytes fetched, after decompression.";
+    /// Fetch start minus planned time.
+    describe_histogram FETCH_LATENESS_SECONDS = "kairos_fetch_lateness_seconds",
+        "Fetch start minus its planned time (simulated seconds).";
+    /// Realized delay of postings with trusted publication dates.
+    describe_histogram POSTING_DELAY_SECONDS = "kairos_posting_delay_seconds",
+        "Discovery minus publication time of postings with trusted dates (simulated seconds).";
+    /// Postings ingested, by `result`: `new` or `duplicate`.
+    describe_counter POSTINGS_TOTAL = "kairos_postings_ingested_total",
+        "Postings reported, by result: new or duplicate.";
+    /// Reader accesses counted for the miss measures.
+    describe_counter ACCESSES_TOTAL = "kairos_reader_accesses_total",
+        "Reader accesses counted for the miss measures.";
+    /// Postings a reader access missed (published, not yet discovered).
+    describe_counter MISSED_POSTINGS_TOTAL = "kairos_missed_postings_total",
+        "Postings published but not yet discovered at a reader's access.";
+    /// Summed age of missed postings at the accesses that missed them (user-access delay).
+    describe_counter ACCESS_DELAY_SECONDS_TOTAL = "kairos_access_delay_seconds_total",
+        "Summed age of missed postings at the accesses that missed them.";
+    /// Reports refused (feed not owned by the reporting worker, unknown feed).
+    describe_counter REPORTS_REJECTED_TOTAL = "kairos_reports_rejected_total",
+        "Reports refused: feed not owned by the worker, or not planned.";
+    /// Report messages refused alone for breaking the report bounds (too many postings, a field
+    /// over its length); the worker logs each reason.
+    describe_counter REPORTS_REFUSED_BOUNDS_TOTAL = "kairos_reports_refused_bounds_total",
+        "Report messages refused alone for breaking the report bounds (too many postings, a field over its length).";
+    /// Report streams ended by a message the coordinator could not read (over the decoding
+    /// limit, not protobuf).
+    describe_counter REPORT_STREAMS_BROKEN_TOTAL = "kairos_report_streams_broken_total",
+        "Report streams ended by a message the coordinator could not read (over the decoding limit, not protobuf).";
+    /// Postings whose feed-written text was changed before storing, by `what`: `title`
+    /// (control characters removed, clipped) or `link` (not a safe http(s) URL: dropped).
+    describe_counter POSTINGS_SANITIZED_TOTAL = "kairos_postings_sanitized_total",
+        "Postings whose feed-written text was changed before storing: what=title (controls removed, clipped) or link (not a safe http(s) URL, dropped).";
+    /// Item-like elements of fetched documents that the workers' parser did not read.
+    describe_counter ITEMS_UNREAD_TOTAL = "kairos_items_unread_total",
+        "Item-like elements of fetched documents that did not come out as items (postings that may be lost; outcome empty_unrecognized when none did).";
+    /// Planned slots fetched by a second worker (around host moves and failovers).
+    describe_counter FETCHES_SAME_SLOT_TOTAL = "kairos_fetches_same_slot_total",
+        "Planned slots of a feed fetched by a second worker (host moves, failovers).";
+    /// Fetches in flight summed over workers' last heartbeats.
+    describe_gauge WORKER_FETCHES_IN_FLIGHT = "kairos_worker_sessions_fetches_in_flight",
+        "Fetches in flight over all workers, from their heartbeats.";
+    /// Sessions whose last applied assignment version trails the desired one.
+    describe_gauge WORKERS_BEHIND = "kairos_workers_behind",
+        "Worker sessions whose applied assignment trails the desired one (intent vs observed).";
+    /// Unacknowledged reports summed over workers' last heartbeats.
+    describe_gauge REPORT_BACKLOG = "kairos_report_backlog",
+        "Unacknowledged reports over all workers.";
+    /// Live worker sessions.
+    describe_gauge WORKERS = "kairos_workers",
+        "Live worker sessions.";
+    /// Fetches the plan schedules in the next hour, over all feeds.
+    describe_gauge PLAN_FETCHES_NEXT_HOUR = "kairos_plan_fetches_next_hour",
+        "Fetches the plan schedules in the next hour over all feeds (back-off, skipHours and skipDays applied).";
+    /// The same as a rate: the autoscaler's signal (fetches per second).
+    describe_gauge PLAN_FETCH_RATE_NEXT_HOUR = "kairos_plan_fetches_per_second_next_hour",
+        "Planned fetches per second over the next hour: the worker autoscaler's signal.";
+    /// Sum of the live workers' declared capacity, fetches per second.
+    describe_gauge WORKERS_CAPACITY = "kairos_workers_capacity_fetches_per_second",
+        "Sum of the live workers' declared capacity (--capacity), fetches per second.";
+    /// Next hour's planned rate over the workers' declared capacity.
+    describe_gauge CAPACITY_UTILIZATION = "kairos_capacity_utilization_next_hour",
+        "The next hour's planned fetch rate over the workers' declared capacity (above 1: the workers cannot carry the plan; +Inf with work and no workers).";
+    /// Hosts whose owner changed (joins, leaves, expired leases).
+    describe_counter SHARD_MOVES_TOTAL = "kairos_shard_moves_total",
+        "Hosts moved from one live worker to another.";
+    /// Wall time of one relearn + plan round.
+    describe_histogram PLAN_SOLVE_SECONDS = "kairos_plan_solve_seconds",
+        "Wall time of a relearn + plan round.";
+    /// Fetch budget per day.
+    describe_gauge PLAN_BUDGET_FETCHES = "kairos_plan_budget_fetches_per_day",
+        "Fetch budget per day.";
+    /// Fetches per day the plan allocated.
+    describe_gauge PLAN_ALLOCATED_FETCHES = "kairos_plan_allocated_fetches_per_day",
+        "Fetches per day in the current plan.";
+    /// The model's expected delay per posting under the current plan.
+    describe_gauge PLAN_EXPECTED_DELAY_SECONDS = "kairos_plan_expected_delay_seconds",
+        "Expected delay per posting under the current plan and model.";
+    /// Feeds re-solved by the last round.
+    describe_gauge PLAN_FEEDS_RESOLVED = "kairos_plan_feeds_resolved",
+        "Feeds re-solved by the last planning round.";
+    /// Gauge: fetches per day of the budget the plan could not place (host caps, no value).
+    describe_gauge PLAN_UNSPENT_FETCHES = "kairos_plan_unspent_fetches_per_day",
+        "Fetches per day of the budget the current plan leaves unplaced (hosts at their cap, or no fetch with value).";
+    /// Gauge: share of the daily budget the current plan spends (below 1 when the UTC day's
+    /// fetches so far, first-sight fetches included, spent the rest).
+    describe_gauge PLAN_BUDGET_SHARE = "kairos_plan_budget_share",
+        "Share of the daily budget the current plan spends: below 1 while the UTC day's fetches so far (first-sight fetches included) have spent the rest.";
+    /// Gauge: hosts planned up to their politeness cap.
+    describe_gauge PLAN_HOSTS_AT_CAP = "kairos_plan_hosts_at_cap",
+        "Hosts the current plan fills to their politeness cap.";
+    /// Counter: fetches whose document held only new items after an earlier fetch.
+    describe_counter DOCUMENT_OVERFLOWS_TOTAL = "kairos_document_overflows_total",
+        "Fetches whose document held only new items after an earlier fetch (postings may have scrolled off).";
+    /// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
+    describe_gauge PLAN_CAPACITY_FLOOR_FEEDS = "kairos_plan_capacity_floor_feeds",
+        "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches.";
+    /// Counter: replans that failed (the previous plan stayed in force).
+    describe_counter REPLAN_FAILURES_TOTAL = "kairos_replan_failures_total",
+        "Replans that failed; the previous plan stays in force until one succeeds.";
+    /// Postings and item markers removed by retention, by `kind`.
+    describe_counter PRUNED_TOTAL = "kairos_retention_removed_total",
+        "Postings (kind=posting) and item markers (kind=marker) removed past --postings-retention / --item-marker-retention.";
+    /// Counter: panics inside the planner, contained to their round.
+    describe_counter PLANNER_PANICS_TOTAL = "kairos_planner_panics_total",
+        "Panics inside the planner, contained to their round (a bug: please report it with the log line).";
+    /// Histogram: how long each control-plane message held the actor (every other call waits
+    /// behind it).
+    describe_histogram CONTROL_PLANE_MESSAGE_SECONDS = "kairos_control_plane_message_seconds",
+        "How long each control-plane message held the actor; calls queue behind a long one.";
+    /// Counter: control-plane messages that panicked (their caller failed; the state served on).
+    describe_counter CONTROL_PLANE_PANICS_TOTAL = "kairos_control_plane_panics_total",
+        "Control-plane messages that panicked: the call failed, later calls were served (a bug: please report it with the log line).";
+    /// Counter: TLS handshakes that failed or timed out.
+    describe_counter TLS_HANDSHAKE_FAILURES_TOTAL = "kairos_tls_handshake_failures_total",
+        "TLS handshakes that failed or timed out (bad or missing client certificates among them).";
+    /// Counter: certificate changes that did not load (the previous one stayed in force).
+    describe_counter TLS_RELOAD_FAILURES_TOTAL = "kairos_tls_reload_failures_total",
+        "Certificate file changes that did not load; the previous certificate stayed in force.";
+    /// Counter: store writes that failed (a full disk, an I/O error).
+    describe_counter STORE_WRITE_FAILURES_TOTAL = "kairos_store_write_failures_total",
+        "Store writes that failed (full disk, I/O error); the calls answered UNAVAILABLE and nothing was acknowledged.";
+    /// Gauge: 1 while the store takes writes, 0 while it is failed and being reopened.
+    describe_gauge STORE_WRITABLE = "kairos_store_writable",
+        "1 while the store takes writes; 0 while a failed store is being reopened (health NOT_SERVING).";
+    /// Gauge: 1 on the elected leader, 0 on a standby (cluster mode).
+    describe_gauge LEADER = "kairos_leader",
+        "1 on the elected leader, 0 on a standby coordinator (cluster mode on etcd).";
+    /// Gauge: the leader's epoch (its election revision in etcd); 0 on a standby.
+    describe_gauge LEADER_EPOCH = "kairos_leader_epoch",
+        "The leader's epoch: its election revision in etcd (0 on a standby).";
+    /// Counter: times this process stopped acting as leader (lease not renewed in time, or a
+    /// write fenced off because another leader was elected).
+    describe_counter LEADER_STEPDOWNS_TOTAL = "kairos_leader_stepdowns_total",
+        "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected.";
+    /// Gauge: bytes the retention window needs in the store, estimated when a leader starts
+    /// (-1: postings kept for ever).
+    describe_gauge STORE_WINDOW_BYTES = "kairos_store_window_bytes",
+        "Bytes the retention window needs in etcd, estimated when a leader starts (-1: postings kept for ever).";
+    /// Gauge: the etcd quota the window is checked against (--etcd-quota-bytes).
+    describe_gauge STORE_QUOTA_BYTES = "kairos_store_quota_bytes",
+        "The etcd quota the retention window is checked against (--etcd-quota-bytes).";
+    /// Counter: report streams refused because they carried another leader's epoch.
+    describe_counter STALE_EPOCH_REPORTS_TOTAL = "kairos_reports_stale_epoch_total",
+        "Report streams refused because they carried another leader's epoch (the worker registers again and resends).";
+    /// Counter: writes etcd refused because this coordinator's leadership was gone.
+    describe_counter FENCED_WRITES_TOTAL = "kairos_fenced_writes_total",
+        "Writes etcd refused because this coordinator's leadership was gone (another leader was elected).";
+    /// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
+    describe_gauge PLAN_SHRINKAGE_DAYS = "kairos_plan_shrinkage_days",
+        "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days.";
+    /// Gauge: base shapes of the mixture feeds' hours are pooled in (0: one pooled shape, while
+    /// too few postings back a fit or with `--shape-mixture 0`).
+    describe_gauge PLAN_MIXTURE_SHAPES = "kairos_plan_shape_mixture_shapes",
+        "Base shapes of the mixture feeds' hours are pooled in (0: one pooled shape, while too few postings back a fit or with `--shape-mixture 0`).";
+    /// Gauge: pseudo-postings of the shapes' prior (chosen on held-out days; 0: pseudo-days).
+    describe_gauge PLAN_SHAPE_PRIOR_POSTINGS = "kairos_plan_shape_prior_postings",
+        "Pseudo-postings of the shapes' prior (chosen on held-out days; 0: pseudo-days).";
+    /// Gauge: pseudo-postings of a feed's host's other feeds in its shape's evidence, its
+    /// rate shrunk toward theirs (chosen on held-out days; 0: the host level is left out).
+    describe_gauge PLAN_HOST_PRIOR_POSTINGS = "kairos_plan_host_prior_postings",
+        "Pseudo-postings of a feed's host's other feeds in its shape's evidence, its rate shrunk toward theirs (chosen on held-out days; 0: the host level is left out).";
+    /// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
+    describe_gauge PLAN_HALF_LIFE_DAYS = "kairos_plan_half_life_days",
+        "Half-life of the observations the live models learn from, days (0: every day alike), chosen on the last week's postings.";
+    /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
+    describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
+        "Fetches per day one host can take under the politeness gap (0: uncapped).";
+    /// Gauge `shape`: on weekly plans, feeds by the weekly shape they learned.
+    describe_gauge PLAN_WEEK_SHAPE_FEEDS = "kairos_plan_week_shape_feeds",
+        "Weekly plans: feeds by learned weekly shape (daily, pooled, weekday_weekend, day_of_week).";
+    /// Gauge `status`: feeds by fetch health.
+    describe_gauge FEED_HEALTH = "kairos_feeds",
+        "Feeds by fetch health: new, ok, failing (backing off), malformed (for a day or more), gone (410).";
+    /// Counter `event`: feeds that started failing, recovered or answered 410.
+    describe_counter FEED_HEALTH_EVENTS_TOTAL = "kairos_feed_health_events_total",
+        "Feed health changes: failing, recovered, gone.";
+    /// Counter `result`: permanent redirects followed (moved, merged, refused, error).
+    describe_counter FEED_REDIRECTS_TOTAL = "kairos_feed_redirects_total",
+        "Permanent redirects followed: moved (URL updated), merged (onto a registered feed), refused, error.";
+    /// Gauge: hosts held or planned below their rate because they throttled us.
+    describe_gauge HOSTS_THROTTLED = "kairos_hosts_throttled",
+        "Hosts that answered 429/503 recently: held, and planned below their earlier rate.";
+    /// Gauge: feeds whose plan a back-off or a publisher hint bounds.
+    describe_gauge PLAN_BOUNDED_FEEDS = "kairos_plan_bounded_feeds",
+        "Feeds whose fetch rate a back-off or a publisher hint (max-age, ttl, sy:updatePeriod) bounds.";
+    /// Gauge: 1 while etcd refuses writes for lack of space (its NOSPACE alarm).
+    describe_gauge STORE_OUT_OF_SPACE = "kairos_store_out_of_space",
+        "1 while etcd refuses writes for lack of space (NOSPACE alarm): free space, defragment, disarm.";
+    /// Gauge: 1 while a new leader serves the plan read from the store, before its first round.
+    describe_gauge PLAN_FROM_STORE = "kairos_plan_from_store",
+        "1 while this leader serves the plan read from the store, before its first round ends.";
+    /// Counter `result`: writes of the plan to the store (ok, failed).
+    describe_counter PLAN_SNAPSHOTS_TOTAL = "kairos_plan_snapshots_total",
+        "Writes of the plan to the store (what a new leader serves at once), by result.";
+    /// Gauge: bytes of the last plan written to the store.
+    describe_gauge PLAN_SNAPSHOT_BYTES = "kairos_plan_snapshot_bytes",
+        "Bytes of the last plan written to the store.";
+    /// Counter `result`: feeds re-solved between rounds after a fetch surprised their model
+    /// (raised, lowered, kept, refused, deferred).
+    describe_counter PLAN_QUICK_UPDATES_TOTAL = "kairos_plan_quick_updates_total",
+        "Feeds re-solved between rounds after a fetch found postings their model did not expect, by result (raised, lowered, kept; refused: the raises' budget share was spent; deferred: the next round comes before the new times would fetch).";
+    /// Gauge: fetches a day the updates between rounds add to the last round's plan.
+    describe_gauge PLAN_QUICK_EXTRA_PER_DAY = "kairos_plan_quick_extra_fetches_per_day",
+        "Fetches a day that updates between rounds add to the last round's plan (at most 5% of the budget).";
+    /// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
+    /// counts them.
+    describe_gauge ALLOCATOR_ALLOCATED_BYTES = "kairos_allocator_allocated_bytes",
+        "Live heap: bytes allocated and not freed, as the allocator counts them.";
+    /// Gauge: bytes of physical memory the allocator holds (live heap, its metadata, and freed
+    /// pages not yet returned to the system).
+    describe_gauge ALLOCATOR_RESIDENT_BYTES = "kairos_allocator_resident_bytes",
+        "Physical memory the allocator holds: live heap, metadata, and freed pages not yet returned.";
+}
 
 /// Buckets of posting delay: a minute to a week (simulated seconds).
 const DELAY_BUCKETS: &[f64] = &[
@@ -88,275 +275,14 @@ pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
     .into_iter()
     .collect()
 }
-/// Fetch budget per day.
-pub const PLAN_BUDGET_FETCHES: &str = "kairos_plan_budget_fetches_per_day";
-/// Fetches per day the plan allocated.
-pub const PLAN_ALLOCATED_FETCHES: &str = "kairos_plan_allocated_fetches_per_day";
-/// The model's expected delay per posting under the current plan.
-pub const PLAN_EXPECTED_DELAY_SECONDS: &str = "kairos_plan_expected_delay_seconds";
-/// Feeds re-solved by the last round.
-pub const PLAN_FEEDS_RESOLVED: &str = "kairos_plan_feeds_resolved";
-/// Gauge: fetches per day of the budget the plan could not place (host caps, no value).
-pub const PLAN_UNSPENT_FETCHES: &str = "kairos_plan_unspent_fetches_per_day";
-/// Gauge: share of the daily budget the current plan spends (below 1 when the UTC day's
-/// fetches so far, first-sight fetches included, spent the rest).
-pub const PLAN_BUDGET_SHARE: &str = "kairos_plan_budget_share";
-/// Gauge: hosts planned up to their politeness cap.
-pub const PLAN_HOSTS_AT_CAP: &str = "kairos_plan_hosts_at_cap";
-/// Counter: fetches whose document held only new items after an earlier fetch.
-pub const DOCUMENT_OVERFLOWS_TOTAL: &str = "kairos_document_overflows_total";
-/// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
-pub const PLAN_CAPACITY_FLOOR_FEEDS: &str = "kairos_plan_capacity_floor_feeds";
 pub use crate::auth::{AUTH_REFUSALS_TOTAL, AUTH_RELOAD_FAILURES_TOTAL};
-/// Counter: replans that failed (the previous plan stayed in force).
-pub const REPLAN_FAILURES_TOTAL: &str = "kairos_replan_failures_total";
-/// Postings and item markers removed by retention, by `kind`.
-pub const PRUNED_TOTAL: &str = "kairos_retention_removed_total";
-/// Counter: panics inside the planner, contained to their round.
-pub const PLANNER_PANICS_TOTAL: &str = "kairos_planner_panics_total";
-/// Histogram: how long each control-plane message held the actor (every other call waits
-/// behind it).
-pub const CONTROL_PLANE_MESSAGE_SECONDS: &str = "kairos_control_plane_message_seconds";
 /// Buckets of [`CONTROL_PLANE_MESSAGE_SECONDS`]: most messages take microseconds; one over
 /// 100 ms delays every Admin call and heartbeat behind it.
 const MESSAGE_BUCKETS: &[f64] = &[0.0001, 0.001, 0.005, 0.02, 0.1, 0.5, 2.0];
-/// Counter: control-plane messages that panicked (their caller failed; the state served on).
-pub const CONTROL_PLANE_PANICS_TOTAL: &str = "kairos_control_plane_panics_total";
-/// Counter: TLS handshakes that failed or timed out.
-pub const TLS_HANDSHAKE_FAILURES_TOTAL: &str = "kairos_tls_handshake_failures_total";
-/// Counter: certificate changes that did not load (the previous one stayed in force).
-pub const TLS_RELOAD_FAILURES_TOTAL: &str = "kairos_tls_reload_failures_total";
-/// Counter: store writes that failed (a full disk, an I/O error).
-pub const STORE_WRITE_FAILURES_TOTAL: &str = "kairos_store_write_failures_total";
-/// Gauge: 1 while the store takes writes, 0 while it is failed and being reopened.
-pub const STORE_WRITABLE: &str = "kairos_store_writable";
-/// Gauge: 1 on the elected leader, 0 on a standby (cluster mode).
-pub const LEADER: &str = "kairos_leader";
-/// Gauge: the leader's epoch (its election revision in etcd); 0 on a standby.
-pub const LEADER_EPOCH: &str = "kairos_leader_epoch";
-/// Counter: times this process stopped acting as leader (lease not renewed in time, or a
-/// write fenced off because another leader was elected).
-pub const LEADER_STEPDOWNS_TOTAL: &str = "kairos_leader_stepdowns_total";
-/// Gauge: bytes the retention window needs in the store, estimated when a leader starts
-/// (-1: postings kept for ever).
-pub const STORE_WINDOW_BYTES: &str = "kairos_store_window_bytes";
-/// Gauge: the etcd quota the window is checked against (--etcd-quota-bytes).
-pub const STORE_QUOTA_BYTES: &str = "kairos_store_quota_bytes";
-/// Counter: report streams refused because they carried another leader's epoch.
-pub const STALE_EPOCH_REPORTS_TOTAL: &str = "kairos_reports_stale_epoch_total";
-/// Counter: writes etcd refused because this coordinator's leadership was gone.
-pub const FENCED_WRITES_TOTAL: &str = "kairos_fenced_writes_total";
-/// Gauge: pseudo-days of the pooled pattern the models were shrunk by (chosen on held-out days).
-pub const PLAN_SHRINKAGE_DAYS: &str = "kairos_plan_shrinkage_days";
-/// Gauge: base shapes of the mixture feeds' hours are pooled in (0: one pooled shape, while
-/// too few postings back a fit or with `--shape-mixture 0`).
-pub const PLAN_MIXTURE_SHAPES: &str = "kairos_plan_shape_mixture_shapes";
-/// Gauge: pseudo-postings of the shapes' prior (chosen on held-out days; 0: pseudo-days).
-pub const PLAN_SHAPE_PRIOR_POSTINGS: &str = "kairos_plan_shape_prior_postings";
-/// Gauge: pseudo-postings of a feed's host's other feeds in its shape's evidence, its
-/// rate shrunk toward theirs (chosen on held-out days; 0: the host level is left out).
-pub const PLAN_HOST_PRIOR_POSTINGS: &str = "kairos_plan_host_prior_postings";
-/// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
-pub const PLAN_HALF_LIFE_DAYS: &str = "kairos_plan_half_life_days";
-/// Gauge: fetches per day one host can take (0 when hosts are uncapped).
-pub const PLAN_HOST_CAP: &str = "kairos_plan_host_cap_fetches_per_day";
-/// Gauge `shape`: on weekly plans, feeds by the weekly shape they learned.
-pub const PLAN_WEEK_SHAPE_FEEDS: &str = "kairos_plan_week_shape_feeds";
-/// Gauge `status`: feeds by fetch health.
-pub const FEED_HEALTH: &str = "kairos_feeds";
-/// Counter `event`: feeds that started failing, recovered or answered 410.
-pub const FEED_HEALTH_EVENTS_TOTAL: &str = "kairos_feed_health_events_total";
-/// Counter `result`: permanent redirects followed (moved, merged, refused, error).
-pub const FEED_REDIRECTS_TOTAL: &str = "kairos_feed_redirects_total";
-/// Gauge: hosts held or planned below their rate because they throttled us.
-pub const HOSTS_THROTTLED: &str = "kairos_hosts_throttled";
-/// Gauge: feeds whose plan a back-off or a publisher hint bounds.
-pub const PLAN_BOUNDED_FEEDS: &str = "kairos_plan_bounded_feeds";
-/// Gauge: 1 while etcd refuses writes for lack of space (its NOSPACE alarm).
-pub const STORE_OUT_OF_SPACE: &str = "kairos_store_out_of_space";
-/// Gauge: 1 while a new leader serves the plan read from the store, before its first round.
-pub const PLAN_FROM_STORE: &str = "kairos_plan_from_store";
-/// Counter `result`: writes of the plan to the store (ok, failed).
-pub const PLAN_SNAPSHOTS_TOTAL: &str = "kairos_plan_snapshots_total";
-/// Gauge: bytes of the last plan written to the store.
-pub const PLAN_SNAPSHOT_BYTES: &str = "kairos_plan_snapshot_bytes";
-/// Counter `result`: feeds re-solved between rounds after a fetch surprised their model
-/// (raised, lowered, kept, refused, deferred).
-pub const PLAN_QUICK_UPDATES_TOTAL: &str = "kairos_plan_quick_updates_total";
-/// Gauge: fetches a day the updates between rounds add to the last round's plan.
-pub const PLAN_QUICK_EXTRA_PER_DAY: &str = "kairos_plan_quick_extra_fetches_per_day";
-
-/// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
-/// counts them.
-pub const ALLOCATOR_ALLOCATED_BYTES: &str = "kairos_allocator_allocated_bytes";
-/// Gauge: bytes of physical memory the allocator holds (live heap, its metadata, and freed
-/// pages not yet returned to the system).
-pub const ALLOCATOR_RESIDENT_BYTES: &str = "kairos_allocator_resident_bytes";
 
 /// Registers the descriptions with the installed recorder.
 pub fn describe() {
-    describe_gauge!(
-        ALLOCATOR_ALLOCATED_BYTES,
-        "Live heap: bytes allocated and not freed, as the allocator counts them."
-    );
-    describe_gauge!(
-        ALLOCATOR_RESIDENT_BYTES,
-        "Physical memory the allocator holds: live heap, metadata, and freed pages not yet returned."
-    );
-    describe_counter!(
-        ACCESS_EVENTS_TOTAL,
-        "Reader access events received, by outcome (accepted or why skipped)."
-    );
-    describe_gauge!(REGISTRY_FEEDS, "Feeds in the registry.");
-    describe_gauge!(
-        STORE_OUT_OF_SPACE,
-        "1 while etcd refuses writes for lack of space (NOSPACE alarm): free space, defragment, disarm."
-    );
-    describe_gauge!(
-        PLAN_FROM_STORE,
-        "1 while this leader serves the plan read from the store, before its first round ends."
-    );
-    describe_counter!(
-        PLAN_SNAPSHOTS_TOTAL,
-        "Writes of the plan to the store (what a new leader serves at once), by result."
-    );
-    describe_gauge!(
-        PLAN_SNAPSHOT_BYTES,
-        "Bytes of the last plan written to the store."
-    );
-    describe_counter!(
-        PLAN_QUICK_UPDATES_TOTAL,
-        "Feeds re-solved between rounds after a fetch found postings their model did not expect, by result (raised, lowered, kept; refused: the raises' budget share was spent; deferred: the next round comes before the new times would fetch)."
-    );
-    describe_gauge!(
-        PLAN_QUICK_EXTRA_PER_DAY,
-        "Fetches a day that updates between rounds add to the last round's plan (at most 5% of the budget)."
-    );
-    describe_gauge!(
-        PLAN_WEEK_SHAPE_FEEDS,
-        "Weekly plans: feeds by learned weekly shape (daily, pooled, weekday_weekend, day_of_week)."
-    );
-    describe_gauge!(
-        FEED_HEALTH,
-        "Feeds by fetch health: new, ok, failing (backing off), malformed (for a day or more), gone (410)."
-    );
-    describe_counter!(
-        FEED_HEALTH_EVENTS_TOTAL,
-        "Feed health changes: failing, recovered, gone."
-    );
-    describe_counter!(
-        FEED_REDIRECTS_TOTAL,
-        "Permanent redirects followed: moved (URL updated), merged (onto a registered feed), refused, error."
-    );
-    describe_gauge!(
-        HOSTS_THROTTLED,
-        "Hosts that answered 429/503 recently: held, and planned below their earlier rate."
-    );
-    describe_gauge!(
-        PLAN_BOUNDED_FEEDS,
-        "Feeds whose fetch rate a back-off or a publisher hint (max-age, ttl, sy:updatePeriod) bounds."
-    );
-    describe_gauge!(REGISTRY_USERS, "Users in the registry.");
-    describe_counter!(
-        FETCHES_TOTAL,
-        "Fetches reported by workers, by outcome class."
-    );
-    describe_counter!(
-        FETCH_BYTES_TOTAL,
-        "Body bytes fetched, after decompression."
-    );
-    describe_histogram!(
-        FETCH_LATENESS_SECONDS,
-        "Fetch start minus its planned time (simulated seconds)."
-    );
-    describe_histogram!(
-        POSTING_DELAY_SECONDS,
-        "Discovery minus publication time of postings with trusted dates (simulated seconds)."
-    );
-    describe_counter!(
-        POSTINGS_TOTAL,
-        "Postings reported, by result: new or duplicate."
-    );
-    describe_counter!(
-        ACCESSES_TOTAL,
-        "Reader accesses counted for the miss measures."
-    );
-    describe_counter!(
-        MISSED_POSTINGS_TOTAL,
-        "Postings published but not yet discovered at a reader's access."
-    );
-    describe_counter!(
-        ACCESS_DELAY_SECONDS_TOTAL,
-        "Summed age of missed postings at the accesses that missed them."
-    );
-    describe_counter!(
-        REPORTS_REJECTED_TOTAL,
-        "Reports refused: feed not owned by the worker, or not planned."
-    );
-    describe_counter!(
-        REPORTS_REFUSED_BOUNDS_TOTAL,
-        "Report messages refused alone for breaking the report bounds (too many postings, a field over its length)."
-    );
-    describe_counter!(
-        REPORT_STREAMS_BROKEN_TOTAL,
-        "Report streams ended by a message the coordinator could not read (over the decoding limit, not protobuf)."
-    );
-    describe_counter!(
-        POSTINGS_SANITIZED_TOTAL,
-        "Postings whose feed-written text was changed before storing: what=title (controls removed, clipped) or link (not a safe http(s) URL, dropped)."
-    );
-    describe_counter!(
-        FETCHES_SAME_SLOT_TOTAL,
-        "Planned slots of a feed fetched by a second worker (host moves, failovers)."
-    );
-    describe_gauge!(REPORT_BACKLOG, "Unacknowledged reports over all workers.");
-    describe_gauge!(
-        WORKER_FETCHES_IN_FLIGHT,
-        "Fetches in flight over all workers, from their heartbeats."
-    );
-    describe_gauge!(
-        WORKERS_BEHIND,
-        "Worker sessions whose applied assignment trails the desired one (intent vs observed)."
-    );
-    describe_gauge!(WORKERS, "Live worker sessions.");
-    describe_counter!(
-        SHARD_MOVES_TOTAL,
-        "Hosts moved from one live worker to another."
-    );
-    describe_histogram!(PLAN_SOLVE_SECONDS, "Wall time of a relearn + plan round.");
-    describe_gauge!(PLAN_BUDGET_FETCHES, "Fetch budget per day.");
-    describe_gauge!(
-        PLAN_ALLOCATED_FETCHES,
-        "Fetches per day in the current plan."
-    );
-    describe_gauge!(
-        PLAN_EXPECTED_DELAY_SECONDS,
-        "Expected delay per posting under the current plan and model."
-    );
-    describe_gauge!(
-        PLAN_FEEDS_RESOLVED,
-        "Feeds re-solved by the last planning round."
-    );
-    describe_gauge!(
-        PLAN_UNSPENT_FETCHES,
-        "Fetches per day of the budget the current plan leaves unplaced (hosts at their cap, or no fetch with value)."
-    );
-    describe_gauge!(
-        PLAN_BUDGET_SHARE,
-        "Share of the daily budget the current plan spends: below 1 while the UTC day's fetches so far (first-sight fetches included) have spent the rest."
-    );
-    describe_gauge!(
-        PLAN_HOSTS_AT_CAP,
-        "Hosts the current plan fills to their politeness cap."
-    );
-    describe_counter!(
-        DOCUMENT_OVERFLOWS_TOTAL,
-        "Fetches whose document held only new items after an earlier fetch (postings may have scrolled off)."
-    );
-    describe_gauge!(
-        PLAN_CAPACITY_FLOOR_FEEDS,
-        "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches."
-    );
+    describe_declared();
     describe_counter!(
         AUTH_REFUSALS_TOTAL,
         "Calls refused for a missing or unknown token (unauthenticated) or a missing scope (permission_denied)."
@@ -364,102 +290,6 @@ pub fn describe() {
     describe_counter!(
         AUTH_RELOAD_FAILURES_TOTAL,
         "Token file changes that did not parse; the previous tokens stayed in force."
-    );
-    describe_counter!(
-        REPLAN_FAILURES_TOTAL,
-        "Replans that failed; the previous plan stays in force until one succeeds."
-    );
-    describe_counter!(
-        PRUNED_TOTAL,
-        "Postings (kind=posting) and item markers (kind=marker) removed past --postings-retention / --item-marker-retention."
-    );
-    describe_counter!(
-        PLANNER_PANICS_TOTAL,
-        "Panics inside the planner, contained to their round (a bug: please report it with the log line)."
-    );
-    describe_histogram!(
-        CONTROL_PLANE_MESSAGE_SECONDS,
-        "How long each control-plane message held the actor; calls queue behind a long one."
-    );
-    describe_counter!(
-        CONTROL_PLANE_PANICS_TOTAL,
-        "Control-plane messages that panicked: the call failed, later calls were served (a bug: please report it with the log line)."
-    );
-    describe_counter!(
-        TLS_HANDSHAKE_FAILURES_TOTAL,
-        "TLS handshakes that failed or timed out (bad or missing client certificates among them)."
-    );
-    describe_counter!(
-        TLS_RELOAD_FAILURES_TOTAL,
-        "Certificate file changes that did not load; the previous certificate stayed in force."
-    );
-    describe_counter!(
-        STORE_WRITE_FAILURES_TOTAL,
-        "Store writes that failed (full disk, I/O error); the calls answered UNAVAILABLE and nothing was acknowledged."
-    );
-    describe_gauge!(
-        STORE_WRITABLE,
-        "1 while the store takes writes; 0 while a failed store is being reopened (health NOT_SERVING)."
-    );
-    describe_gauge!(
-        LEADER,
-        "1 on the elected leader, 0 on a standby coordinator (cluster mode on etcd)."
-    );
-    describe_gauge!(
-        LEADER_EPOCH,
-        "The leader's epoch: its election revision in etcd (0 on a standby)."
-    );
-    describe_counter!(
-        LEADER_STEPDOWNS_TOTAL,
-        "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected."
-    );
-    describe_gauge!(
-        STORE_WINDOW_BYTES,
-        "Bytes the retention window needs in etcd, estimated when a leader starts (-1: postings kept for ever)."
-    );
-    describe_gauge!(
-        STORE_QUOTA_BYTES,
-        "The etcd quota the retention window is checked against (--etcd-quota-bytes)."
-    );
-    describe_counter!(
-        STALE_EPOCH_REPORTS_TOTAL,
-        "Report streams refused because they carried another leader's epoch (the worker registers again and resends)."
-    );
-    describe_counter!(
-        FENCED_WRITES_TOTAL,
-        "Writes etcd refused because this coordinator's leadership was gone (another leader was elected)."
-    );
-    describe_counter!(
-        ITEMS_UNREAD_TOTAL,
-        "Item-like elements of fetched documents that did not come out as items (postings that may be lost; outcome empty_unrecognized when none did)."
-    );
-    describe_gauge!(
-        PLAN_FETCHES_NEXT_HOUR,
-        "Fetches the plan schedules in the next hour over all feeds (back-off, skipHours and skipDays applied)."
-    );
-    describe_gauge!(
-        PLAN_FETCH_RATE_NEXT_HOUR,
-        "Planned fetches per second over the next hour: the worker autoscaler's signal."
-    );
-    describe_gauge!(
-        WORKERS_CAPACITY,
-        "Sum of the live workers' declared capacity (--capacity), fetches per second."
-    );
-    describe_gauge!(
-        CAPACITY_UTILIZATION,
-        "The next hour's planned fetch rate over the workers' declared capacity (above 1: the workers cannot carry the plan; +Inf with work and no workers)."
-    );
-    describe_gauge!(
-        PLAN_SHRINKAGE_DAYS,
-        "Pseudo-days of the pooled posting pattern the live models are shrunk by, chosen on held-out days."
-    );
-    describe_gauge!(
-        PLAN_HALF_LIFE_DAYS,
-        "Half-life of the observations the live models learn from, days (0: every day alike), chosen on the last week's postings."
-    );
-    describe_gauge!(
-        PLAN_HOST_CAP,
-        "Fetches per day one host can take under the politeness gap (0: uncapped)."
     );
     // Series that exist from the start, so dashboards and alerts ("no workers") have data
     // before the first event of their kind.
