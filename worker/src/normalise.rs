@@ -6,7 +6,8 @@
 //! namespace it does not know parses to an empty feed rather than failing. The rewrites are
 //! those of formats seen in the wild with a well-defined modern equivalent:
 //!
-//! * Atom 0.3 (`http://purl.org/atom/ns#`) → Atom 1.0, renaming the 0.3-only elements
+//! * Atom 0.3 (`http://purl.org/atom/ns#`, and the drafts' `…#draft-ietf-atompub-format-NN`)
+//!   → Atom 1.0, renaming the 0.3-only elements
 //!   `issued`/`modified`/`tagline`/`copyright` to `published`/`updated`/`subtitle`/`rights`;
 //! * the Atom 1.0 namespace written in another letter case → the exact URI;
 //! * RSS 2.0 under the old UserLand namespace (`http://backend.userland.com/rss2`) → RSS 2.0
@@ -26,6 +27,9 @@
 //! * a text construct's `type` the parser does not accept (`text/plain`,
 //!   `application/xhtml+xml`, `image/jpeg`, empty; `text/html` on `media:title`) → the
 //!   equivalent short name, or no `type` (plain text);
+//! * inline Atom `content` in an XML type the parser refuses or in no MIME type (`xml`,
+//!   `markdown`) → plain text; Atom `content` with both `src` and a body → the body;
+//! * RSS 1.0 items written inside `<channel>` → after it, where RSS 1.0 has them;
 //! * an RSS 1.0 `<item rdf:about="…">` with no `<link>` → the `rdf:about` URI as its link,
 //!   so it is read (the parser drops link-less RSS 1.0 items) and keeps that stable id;
 //! * an `&` that starts no entity or character reference → `&amp;` (outside CDATA);
@@ -43,7 +47,13 @@ pub fn normalise(body: &[u8]) -> Option<Vec<u8>> {
     let mut out = body.to_vec();
     let mut changed = rss11_to_rss2(&mut out);
     if let Some(i) = find(&out, b"http://purl.org/atom/ns#") {
-        out.splice(i..i + 24, b"http://www.w3.org/2005/Atom".iter().copied());
+        // The URI whole: the drafts between 0.3 and 1.0 appended their name to it
+        // (`…/ns#draft-ietf-atompub-format-08`).
+        let end = out[i..]
+            .iter()
+            .position(|c| matches!(c, b'"' | b'\'' | b'>') || c.is_ascii_whitespace())
+            .map_or(out.len(), |p| i + p);
+        out.splice(i..end, b"http://www.w3.org/2005/Atom".iter().copied());
         for (old, new) in [
             ("issued", "published"),
             ("modified", "updated"),
@@ -78,6 +88,8 @@ pub fn normalise(body: &[u8]) -> Option<Vec<u8>> {
     changed |= rdf_default_namespace(&mut out);
     changed |= wrap_channel(&mut out);
     changed |= text_types(&mut out);
+    changed |= content_src_with_body(&mut out);
+    changed |= rdf_items_out_of_channel(&mut out);
     changed |= rdf_about_links(&mut out);
     changed |= escape_stray_ampersands(&mut out);
     changed.then_some(out)
@@ -294,9 +306,21 @@ fn text_types(doc: &mut Vec<u8>) -> bool {
         if keep.contains(&v.as_slice()) {
             continue;
         }
+        let inline = attribute(doc, &tag, b"src").is_none();
         let replacement: Option<&[u8]> = match (media, v.as_slice()) {
             (true, b"text/html") => Some(b"html"),
             (false, b"application/xhtml+xml") => Some(b"xhtml"),
+            // Inline Atom content in an XML type the parser refuses (`text/xml`,
+            // `application/atom+xml`) or in no MIME type at all (`xml`, `markdown`): read
+            // as plain text, which keeps the entry. Given by `src`, the type describes the
+            // remote resource and stays.
+            (false, _)
+                if local == b"content"
+                    && inline
+                    && (!v.contains(&b'/') || v.ends_with(b"/xml") || v.ends_with(b"+xml")) =>
+            {
+                Some(b"")
+            }
             // Atom content may carry any MIME type the parser can read as text.
             (false, _) if local == b"content" && !v.is_empty() && v != b"text/plain" => None,
             _ => Some(b""),
@@ -309,6 +333,58 @@ fn text_types(doc: &mut Vec<u8>) -> bool {
         }
     }
     apply(doc, edits)
+}
+
+/// Atom `content` with both a `src` and a body (RFC 4287 wants it empty then): the parser
+/// refuses the whole document; a reader shows the body, so `src` goes.
+fn content_src_with_body(doc: &mut Vec<u8>) -> bool {
+    let mut edits = Vec::new();
+    for tag in start_tags(doc) {
+        let name = &doc[tag.name.clone()];
+        let local = memchr::memrchr(b':', name).map_or(name, |c| &name[c + 1..]);
+        if local != b"content" || doc[tag.end - 2] == b'/' {
+            continue;
+        }
+        let Some((whole, _)) = attribute(doc, &tag, b"src") else {
+            continue;
+        };
+        let body = doc[tag.end..]
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .map(|p| &doc[tag.end + p..]);
+        if body.is_some_and(|b| !b.starts_with(b"</")) {
+            edits.push((whole, Vec::new()));
+        }
+    }
+    apply(doc, edits)
+}
+
+/// RSS 1.0 `<item>`s written inside `<channel>` (they are its siblings under `<rdf:RDF>`):
+/// the parser reads none of them. The channel is closed before its first item.
+fn rdf_items_out_of_channel(doc: &mut Vec<u8>) -> bool {
+    let tags = start_tags(doc);
+    if !tags
+        .first()
+        .is_some_and(|t| doc[t.name.clone()].ends_with(b"RDF"))
+    {
+        return false;
+    }
+    let Some(channel) = tags.iter().find(|t| &doc[t.name.clone()] == b"channel") else {
+        return false;
+    };
+    let Some(close) = find(&doc[channel.end..], b"</channel>").map(|p| channel.end + p) else {
+        return false;
+    };
+    let Some(first_item) = tags
+        .iter()
+        .find(|t| t.start > channel.end && t.start < close && &doc[t.name.clone()] == b"item")
+    else {
+        return false;
+    };
+    let at = first_item.start;
+    doc.drain(close..close + b"</channel>".len());
+    doc.splice(at..at, b"</channel>".iter().copied());
+    true
 }
 
 /// An `<rdf:RDF>` document with no default namespace (its `channel` and `item` in no

@@ -217,3 +217,61 @@ fn the_document_says_what_it_is() {
         assert_eq!(f.site_url.as_deref(), site, "{format}");
     }
 }
+
+#[test]
+fn classes_other_readers_keep_are_read_whole() {
+    let atom = |entries: &str| {
+        format!(
+            r#"<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>f</title><id>urn:f</id><updated>2024-01-01T00:00:00Z</updated>{entries}</feed>"#
+        )
+    };
+    let entry = |n: u32, content: &str| {
+        format!("<entry><id>urn:{n}</id><title>E{n}</title><updated>2024-01-01T00:00:00Z</updated>{content}</entry>")
+    };
+    let cases: Vec<(&str, String)> = vec![
+        // Atom content with a `src` and a body too (RFC 4287 wants it empty).
+        (
+            "content with src and a body",
+            atom(&(entry(1, r#"<content src="http://example.org/1">some text</content>"#)
+                + &entry(
+                    2,
+                    r#"<content type="xhtml" src="http://example.org/2"><div xmlns="http://www.w3.org/1999/xhtml">x</div></content>"#,
+                ))),
+        ),
+        // A `type` that is no MIME type, and XML types the parser refuses inline.
+        (
+            "content types",
+            atom(&(entry(1, r#"<content type="xml"><a>b</a></content>"#)
+                + &entry(2, r#"<content type="markdown">*x*</content>"#)
+                + &entry(3, r#"<content type="text/xml"><a>b</a></content>"#))),
+        ),
+        // An Atom draft between 0.3 and 1.0, named in its namespace.
+        (
+            "atom draft namespace",
+            atom(&(entry(1, "") + &entry(2, ""))).replace(
+                "http://www.w3.org/2005/Atom",
+                "http://purl.org/atom/ns#draft-ietf-atompub-format-08",
+            ),
+        ),
+        // RSS 1.0 with its items written inside the channel.
+        (
+            "rss 1.0 items inside the channel",
+            r#"<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/">
+<channel rdf:about="http://example.org/"><title>f</title><link>http://example.org/</link><description>d</description>
+<item rdf:about="http://example.org/1"><title>E1</title><link>http://example.org/1</link></item>
+<item rdf:about="http://example.org/2"><title>E2</title><link>http://example.org/2</link></item></channel></rdf:RDF>"#
+                .to_string(),
+        ),
+    ];
+    for (what, doc) in cases {
+        let got = titles(doc.as_bytes());
+        let want: Vec<String> = (1..=got.len().max(2)).map(|n| format!("E{n}")).collect();
+        assert!(got.len() >= 2 && got == want, "{what}: {got:?}");
+    }
+    // Content given by `src` keeps its type (it describes the remote resource).
+    let by_src = atom(&entry(
+        1,
+        r#"<content type="application/xml" src="http://example.org/1.xml"/>"#,
+    ));
+    assert_eq!(titles(by_src.as_bytes()), ["E1"]);
+}

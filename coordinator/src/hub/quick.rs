@@ -204,7 +204,9 @@ impl<B: KvBackend> Hub<B> {
     /// Re-solves the feeds whose fetches in `found` surprised their model, off the async
     /// threads, and hands their new times to their workers.
     pub(super) async fn quick_updates(&self, found: Vec<Found>) {
-        if found.is_empty() {
+        // The setting is the command line's (stored settings do not carry it): off, the
+        // report path costs no message.
+        if found.is_empty() || !self.cfg.planner.quick_updates {
             return;
         }
         let Some((basis, jobs)) = self.actor.call(move |s| s.surprises(found)).await else {
