@@ -217,6 +217,9 @@ declare! {
     /// Gauge: hosts held or planned below their rate because they throttled us.
     describe_gauge HOSTS_THROTTLED = "kairos_hosts_throttled",
         "Hosts that answered 429/503 recently: held, and planned below their earlier rate.";
+    /// Gauge: feeds held for their own 429/503 (the route, not its host).
+    describe_gauge ROUTES_THROTTLED = "kairos_routes_throttled",
+        "Feeds (routes) held after their own 429/503, their host's other feeds still fetched; several on one host hold the host.";
     /// Gauge: feeds whose plan a back-off or a publisher hint bounds.
     describe_gauge PLAN_BOUNDED_FEEDS = "kairos_plan_bounded_feeds",
         "Feeds whose fetch rate a back-off or a publisher hint (max-age, ttl, sy:updatePeriod) bounds.";
@@ -338,9 +341,10 @@ pub fn gauge_feed_health(by_status: &std::collections::HashMap<&str, usize>) {
     }
 }
 
-/// Hosts throttled.
-pub fn gauge_hosts_throttled(n: usize) {
-    gauge!(HOSTS_THROTTLED).set(n as f64);
+/// Hosts throttled, and routes held on hosts not held.
+pub fn gauge_throttled(hosts: usize, routes: usize) {
+    gauge!(HOSTS_THROTTLED).set(hosts as f64);
+    gauge!(ROUTES_THROTTLED).set(routes as f64);
 }
 
 /// Feeds bounded by a back-off or a hint.

@@ -169,6 +169,15 @@ impl HostThrottles {
         self.hosts.iter()
     }
 
+    /// Routes (feeds) held for their own 429/503 at `now_ms`, their host not held.
+    pub fn routes_held(&self, now_ms: i64) -> usize {
+        self.routes
+            .values()
+            .flat_map(|held| held.values())
+            .filter(|r| r.until_ms > now_ms)
+            .count()
+    }
+
     /// Hosts throttled recently.
     pub fn len(&self) -> usize {
         self.hosts.len()
@@ -235,6 +244,8 @@ mod tests {
         assert!(t.get("hub").is_none(), "the host is not held");
         assert_eq!(t.route("hub", "r1", 2_000).unwrap().until_ms, 121_000);
         assert!(t.route("hub", "r2", 2_000).is_none());
+        assert_eq!(t.routes_held(2_000), 1);
+        assert_eq!(t.routes_held(121_000), 0, "the hold has ended");
         // The same route again: still its own.
         assert_eq!(
             t.throttled_route("hub", "r1", 1_000, 5_000, 120, 500.0),

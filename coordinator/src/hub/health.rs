@@ -222,7 +222,7 @@ impl State {
         for host in self.throttles.recover(now_ms) {
             tracing::info!(%host, "throttled host back at its full rate");
         }
-        m::gauge_hosts_throttled(self.throttles.len());
+        m::gauge_throttled(self.throttles.len(), self.throttles.routes_held(now_ms));
         (self.throttles.clone(), self.host_limits.clone())
     }
 }
