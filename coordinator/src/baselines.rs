@@ -1,11 +1,11 @@
-//! The schedulers aggregators run today ([`crate::peers`]) as baselines beside Kairos in
+//! The schedulers aggregators run today ([`kairos_coordinator::peers`]) as baselines beside Kairos in
 //! `replay` and `simulate`: each peer with its shipped defaults and tuned to spend the
 //! same fetches as the Kairos run it sits next to, measured on the same postings.
 
-use crate::peers::{self, Knobs, Peer, PeerRun};
-use crate::plan::cost::Metric;
-use crate::simulate::{replay_log, Realized};
-use crate::trace::Trace;
+use kairos_coordinator::peers::{self, Knobs, Peer, PeerRun};
+use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::simulate::{replay_log, Realized};
+use kairos_coordinator::trace::Trace;
 
 /// One peer's run.
 #[derive(Clone, Debug)]

@@ -660,8 +660,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         bail!("--policies and --intervals need at least one value each");
     }
     let n = s.trace.feeds.len();
-    let peer_list =
-        kairos_coordinator::baselines::parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
+    let peer_list = crate::baselines::parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
     let mut report = SimReport {
         trace: c.trace.display().to_string(),
         metric: c.metric,
@@ -712,7 +711,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         // The peers fetch from day 0 (they learn while they fetch); they spend the plan's
         // daily budget on the replayed days and are measured there.
         let target = (per_feed_day * n as f64 * (s.test_end - s.train_end) / DAY).floor() as u64;
-        for p in kairos_coordinator::baselines::run_peers(
+        for p in crate::baselines::run_peers(
             &s.trace,
             &peer_list,
             s.test_end,
@@ -724,12 +723,7 @@ fn simulate(a: SimulateArgs) -> Result<()> {
             report.peers.push(PeerRow {
                 interval: iv.clone(),
                 peer: p.label(),
-                realized: kairos_coordinator::baselines::window(
-                    &s.trace,
-                    &p.log,
-                    s.train_end,
-                    s.test_end,
-                ),
+                realized: crate::baselines::window(&s.trace, &p.log, s.train_end, s.test_end),
                 fetches_per_feed_per_day: p.fetches as f64 / n as f64 / (s.test_end / DAY),
             });
         }

@@ -1,7 +1,7 @@
 //! Pieces of the standalone demo that are worth testing on their own: the simulated
 //! readers' access process and the uniform-polling baseline the summary compares against.
 
-use crate::time::{DAY_MS, HOUR_MS};
+use kairos_coordinator::time::{DAY_MS, HOUR_MS};
 use rand::Rng;
 use rand_distr::{Distribution, Poisson};
 

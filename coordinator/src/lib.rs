@@ -10,18 +10,15 @@
 
 pub mod access;
 pub mod api;
-pub mod baselines;
 /// Bearer tokens and scopes, shared with the worker's ingest endpoint.
 pub use kairos_runtime::auth;
 pub mod control;
-pub mod demo;
 pub mod election;
 pub mod host_limits;
 pub mod hub;
 pub mod ingest;
 pub mod metrics;
 pub mod registry;
-pub mod replay;
 pub mod retention;
 pub mod sanitize;
 pub mod server;

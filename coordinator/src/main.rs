@@ -8,9 +8,13 @@
 //! ships links no fetcher).
 
 mod allocator;
+mod baselines;
 mod cli;
+#[cfg(feature = "standalone")]
+mod demo;
 mod live;
 mod plot;
+mod replay;
 mod replay_cmd;
 #[cfg(feature = "standalone")]
 mod standalone;

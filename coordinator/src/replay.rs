@@ -8,27 +8,27 @@
 //! the worker: it answers each fetch with the feed's document at
 //! that moment — its last `document_items` postings of the trace, dated, with stable ids —
 //! through the same report path real workers use; a feed re-solved after its fetch
-//! ([`crate::control::quick`]) gets its new times at once, as a worker's delta would. Reader accesses of the trace reach the hub
+//! ([`kairos_coordinator::control::quick`]) gets its new times at once, as a worker's delta would. Reader accesses of the trace reach the hub
 //! at their times. Replans happen every `replan_every` simulated seconds.
 //!
 //! What it leaves out: HTTP and politeness timing (fetches happen exactly on time, so
 //! lateness is zero), failures, and conditional GETs. Its measure is the fetch log: every
-//! posting waits until the first fetch after it, as in [`crate::simulate::replay`], so the
+//! posting waits until the first fetch after it, as in [`kairos_coordinator::simulate::replay`], so the
 //! live figures sit next to uniform polling and an offline plan on the same days.
 
-use crate::access::AccessEvent;
-use crate::control::cluster::ClusterConfig;
-use crate::control::relearn::PlannerSettings;
-use crate::hub::{Hub, HubConfig};
-use crate::store::memory::MemoryBackend;
-use crate::trace::Trace;
+use kairos_coordinator::access::AccessEvent;
+use kairos_coordinator::control::cluster::ClusterConfig;
+use kairos_coordinator::control::relearn::PlannerSettings;
+use kairos_coordinator::hub::{Hub, HubConfig};
+use kairos_coordinator::store::memory::MemoryBackend;
+use kairos_coordinator::trace::Trace;
 use kairos_proto::v1 as pb;
 use kairos_runtime::clock::SimClock;
 use kairos_runtime::schedule::{FeedTimes, Schedule};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::trace::TRACE_ORIGIN_MS;
+pub use kairos_coordinator::trace::TRACE_ORIGIN_MS;
 
 /// Replay settings.
 #[derive(Clone, Debug)]
@@ -96,7 +96,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             replan_interval: Duration::from_secs(3600),
             health: Default::default(),
             // The replay keeps every posting: it measures from the fetch log.
-            retention: crate::retention::Retention {
+            retention: kairos_coordinator::retention::Retention {
                 postings: None,
                 markers: None,
                 ..Default::default()
@@ -139,7 +139,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     // The worker's own schedule: first-sight fetches, replans applied as deltas, a slot
     // right after a fetch just made skipped, an overdue feed caught up.
     let mut schedule = Schedule::new(0);
-    let mut specs: Vec<Option<crate::control::FeedSpec>> = vec![None; trace.feeds.len()];
+    let mut specs: Vec<Option<kairos_coordinator::control::FeedSpec>> =
+        vec![None; trace.feeds.len()];
     let mut version = 0u64;
     let mut reported = vec![0usize; trace.feeds.len()];
     // The first-fetch time each feed was expedited to.
@@ -318,7 +319,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::FeedRow;
+    use kairos_coordinator::trace::FeedRow;
 
     const DAY: f64 = 86_400.0;
 
@@ -359,7 +360,7 @@ mod tests {
     fn replay(quick_updates: bool) -> ReplayLog {
         let cfg = ReplayConfig {
             planner: PlannerSettings {
-                budget: crate::control::relearn::Budget::PerFeedPerDay(1.0),
+                budget: kairos_coordinator::control::relearn::Budget::PerFeedPerDay(1.0),
                 slots: 96,
                 quick_updates,
                 ..PlannerSettings::default()

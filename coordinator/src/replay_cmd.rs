@@ -1,10 +1,11 @@
 //! `kairos-coordinator replay`: the live hub on a recorded trace (see
-//! [`kairos_coordinator::replay`]), reported day by day next to uniform polling and an
+//! [`crate::replay`]), reported day by day next to uniform polling and an
 //! offline plan learned from the trace's first days, on the same postings.
 
+use crate::baselines::{parse_peers, pooled, run_peers, window, PeerLog};
+use crate::replay::{run, ReplayConfig};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use kairos_coordinator::baselines::{parse_peers, pooled, run_peers, window, PeerLog};
 use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
@@ -12,7 +13,6 @@ use kairos_coordinator::plan::alloc::{ceil_level, level_rate, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{document_level, solve, PlanConfig, Policy, Scheduler};
-use kairos_coordinator::replay::{run, ReplayConfig};
 use kairos_coordinator::simulate::{
     replay, replay_log, scrolled_off_log, scrolled_off_schedules, FeedSchedule, Realized,
 };

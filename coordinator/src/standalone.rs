@@ -4,9 +4,9 @@
 //! and compares the realized delay with uniform polling at the same budget on the same
 //! postings.
 
+use crate::demo;
 use crate::live::StandaloneArgs;
 use anyhow::{bail, Context, Result};
-use kairos_coordinator::demo;
 use kairos_coordinator::hub::Hub;
 use kairos_coordinator::registry::{Registry, RegistryError};
 use kairos_coordinator::server::{self as serve, Running, ServerOptions};
