@@ -69,9 +69,11 @@ pub struct LivePlanArgs {
     /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
     #[arg(long)]
     pub quick_updates: bool,
-    /// How long postings are kept after their discovery (on the run's clock), or `forever`.
-    /// Older ones are removed in bounded batches once a minute.
-    #[arg(long, default_value = "7d", value_parser = parse_retention)]
+    /// How long postings are kept after their discovery (on the run's clock), or `forever`:
+    /// how far back the Postings API pages. Older ones are removed in bounded batches once
+    /// a minute. Three days keep a million feeds posting once a day within half of an
+    /// 8 GiB etcd quota (docs/STATE.md).
+    #[arg(long, default_value = "3d", value_parser = parse_retention)]
     pub postings_retention: RetentionArg,
     /// How long an item's idempotency marker is kept (at least `--postings-retention`): an
     /// item still in a feed's document after its marker went would be stored again.

@@ -136,7 +136,7 @@ declare! {
         "Replans that failed; the previous plan stays in force until one succeeds.";
     /// Postings and item markers removed by retention, by `kind`.
     describe_counter PRUNED_TOTAL = "kairos_retention_removed_total",
-        "Postings (kind=posting) and item markers (kind=marker) removed past --postings-retention / --item-marker-retention.";
+        "Postings (kind=posting) removed past --postings-retention, and item markers (kind=marker) past --item-marker-retention (dropped from a feed's ingest record when ingest next writes it).";
     /// Counter: panics inside the planner, contained to their round.
     describe_counter PLANNER_PANICS_TOTAL = "kairos_planner_panics_total",
         "Panics inside the planner, contained to their round (a bug: please report it with the log line).";

@@ -3,19 +3,22 @@
 //!
 //! Two horizons, both measured on a posting's discovery time:
 //!
-//! * after `postings` the posting itself goes (`post/FEED/SEQ`); its global discovery entry
-//!   (`disc/N`) stays as a small tombstone `FEED/SEQ/ITEM/DISCOVERED_MS`, which the
-//!   postings-by-user pages skip;
-//! * after `markers` (at least `postings`) the tombstone and the item's idempotency marker
-//!   (`item/FEED/ITEM`) go too. The marker outlives the posting because a feed's document
-//!   keeps showing an item for a while after it was published: with the marker gone, an item
-//!   still in the document would be stored again as new.
+//! * after `postings` the posting goes: its record (`post/FEED/SEQ`) and its global
+//!   discovery entry (`disc/N`);
+//! * after `markers` (at least `postings`) the item's idempotency marker goes. The marker
+//!   outlives the posting because a feed's document keeps showing an item for a while after
+//!   it was published: with the marker gone, an item still in the document would be stored
+//!   again as new. Markers live in each feed's ingest record and leave it when ingest
+//!   rewrites the record ([`crate::ingest::records`]); this pass only removes the markers of
+//!   stores written before the record, each kept with a tombstone (`FEED/SEQ/ITEM/MS`) in
+//!   place of its discovery entry.
 //!
 //! Both passes walk the discovery index from its oldest entry, which is in discovery order,
 //! in bounded batches: a pass stops at the first entry inside its horizon or when its budget
 //! of entries is spent, and the next pass goes on from there.
 
-use crate::ingest::{IngestError, Ingestor, PostingRecord};
+use crate::ingest::records::{decode_posting, MAX_MARKERS};
+use crate::ingest::{IngestError, Ingestor};
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op, StoreError};
 use std::time::Duration;
@@ -36,7 +39,7 @@ pub struct Retention {
 impl Default for Retention {
     fn default() -> Self {
         Retention {
-            postings: Some(Duration::from_secs(7 * 86_400)),
+            postings: Some(Duration::from_secs(3 * 86_400)),
             markers: Some(Duration::from_secs(30 * 86_400)),
             every: Duration::from_secs(60),
             compact_every: Duration::from_secs(3600),
@@ -44,15 +47,16 @@ impl Default for Retention {
     }
 }
 
-/// Bytes per feed of registry and learned state, per retained posting (its `post/`
-/// record, `disc/` entry and `item/` marker) and per marker kept past its posting (marker
-/// and tombstone). The feed's is the raw size at 8 postings a day (docs/STATE.md; 2.4 KB
-/// in etcd at one a day); the others are etcd's own database size per record, compacted
-/// and defragmented (`benches/leader_start.rs --window`, docs/BENCHMARKS.md): about 1.6
-/// and 2.3 times the raw key and value bytes (364 and 100), which is etcd's per-key cost.
-const FEED_BYTES: f64 = 4_500.0;
-const POSTING_BYTES: f64 = 593.0;
-const MARKER_BYTES: f64 = 234.0;
+/// etcd's own database size per record, its history compacted and the file defragmented
+/// (`benches/leader_start.rs --window`, docs/STATE.md): a feed's registry entry and learned
+/// state at one posting a day (28 days, 40 item ids remembered); a retained posting (its
+/// `post/` record and `disc/` entry); a marker in its feed's ingest record; and what each
+/// posting adds to its feed's learned state while it is inside the 28-day learning window.
+const FEED_BYTES: f64 = 1_663.0;
+const POSTING_BYTES: f64 = 376.0;
+const MARKER_BYTES: f64 = 16.0;
+const LEARNED_BYTES_PER_POSTING: f64 = 6.0;
+const LEARNING_DAYS: f64 = 28.0;
 
 impl Retention {
     /// Bytes the store holds in steady state for `feeds` feeds posting `per_day` postings a
@@ -64,8 +68,10 @@ impl Retention {
         if per_day.is_nan() || per_day <= 0.0 {
             return state;
         }
-        let markers = if m > p { (m - p) * MARKER_BYTES } else { 0.0 };
-        state + per_day * (p * POSTING_BYTES + markers)
+        // A feed keeps at most its cap of markers, so markers kept for ever are bounded.
+        let per_feed = (m * per_day / feeds.max(1) as f64).min(MAX_MARKERS as f64);
+        let markers = feeds.max(1) as f64 * per_feed * MARKER_BYTES;
+        state + markers + per_day * (p * POSTING_BYTES + LEARNING_DAYS * LEARNED_BYTES_PER_POSTING)
     }
 
     /// Refuses a marker horizon shorter than the postings' (markers of stored postings would
@@ -95,8 +101,9 @@ pub struct Pruned {
     pub markers: u64,
 }
 
-/// Where the postings pass goes on from: the last discovery key it turned into a tombstone
-/// (kept in memory; after a restart the pass walks the tombstones once more).
+/// Where the postings pass goes on from: the last discovery key it removed or found to be an
+/// older store's tombstone (kept in memory; after a restart the pass walks those tombstones
+/// once more).
 #[derive(Debug, Default)]
 pub struct Cursor(Option<Vec<u8>>);
 
@@ -180,24 +187,33 @@ impl<B: KvBackend> Ingestor<B> {
                 let mut last = None;
                 let mut stop = false;
                 for (((disc, feed, seq), key), record) in live.iter().zip(keys).zip(records) {
-                    let (item, discovered) = match record {
+                    let (item, discovered, legacy) = match &record {
                         Some(v) => {
-                            let p: PostingRecord = serde_json::from_slice(&v)
-                                .map_err(|e| StoreError(format!("corrupt posting: {e}")))?;
-                            (p.item_id_hash, p.discovered_unix_ms)
+                            let p = decode_posting(v)?;
+                            // Written as JSON: ingested before the ingest record, so its
+                            // marker is an `item/` key that its tombstone will expire.
+                            (
+                                p.item_id_hash,
+                                p.discovered_unix_ms,
+                                v.first() == Some(&b'{'),
+                            )
                         }
                         // No posting behind the entry (never written whole): expire it at once.
-                        None => (0, i64::MIN),
+                        None => (0, i64::MIN, false),
                     };
                     if discovered >= cutoff {
                         stop = true;
                         break;
                     }
                     ops.push(Op::Delete(key));
-                    ops.push(Op::Put(
-                        disc.clone(),
-                        format!("{feed}/{seq}/{item:016x}/{discovered}").into_bytes(),
-                    ));
+                    if legacy {
+                        ops.push(Op::Put(
+                            disc.clone(),
+                            format!("{feed}/{seq}/{item:016x}/{discovered}").into_bytes(),
+                        ));
+                    } else {
+                        ops.push(Op::Delete(disc.clone()));
+                    }
                     out.postings += 1;
                     last = Some(disc.clone());
                 }
@@ -262,6 +278,7 @@ impl<B: KvBackend> Ingestor<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::PostingRecord;
     use crate::store::memory::MemoryBackend;
     use std::sync::Arc;
 
@@ -269,12 +286,23 @@ mod tests {
 
     #[test]
     fn the_window_is_sized_as_docs_state_says() {
-        // 10,000 feeds at 10 postings a day, 7 days of postings, 30 of markers: 45 MB of
-        // feed state, 7 × 100,000 × 593 B of postings, 23 × 100,000 × 234 B of markers.
+        // A million feeds at one posting a day, 3 days of postings, 30 of markers: 1,663 B
+        // a feed, 3 × 376 B of postings, 30 × 16 B of markers and 28 × 6 B of learned
+        // times per posting a day, about 3.4 GB: within half of an 8 GiB quota.
         let r = Retention::default();
-        let b = r.window_bytes(10_000, 100_000.0);
-        assert!((b - 998.3e6).abs() < 1e3, "{b}");
+        let b = r.window_bytes(1_000_000, 1_000_000.0);
+        assert!((b - 3.439e9).abs() < 1e6, "{b}");
+        assert!(b < 4.0 * 1024.0 * 1024.0 * 1024.0);
         assert_eq!(r.window_bytes(0, 0.0), 0.0);
+        let markers_kept = Retention {
+            markers: None,
+            ..Retention::default()
+        };
+        let capped = markers_kept.window_bytes(1, 1e6);
+        assert!(
+            capped.is_finite() && capped < b,
+            "a feed's markers are capped"
+        );
         let forever = Retention {
             postings: None,
             markers: None,
@@ -306,9 +334,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postings_then_markers_expire_in_discovery_order_within_the_budget() {
+    async fn postings_expire_in_discovery_order_within_the_budget_and_markers_with_ingest() {
         let store = Arc::new(MemoryBackend::new());
-        let ing = Ingestor::new(store.clone());
+        let keep = Retention {
+            postings: Some(Duration::from_secs(7 * 86_400)),
+            markers: Some(Duration::from_secs(14 * 86_400)),
+            ..Retention::default()
+        };
+        let ing = Ingestor::new(store.clone()).with_marker_retention(keep.markers);
         // 30 postings of two feeds, one a day over 30 days (day 0 oldest).
         for d in 0..30u64 {
             let feed = if d % 2 == 0 { "a" } else { "b" };
@@ -316,35 +349,27 @@ mod tests {
             ing.ingest(feed, &[p]).await.unwrap();
         }
         let now = 30 * DAY;
-        let keep = Retention {
-            postings: Some(Duration::from_secs(7 * 86_400)),
-            markers: Some(Duration::from_secs(14 * 86_400)),
-            ..Retention::default()
-        };
         let mut cursor = Cursor::default();
         // A budget of 10 entries: the pass stops part way and goes on next time.
         let first = ing.prune(now, keep, &mut cursor, 10).await.unwrap();
         assert_eq!(first.postings, 10);
-        assert_eq!(
-            first.markers, 10,
-            "tombstones of days 0-9 are past 14 days too"
-        );
+        assert_eq!(first.markers, 0, "no markers of an older store");
         let mut total = first;
         for _ in 0..5 {
             let p = ing.prune(now, keep, &mut cursor, 10).await.unwrap();
             total.postings += p.postings;
             total.markers += p.markers;
         }
-        // Days 0-22 are older than 7 days (discovered before day 23); days 0-15 older than 14.
+        // Days 0-22 are older than 7 days (discovered before day 23).
         assert_eq!(total.postings, 23);
-        assert_eq!(total.markers, 16);
         assert_eq!(count(&store, b"post/").await, 7);
-        assert_eq!(count(&store, b"item/").await, 14);
-        assert_eq!(count(&store, b"disc/").await, 14);
+        assert_eq!(count(&store, b"disc/").await, 7, "no tombstones");
+        assert_eq!(count(&store, b"item/").await, 0);
+        assert_eq!(count(&store, b"seen/").await, 2, "one record a feed");
         // Nothing more to do: a pass at the same time removes nothing.
         let again = ing.prune(now, keep, &mut cursor, 100).await.unwrap();
         assert_eq!(again, Pruned::default());
-        // The postings by user skip the tombstones and list the 7 kept postings.
+        // The postings by user list the 7 kept postings.
         let feeds: std::collections::HashSet<String> =
             ["a".to_string(), "b".to_string()].into_iter().collect();
         let (page, _) = ing.list_for(&feeds, "", 100, 1000).await.unwrap();
@@ -352,7 +377,8 @@ mod tests {
         assert!(page
             .iter()
             .all(|(_, p, _)| p.discovered_unix_ms >= 23 * DAY));
-        // An item whose marker is still kept is a duplicate; one past it is new again.
+        // An item within 14 days of its feed's newest discovery (day 28 for feed a) is a
+        // duplicate; one past it is new again.
         let c = ing
             .ingest("a", &[posting(1000 + 20, 20 * DAY)])
             .await
@@ -363,6 +389,76 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(c.new, 1);
+    }
+
+    /// A store written before the ingest record: `item/` markers, a `postseq/` counter,
+    /// JSON postings and tombstones in the discovery index.
+    #[tokio::test]
+    async fn a_store_of_the_older_layout_keeps_its_markers_and_sequence() {
+        let store = Arc::new(MemoryBackend::new());
+        let json = |item: u64, day: i64| serde_json::to_vec(&posting(item, day * DAY)).unwrap();
+        let key = |k: Key| k.encode().unwrap();
+        store
+            .batch(vec![
+                // Items 1 and 2 (days 0 and 1) already past their postings' retention.
+                Op::Put(key(Key::Item("a", 1)), b"0".to_vec()),
+                Op::Put(key(Key::Item("a", 2)), b"1".to_vec()),
+                Op::Put(
+                    key(Key::Discovery(0)),
+                    format!("a/0/{:016x}/{}", 1, 0).into_bytes(),
+                ),
+                Op::Put(
+                    key(Key::Discovery(1)),
+                    format!("a/1/{:016x}/{}", 2, DAY).into_bytes(),
+                ),
+                // Item 3 (day 20) still live.
+                Op::Put(key(Key::Item("a", 3)), b"2".to_vec()),
+                Op::Put(key(Key::Posting("a", 2)), json(3, 20)),
+                Op::Put(key(Key::Discovery(2)), b"a/2".to_vec()),
+                Op::Put(key(Key::PostingSeq("a")), b"3".to_vec()),
+                Op::Put(key(Key::DiscoverySeq), b"3".to_vec()),
+            ])
+            .await
+            .unwrap();
+        let ing = Ingestor::new(store.clone());
+        let c = ing
+            .ingest(
+                "a",
+                &[posting(2, DAY), posting(3, 20 * DAY), posting(4, 39 * DAY)],
+            )
+            .await
+            .unwrap();
+        assert_eq!((c.new, c.duplicates), (1, 2), "old markers still count");
+        let page = ing.list("a", "", 10).await.unwrap();
+        let items: Vec<u64> = page.postings.iter().map(|p| p.item_id_hash).collect();
+        assert_eq!(items, [3, 4], "the JSON posting and the new one, in order");
+        assert_eq!(page.cursors, [format!("{:016x}", 2), format!("{:016x}", 3)]);
+        assert_eq!(count(&store, b"postseq/").await, 0, "the counter moved");
+        // Day 40: item 3's posting goes and leaves a tombstone for its old marker; the
+        // markers of items 1 and 2 are past 30 days and go with their tombstones.
+        let mut cursor = Cursor::default();
+        let p = ing
+            .prune(40 * DAY, Retention::default(), &mut cursor, 100)
+            .await
+            .unwrap();
+        assert_eq!((p.postings, p.markers), (1, 2));
+        assert_eq!(count(&store, b"item/").await, 1);
+        let c = ing
+            .ingest("a", &[posting(3, 20 * DAY), posting(1, 0)])
+            .await
+            .unwrap();
+        assert_eq!(
+            (c.new, c.duplicates),
+            (1, 1),
+            "3 is still marked, 1 no more"
+        );
+        // Day 51: the last old marker goes too.
+        let p = ing
+            .prune(51 * DAY, Retention::default(), &mut cursor, 100)
+            .await
+            .unwrap();
+        assert_eq!(p.markers, 1);
+        assert_eq!(count(&store, b"item/").await, 0);
     }
 
     #[test]

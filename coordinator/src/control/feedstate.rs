@@ -54,6 +54,12 @@ pub struct Observed {
     pub backdated_ignored: usize,
 }
 
+/// Fields at their default are left out of the stored state: on etcd every byte of it is
+/// paid once per feed (docs/STATE.md).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
 /// Runtime and learned state of one feed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FeedState {
@@ -62,6 +68,7 @@ pub struct FeedState {
     /// Last `Last-Modified`.
     pub last_modified: String,
     /// Item ids seen most recently, oldest first.
+    #[serde(with = "super::packed::ids")]
     pub recent_items: VecDeque<u64>,
     /// Start of the span over which `postings_ms` is complete, Unix ms.
     pub observed_since_ms: Option<i64>,
@@ -69,12 +76,17 @@ pub struct FeedState {
     pub last_answered_ms: Option<i64>,
     /// The answered fetch before that one: what a split report's further parts (more
     /// postings of the last fetch) are judged against.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_before_ms: Option<i64>,
     /// Posting times inside the learning window, ascending.
+    #[serde(with = "super::packed::times")]
     pub postings_ms: VecDeque<i64>,
     /// Postings known only to have appeared within `(from, to]`, by `to` ascending.
-    #[serde(default)]
+    #[serde(
+        default,
+        with = "super::packed::spans",
+        skip_serializing_if = "VecDeque::is_empty"
+    )]
     pub spread_ms: VecDeque<(i64, i64)>,
     /// Answered fetches.
     pub fetches: u64,
@@ -86,16 +98,16 @@ pub struct FeedState {
     #[serde(default)]
     pub doc_capacity: u32,
     /// Fetches whose document held only new items after an earlier answered fetch.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub overflows: u32,
     /// Failures, back-off and the publisher's hints.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub health: super::health::Health,
     /// The planned time of the last fetch reported and the worker (name, without its
     /// session number) that made it: a slot reported again by another worker was fetched
     /// twice, around a handover or a failover. Stored with the rest, so a new leader still
     /// sees the old one's last slot.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_slot: Option<(i64, String)>,
     /// What the last parsed document said of itself.
     #[serde(default)]
@@ -566,5 +578,60 @@ mod tests {
         assert_eq!(st.overflows, 1);
         // A 304 (nothing held) says nothing.
         assert!(!st.observe(&fetch(4_000, 0..0, 0), DAY).overflowed);
+    }
+
+    #[test]
+    fn the_stored_state_is_compact_round_trips_and_reads_older_json() {
+        use super::*;
+        let now = 1_795_000_000_000i64;
+        let mut st = FeedState {
+            etag: "\"5f3c-1a2b\"".into(),
+            last_modified: "Wed, 25 Nov 2026 10:00:00 GMT".into(),
+            recent_items: (0..40u64)
+                .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .collect(),
+            observed_since_ms: Some(now - 28 * 86_400_000),
+            last_answered_ms: Some(now),
+            answered_before_ms: Some(now - 6 * 3_600_000),
+            postings_ms: (0..28).map(|i| now - (27 - i) * 86_400_000).collect(),
+            fetches: 112,
+            usual_new: 0.25,
+            doc_capacity: 40,
+            last_slot: Some((now, "worker-1".into())),
+            meta: FeedMeta {
+                title: "A feed".into(),
+                site_url: "https://example.org/".into(),
+                format: "rss-2.0".into(),
+            },
+            ..FeedState::default()
+        };
+        let quiet = serde_json::to_vec(&st).unwrap();
+        assert_eq!(serde_json::from_slice::<FeedState>(&quiet).unwrap(), st);
+        // A healthy feed stores no health, spread or overflow fields: 28 days of a posting
+        // a day and 40 item ids take under 1,000 bytes (1,862 as plain JSON).
+        let text = String::from_utf8_lossy(&quiet);
+        assert!(
+            !text.contains("health") && !text.contains("spread"),
+            "{text}"
+        );
+        assert!(quiet.len() < 1_000, "{} B: {text}", quiet.len());
+        st.health.consecutive_failures = 3;
+        st.health.last_error = "timeout".into();
+        st.spread_ms.push_back((now - 1000, now));
+        st.overflows = 2;
+        let busy = serde_json::to_vec(&st).unwrap();
+        assert_eq!(serde_json::from_slice::<FeedState>(&busy).unwrap(), st);
+        // As versions before the packed lists wrote it.
+        let old = r#"{"etag":"e","last_modified":"","recent_items":[1,2],
+            "observed_since_ms":10,"last_answered_ms":20,"postings_ms":[11,15],
+            "spread_ms":[[12,20]],"fetches":3,"health":{"consecutive_failures":1,
+            "last_error":"x","last_failure_ms":null,"malformed_since_ms":null,
+            "gone_since_ms":null,"hints":{"max_age_s":0,"ttl_s":0,"update_period_s":0,
+            "skip_hours":0,"skip_days":0}}}"#;
+        let old: FeedState = serde_json::from_str(old).unwrap();
+        assert_eq!(old.recent_items, [1, 2]);
+        assert_eq!(old.postings_ms, [11, 15]);
+        assert_eq!(old.spread_ms, [(12, 20)]);
+        assert_eq!(old.health.consecutive_failures, 1);
     }
 }

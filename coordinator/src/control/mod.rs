@@ -26,6 +26,7 @@ pub mod from_trace;
 pub mod health;
 pub mod hosts;
 pub mod models;
+pub mod packed;
 pub mod population;
 pub mod quick;
 pub mod readers;

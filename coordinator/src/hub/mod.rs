@@ -248,7 +248,7 @@ impl<B: KvBackend> Hub<B> {
         Ok(Hub {
             store: store.clone(),
             registry,
-            ingestor: Arc::new(Ingestor::new(store)),
+            ingestor: Arc::new(Ingestor::new(store).with_marker_retention(cfg.retention.markers)),
             actor,
             settings_update: tokio::sync::Mutex::new(()),
             rounds: tokio::sync::Mutex::new(()),

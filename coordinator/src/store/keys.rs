@@ -19,11 +19,16 @@ pub enum Key<'a> {
     Settings,
     /// A feed's learned histograms.
     Learned(&'a str),
-    /// An item already ingested for a feed (idempotency marker).
+    /// An item already ingested for a feed: the idempotency marker of stores written before
+    /// the per-feed ingest record ([`Key::Seen`]); read and expired, never written.
     Item(&'a str, u64),
+    /// A feed's ingest record: its next posting number and the items ingested lately
+    /// (`crate::ingest::records`).
+    Seen(&'a str),
     /// A posting in a feed's discovery order (`seq` is the feed's posting sequence number).
     Posting(&'a str, u64),
-    /// The next posting sequence number of a feed.
+    /// The next posting sequence number of a feed, in stores written before
+    /// [`Key::Seen`] took it over; read once per feed, then deleted.
     PostingSeq(&'a str),
     /// A posting in global discovery order (value: feed id and the feed's sequence number),
     /// the index postings-by-user pages through.
@@ -75,6 +80,7 @@ impl Key<'_> {
             Key::Item(f, id) => format!("item/{}/{id:016x}", check(f)?),
             Key::Posting(f, seq) => format!("post/{}/{seq:016x}", check(f)?),
             Key::PostingSeq(f) => format!("postseq/{}", check(f)?),
+            Key::Seen(f) => format!("seen/{}", check(f)?),
             Key::Discovery(n) => format!("disc/{n:016x}"),
             Key::DiscoverySeq => "discseq".to_string(),
             Key::Probe => "probe".to_string(),
@@ -102,6 +108,7 @@ impl Key<'_> {
             Key::Item(..) => "item/",
             Key::Posting(..) => "post/",
             Key::PostingSeq(_) => "postseq/",
+            Key::Seen(_) => "seen/",
             Key::Discovery(_) => "disc/",
             Key::DiscoverySeq => "discseq",
             Key::Probe => "probe",
@@ -129,6 +136,7 @@ impl Key<'_> {
             Key::Item(f, _) => format!("item/{}/", check(f)?).into_bytes(),
             Key::Posting(f, _) => format!("post/{}/", check(f)?).into_bytes(),
             Key::PostingSeq(_) => b"postseq/".to_vec(),
+            Key::Seen(_) => b"seen/".to_vec(),
             Key::Discovery(_) => b"disc/".to_vec(),
             Key::DiscoverySeq => b"discseq".to_vec(),
             Key::Probe => b"probe".to_vec(),

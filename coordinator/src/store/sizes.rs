@@ -140,8 +140,15 @@ fn record_sizes() {
         "learned state {} B per feed",
         per("learned")
     );
-    assert!(per("post") < 400, "posting {} B", per("post"));
-    assert!(per("item") < 100 && per("disc") < 100);
+    assert!(per("post") < 250, "posting {} B", per("post"));
+    assert!(per("disc") < 100);
+    assert!(
+        !by_family.contains_key("item") && !by_family.contains_key("postseq"),
+        "markers and sequence numbers live in the ingest record"
+    );
+    // 14 days at 8 a day: 112 markers of about 10 B each, under the 30-day retention.
+    assert_eq!(by_family["seen"].0, FEEDS);
+    assert!(per("seen") < 1_400, "ingest record {} B", per("seen"));
     assert!(
         per("access") < 300 * (FEEDS + 1),
         "access record {} B",
@@ -151,9 +158,10 @@ fn record_sizes() {
         by_family["post"].0 as u64, postings,
         "every posting stored once"
     );
-    let per_posting = ["post", "item", "disc"]
-        .iter()
-        .map(|f| per(f))
-        .sum::<usize>();
-    println!("per posting (post + item marker + discovery index): {per_posting} B");
+    let per_posting = per("post") + per("disc");
+    let per_feed_day = 8;
+    println!(
+        "per posting (post + discovery index): {per_posting} B; per marker (ingest record over its markers): {} B",
+        per("seen") / (per_feed_day * DAYS as usize)
+    );
 }

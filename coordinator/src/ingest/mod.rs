@@ -3,15 +3,20 @@
 //! Delivery from workers is at least once (a report is retried until acknowledged, and a
 //! host that moves to another worker may be fetched twice), so ingest is keyed on
 //! (feed, item id): the first report of an item stores it under the feed's next sequence
-//! number, every later one is counted as a duplicate and changes nothing. The item marker,
-//! the posting and the sequence counter are written in one atomic batch, so a crash never
-//! leaves an item marked seen without its posting.
+//! number, every later one is counted as a duplicate and changes nothing. A feed's markers
+//! and next sequence number live in one ingest record (`seen/FEED`, [`records::Seen`]),
+//! written in one atomic batch with the postings, so a crash never leaves an item marked
+//! seen without its posting.
+
+pub mod records;
 
 use crate::store::keys::{BadId, Key};
 use crate::store::{KvBackend, Op, StoreError};
+use records::Seen;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A stored posting.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,24 +71,41 @@ pub struct Page {
     pub next_cursor: String,
 }
 
+/// What ingest keeps between calls, behind one lock that also serializes the
+/// check-then-write of concurrent reports for the same items.
+#[derive(Default)]
+struct Counters {
+    /// Next global discovery number (loaded on first use).
+    next_global: Option<u64>,
+    /// Whether the store holds markers or sequence numbers of the layout before the ingest
+    /// record (`item/`, `postseq/` keys), looked up on first use: they are then read beside
+    /// the records until retention has removed them.
+    legacy: Option<bool>,
+}
+
 /// Posting ingest over a store.
 pub struct Ingestor<B> {
     pub(crate) store: Arc<B>,
-    /// Next sequence number per feed, loaded from the store on first use. The lock also
-    /// serializes the check-then-write of concurrent reports for the same items.
-    next_seq: tokio::sync::Mutex<HashMap<String, u64>>,
-    /// Next global discovery number (loaded on first use); taken after `next_seq`.
-    next_global: tokio::sync::Mutex<Option<u64>>,
+    counters: tokio::sync::Mutex<Counters>,
+    /// How long a marker is kept, from its feed's newest discovery (`None`: until the cap).
+    markers: Option<Duration>,
 }
 
 impl<B: KvBackend> Ingestor<B> {
-    /// An ingestor over `store`.
+    /// An ingestor over `store`, keeping markers as long as the default retention does.
     pub fn new(store: Arc<B>) -> Self {
         Ingestor {
             store,
-            next_seq: Default::default(),
-            next_global: Default::default(),
+            counters: Default::default(),
+            markers: crate::retention::Retention::default().markers,
         }
+    }
+
+    /// The same, keeping each feed's markers for `keep` after its newest discovery
+    /// (`None`: up to [`records::MAX_MARKERS`] a feed, however old).
+    pub fn with_marker_retention(mut self, keep: Option<Duration>) -> Self {
+        self.markers = keep;
+        self
     }
 
     /// Stores the postings of `feed` not seen before.
@@ -105,6 +127,22 @@ impl<B: KvBackend> Ingestor<B> {
         Ok(counts)
     }
 
+    /// Whether keys of the layout before the ingest record are in the store.
+    async fn legacy(&self, counters: &mut Counters) -> Result<bool, IngestError> {
+        if let Some(l) = counters.legacy {
+            return Ok(l);
+        }
+        let mut found = false;
+        for prefix in [
+            Key::Item("", 0).prefix_of_kind(),
+            Key::PostingSeq("").prefix_of_kind(),
+        ] {
+            found |= !self.store.range(prefix, None, 1).await?.is_empty();
+        }
+        counters.legacy = Some(found);
+        Ok(found)
+    }
+
     /// Like [`Ingestor::ingest_many`], and also writes the operations `extra` derives from
     /// which postings were new (`fresh[r][p]` for posting `p` of report `r`) in the same
     /// atomic batch, so state learned from new postings never disagrees with the postings
@@ -114,9 +152,8 @@ impl<B: KvBackend> Ingestor<B> {
         reports: &[(&str, &[PostingRecord])],
         extra: impl FnOnce(&[Vec<bool>]) -> Result<Vec<Op>, IngestError>,
     ) -> Result<(IngestCounts, Vec<Vec<bool>>), IngestError> {
-        let mut seqs = self.next_seq.lock().await;
-        let mut global_guard = self.next_global.lock().await;
-        let global_start = match *global_guard {
+        let mut counters = self.counters.lock().await;
+        let global_start = match counters.next_global {
             Some(n) => n,
             None => match self.store.get(Key::DiscoverySeq.encode()?).await? {
                 Some(b) => std::str::from_utf8(&b)
@@ -127,78 +164,121 @@ impl<B: KvBackend> Ingestor<B> {
             },
         };
         let mut global = global_start;
-        // Sequence counters of feeds not seen since start, in one read.
-        let mut missing: Vec<&str> = reports
+        // The ingest records of the feeds that reported postings, in one read.
+        let mut feeds: Vec<&str> = reports
             .iter()
+            .filter(|(_, p)| !p.is_empty())
             .map(|(f, _)| *f)
-            .filter(|f| !seqs.contains_key(*f))
             .collect();
-        missing.sort_unstable();
-        missing.dedup();
-        let seq_keys = missing
+        feeds.sort_unstable();
+        feeds.dedup();
+        let keys = feeds
             .iter()
-            .map(|f| Key::PostingSeq(f).encode())
+            .map(|f| Key::Seen(f).encode())
             .collect::<Result<Vec<_>, _>>()?;
-        for (f, v) in missing.iter().zip(self.store.get_many(seq_keys).await?) {
-            let n = match v {
-                Some(b) => std::str::from_utf8(&b)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{f}`")))?,
-                None => 0,
-            };
-            seqs.insert(f.to_string(), n);
-        }
-        // Which items are stored already, in one read.
-        let mut item_keys = Vec::new();
-        for (feed, postings) in reports {
-            for p in postings.iter() {
-                item_keys.push(Key::Item(feed, p.item_id_hash).encode()?);
+        let mut seen: HashMap<&str, Seen> = HashMap::with_capacity(feeds.len());
+        let mut unrecorded = Vec::new();
+        for (f, v) in feeds.iter().zip(self.store.get_many(keys).await?) {
+            match v {
+                Some(b) => {
+                    seen.insert(f, Seen::decode(&b)?);
+                }
+                None => unrecorded.push(*f),
             }
         }
-        let stored = self.store.get_many(item_keys).await?;
-        let mut stored = stored.into_iter();
+        // Stores from before the ingest record: sequence numbers of feeds without a record
+        // and the old markers of the reported items, in two reads.
+        let legacy = self.legacy(&mut counters).await?;
+        let mut old_markers = HashSet::new();
+        let mut moved_seq = Vec::new();
+        if legacy {
+            let keys = unrecorded
+                .iter()
+                .map(|f| Key::PostingSeq(f).encode())
+                .collect::<Result<Vec<_>, _>>()?;
+            for (f, v) in unrecorded.iter().zip(self.store.get_many(keys).await?) {
+                let next_seq = match v {
+                    Some(b) => {
+                        moved_seq.push(*f);
+                        std::str::from_utf8(&b)
+                            .ok()
+                            .and_then(|s| s.parse().ok())
+                            .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{f}`")))?
+                    }
+                    None => 0,
+                };
+                seen.insert(
+                    f,
+                    Seen {
+                        next_seq,
+                        ..Seen::default()
+                    },
+                );
+            }
+            let mut asked = Vec::new();
+            let mut keys = Vec::new();
+            for (feed, postings) in reports {
+                for p in postings.iter() {
+                    asked.push((*feed, p.item_id_hash));
+                    keys.push(Key::Item(feed, p.item_id_hash).encode()?);
+                }
+            }
+            for (k, v) in asked.into_iter().zip(self.store.get_many(keys).await?) {
+                if v.is_some() {
+                    old_markers.insert(k);
+                }
+            }
+        } else {
+            for f in unrecorded {
+                seen.insert(f, Seen::default());
+            }
+        }
         let mut counts = IngestCounts::default();
         let mut ops = Vec::new();
         let mut in_call = HashSet::new();
-        // Counters this call advances (applied to `seqs` only once the write succeeded).
-        let mut next: HashMap<&str, u64> = HashMap::new();
+        let mut changed: HashSet<&str> = HashSet::new();
         let mut fresh: Vec<Vec<bool>> = Vec::with_capacity(reports.len());
         for (feed, postings) in reports {
-            let seq = next.entry(*feed).or_insert_with(|| seqs[*feed]);
             let mut flags = Vec::with_capacity(postings.len());
             for p in postings.iter() {
-                let already = stored.next().expect("one answer per key").is_some();
-                let new = !already && in_call.insert((*feed, p.item_id_hash));
+                let record = seen
+                    .get_mut(feed)
+                    .expect("every reporting feed has a record");
+                let new = !record.contains(p.item_id_hash)
+                    && !old_markers.contains(&(*feed, p.item_id_hash))
+                    && in_call.insert((*feed, p.item_id_hash));
                 flags.push(new);
                 if !new {
                     counts.duplicates += 1;
                     continue;
                 }
+                let seq = record.next_seq;
+                record.next_seq += 1;
+                record.push(p.item_id_hash, p.discovered_unix_ms);
+                changed.insert(feed);
                 ops.push(Op::Put(
-                    Key::Item(feed, p.item_id_hash).encode()?,
-                    seq.to_string().into_bytes(),
-                ));
-                ops.push(Op::Put(
-                    Key::Posting(feed, *seq).encode()?,
-                    serde_json::to_vec(p).expect("postings serialize"),
+                    Key::Posting(feed, seq).encode()?,
+                    records::encode_posting(p),
                 ));
                 ops.push(Op::Put(
                     Key::Discovery(global).encode()?,
                     format!("{feed}/{seq}").into_bytes(),
                 ));
                 global += 1;
-                *seq += 1;
                 counts.new += 1;
             }
             fresh.push(flags);
         }
-        for (feed, n) in &next {
-            if seqs.get(*feed) != Some(n) {
-                ops.push(Op::Put(
-                    Key::PostingSeq(feed).encode()?,
-                    n.to_string().into_bytes(),
-                ));
+        let mut expired = 0;
+        for feed in &changed {
+            let record = seen.get_mut(feed).expect("changed feeds have records");
+            expired += record.prune(self.markers) as u64;
+            ops.push(Op::Put(Key::Seen(feed).encode()?, record.encode()));
+        }
+        // The old counter is now in the record.
+        for feed in moved_seq {
+            if changed.contains(feed) {
+                ops.push(Op::Delete(Key::PostingSeq(feed).encode()?));
             }
         }
         if global != global_start {
@@ -211,10 +291,8 @@ impl<B: KvBackend> Ingestor<B> {
         if !ops.is_empty() {
             self.store.batch(ops).await?;
         }
-        for (feed, n) in next {
-            seqs.insert(feed.to_string(), n);
-        }
-        *global_guard = Some(global);
+        counters.next_global = Some(global);
+        crate::metrics::record_pruned(0, expired);
         Ok((counts, fresh))
     }
 
@@ -281,9 +359,7 @@ impl<B: KvBackend> Ingestor<B> {
         for ((feed, _, after), v) in wanted.into_iter().zip(self.store.get_many(keys).await?) {
             // A feed removed since keeps its postings; a missing one is skipped.
             if let Some(v) = v {
-                let p = serde_json::from_slice(&v)
-                    .map_err(|e| StoreError(format!("corrupt posting: {e}")))?;
-                out.push((feed, p, after));
+                out.push((feed, records::decode_posting(&v)?, after));
             }
         }
         let next = match last {
@@ -314,10 +390,7 @@ impl<B: KvBackend> Ingestor<B> {
         let mut postings = Vec::with_capacity(rows.len());
         let mut cursors = Vec::with_capacity(rows.len());
         for (k, v) in &rows {
-            postings.push(
-                serde_json::from_slice(v)
-                    .map_err(|e| StoreError(format!("corrupt posting: {e}")))?,
-            );
+            postings.push(records::decode_posting(v)?);
             cursors.push(String::from_utf8_lossy(&k[k.len() - 16..]).into_owned());
         }
         let next_cursor = match rows.last() {
