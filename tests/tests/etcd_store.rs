@@ -98,11 +98,11 @@ async fn state_lives_in_etcd_and_an_etcd_outage_is_shown_and_survived() {
     // A second coordinator process on the same etcd sees everything.
     drop(admin);
     drop(c);
-    // But not with a quota too small for the window: 304 feeds' state alone is over
-    // 1 MB, half a 2 MB quota is not enough, and it says so and exits.
+    // But not with a quota too small for the window: 304 feeds' state alone is about
+    // 0.5 MB (docs/STATE.md), half an 0.8 MB quota is not enough, and it says so and exits.
     let mut small = SERVE_ON_ETCD.to_vec();
     small.extend_from_slice(&args[2..]);
-    small.extend(["--etcd-quota-bytes", "2000000"]);
+    small.extend(["--etcd-quota-bytes", "800000"]);
     let out = kairos_tests::coordinator(&small);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");

@@ -1,0 +1,609 @@
+//! A checker of histories across failovers, with real processes on a private etcd: a client
+//! adds and removes feeds, subscribes readers and changes the budget against a cluster of
+//! two coordinators while the leader is killed, and then paused past its lease and resumed
+//! (for a moment two replicas believe they lead). Every call is recorded as acknowledged,
+//! refused (an answer that says nothing was written: a standby's, a write fenced off by
+//! etcd, a request the registry turned down) or unknown (no answer in time, a broken
+//! connection: it may or may not have taken effect, then or later). After each fault, with
+//! no call in flight, what the new leader shows is checked against the history:
+//!
+//! * every acknowledged write is there, unless a later write to the same key was
+//!   acknowledged or may have happened;
+//! * no refused write is there, unless another call may have made it;
+//! * the budget is the last acknowledged one, or one whose call is unknown.
+//!
+//! A call sent to the paused leader and answered only after it resumed shows fencing in the
+//! history: the deposed leader's write must be refused, or be in etcd for the new leader to
+//! show.
+
+mod common;
+
+use common::health;
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_tests::etcd::EtcdCluster;
+use kairos_tests::{spawn_until, start_coordinator, Child, TempDir};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint};
+use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+
+/// Readers and the feeds they may subscribe to (added before the faults, never removed).
+const USERS: usize = 20;
+const STABLE: usize = 10;
+
+#[derive(Clone, Debug)]
+enum Op {
+    AddFeed(String),
+    RemoveFeed(String),
+    Subscribe(String, String),
+    Budget(f64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Outcome {
+    Acked,
+    Refused(String),
+    Unknown(String),
+}
+
+#[derive(Clone, Debug)]
+struct Event {
+    op: Op,
+    replica: usize,
+    outcome: Outcome,
+    /// Overlapped the client's later calls (held by a paused replica): it may take effect
+    /// before or after them.
+    concurrent: bool,
+}
+
+/// What an error answer says about the write: refused when the answer guarantees nothing
+/// was written, unknown otherwise.
+fn outcome_of(e: &tonic::Status) -> Outcome {
+    let msg = format!("{:?}: {}", e.code(), e.message());
+    match e.code() {
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::AlreadyExists
+        | Code::FailedPrecondition
+        | Code::PermissionDenied => Outcome::Refused(msg),
+        Code::Unavailable
+            if e.message().contains("is a standby")
+                || e.message().contains("write refused: leadership") =>
+        {
+            Outcome::Refused(msg)
+        }
+        _ => Outcome::Unknown(msg),
+    }
+}
+
+fn channel(url: &str, timeout: Duration) -> Channel {
+    Endpoint::from_shared(url.to_string())
+        .unwrap()
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(timeout)
+        .connect_lazy()
+}
+
+/// One call of `op` to `url`.
+async fn call(url: &str, op: &Op, timeout: Duration) -> Outcome {
+    call_on(channel(url, timeout), op).await
+}
+
+/// One call of `op` on `channel`.
+async fn call_on(channel: Channel, op: &Op) -> Outcome {
+    let mut admin = AdminClient::new(channel);
+    let r = match op {
+        Op::AddFeed(id) => admin
+            .add_feed(pb::AddFeedRequest {
+                feed_id: id.clone(),
+                url: format!("https://{id}.example/feed.xml"),
+                weight: 1.0,
+            })
+            .await
+            .map(drop),
+        Op::RemoveFeed(id) => admin
+            .remove_feed(pb::RemoveFeedRequest {
+                feed_id: id.clone(),
+            })
+            .await
+            .map(drop),
+        Op::Subscribe(u, f) => admin
+            .subscribe(pb::SubscribeRequest {
+                user_id: u.clone(),
+                feed_id: f.clone(),
+            })
+            .await
+            .map(drop),
+        Op::Budget(v) => admin
+            .update_settings(pb::SettingsPatch {
+                budget: Some(pb::settings_patch::Budget::FetchesPerFeedPerDay(*v)),
+                ..Default::default()
+            })
+            .await
+            .map(drop),
+    };
+    match r {
+        Ok(()) => Outcome::Acked,
+        Err(e) => outcome_of(&e),
+    }
+}
+
+/// The client: calls one at a time, each to the replica that last acknowledged one, moving
+/// to the other after a refusal or no answer. A call holds `gate` while in flight.
+struct Client {
+    urls: [String; 2],
+    at: usize,
+    rng: u64,
+    next_feed: usize,
+    added: Vec<String>,
+    pairs: Vec<(String, String)>,
+    next_budget: usize,
+    history: Vec<Event>,
+}
+
+impl Client {
+    fn rand(&mut self) -> u64 {
+        self.rng = self
+            .rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.rng >> 33
+    }
+
+    fn next_op(&mut self) -> Op {
+        loop {
+            let r = self.rand() % 20;
+            if r < 8 {
+                self.next_feed += 1;
+                let id = format!("h{:04}", self.next_feed);
+                self.added.push(id.clone());
+                return Op::AddFeed(id);
+            } else if r < 12 && !self.added.is_empty() {
+                let i = self.rand() as usize % self.added.len();
+                return Op::RemoveFeed(self.added.swap_remove(i));
+            } else if r < 15 && !self.pairs.is_empty() {
+                let i = self.rand() as usize % self.pairs.len();
+                let (u, f) = self.pairs.swap_remove(i);
+                return Op::Subscribe(u, f);
+            } else if r >= 15 {
+                self.next_budget += 1;
+                return Op::Budget(2.0 + self.next_budget as f64 / 100.0);
+            }
+        }
+    }
+
+    async fn step(&mut self) {
+        let op = self.next_op();
+        let replica = self.at;
+        let outcome = call(&self.urls[replica], &op, Duration::from_secs(2)).await;
+        if outcome != Outcome::Acked {
+            self.at = 1 - self.at;
+        }
+        self.history.push(Event {
+            op,
+            replica,
+            outcome,
+            concurrent: false,
+        });
+    }
+}
+
+/// What the leader shows: feeds, each reader's subscriptions, the budget per feed.
+struct Shown {
+    feeds: BTreeSet<String>,
+    subscriptions: BTreeSet<(String, String)>,
+    budget: f64,
+}
+
+async fn shown(url: &str) -> Shown {
+    let mut admin = AdminClient::new(channel(url, Duration::from_secs(10)));
+    let mut feeds = BTreeSet::new();
+    loop {
+        let page = admin
+            .list_feeds(pb::ListFeedsRequest {
+                after_feed_id: feeds.last().cloned().unwrap_or_default(),
+                limit: 500,
+            })
+            .await
+            .expect("list feeds")
+            .into_inner()
+            .feeds;
+        if page.is_empty() {
+            break;
+        }
+        feeds.extend(page.into_iter().map(|f| f.feed_id));
+    }
+    let mut subscriptions = BTreeSet::new();
+    for u in 0..USERS {
+        let user = format!("u{u}");
+        let subs = admin
+            .list_subscriptions(pb::ListSubscriptionsRequest {
+                scope: Some(pb::list_subscriptions_request::Scope::UserId(user.clone())),
+            })
+            .await
+            .expect("list subscriptions")
+            .into_inner()
+            .subscriptions;
+        subscriptions.extend(subs.into_iter().map(|s| (s.user_id, s.feed_id)));
+    }
+    let budget = admin
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .expect("get settings")
+        .into_inner()
+        .budget_fetches_per_feed_per_day;
+    Shown {
+        feeds,
+        subscriptions,
+        budget,
+    }
+}
+
+/// Checks what is shown against the history; returns the violations found.
+fn check(history: &[Event], shown: &Shown, initial_budget: f64) -> Vec<String> {
+    let mut bad = Vec::new();
+    // Per feed: (acked add, unknown add, acked remove, unknown remove, refused add).
+    let mut feeds: BTreeMap<&str, [bool; 5]> = BTreeMap::new();
+    let mut pairs: BTreeMap<(&str, &str), &Outcome> = BTreeMap::new();
+    let mut budget_ok: Vec<f64> = vec![initial_budget];
+    for e in history {
+        match (&e.op, &e.outcome) {
+            (Op::AddFeed(f), o) => {
+                let s = feeds.entry(f).or_default();
+                match o {
+                    Outcome::Acked => s[0] = true,
+                    Outcome::Unknown(_) => s[1] = true,
+                    Outcome::Refused(_) => s[4] = true,
+                }
+            }
+            (Op::RemoveFeed(f), o) => {
+                let s = feeds.entry(f).or_default();
+                match o {
+                    Outcome::Acked => s[2] = true,
+                    Outcome::Unknown(_) => s[3] = true,
+                    Outcome::Refused(_) => {}
+                }
+            }
+            (Op::Subscribe(u, f), o) => {
+                pairs.insert((u, f), o);
+            }
+            (Op::Budget(v), Outcome::Acked) if !e.concurrent => budget_ok = vec![*v],
+            (Op::Budget(_), _) => {}
+        }
+    }
+    // Calls without an answer, and those that overlapped later ones, may land after the
+    // last acknowledged one.
+    budget_ok.extend(history.iter().filter_map(|e| match (&e.op, &e.outcome) {
+        (Op::Budget(v), Outcome::Unknown(_)) => Some(*v),
+        (Op::Budget(v), Outcome::Acked) if e.concurrent => Some(*v),
+        _ => None,
+    }));
+    for (f, [acked, unknown, removed, remove_unknown, refused]) in &feeds {
+        let present = shown.feeds.contains(*f);
+        // Each id is added once and removed at most once: the add comes first.
+        let may_be_present = (*acked && !*removed) || *unknown;
+        let may_be_absent = !*acked || *removed || *remove_unknown;
+        if present && !may_be_present {
+            bad.push(format!(
+                "feed {f} is registered: add acked {acked}, unknown {unknown}, refused {refused}; removal acked {removed}"
+            ));
+        }
+        if !present && !may_be_absent {
+            bad.push(format!("feed {f}: its acknowledged add is lost"));
+        }
+    }
+    for ((u, f), o) in &pairs {
+        let present = shown
+            .subscriptions
+            .contains(&(u.to_string(), f.to_string()));
+        match o {
+            Outcome::Acked if !present => {
+                bad.push(format!("subscription {u} → {f}: acknowledged, lost"))
+            }
+            Outcome::Refused(why) if present => bad.push(format!(
+                "subscription {u} → {f}: refused ({why}), yet present"
+            )),
+            _ => {}
+        }
+    }
+    if !budget_ok.iter().any(|b| (b - shown.budget).abs() < 1e-9) {
+        bad.push(format!(
+            "budget {} per feed: the last acknowledged or an unknown one was wanted ({budget_ok:?})",
+            shown.budget
+        ));
+    }
+    bad
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// The replica that serves within `within`.
+async fn leader(urls: &[String; 2], within: Duration) -> usize {
+    let start = Instant::now();
+    loop {
+        for (i, u) in urls.iter().enumerate() {
+            if health(u, "").await == ServingStatus::Serving as i32 {
+                return i;
+            }
+        }
+        assert!(start.elapsed() < within, "no replica serves");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs the client for `wall` (one call at a time), then returns it.
+async fn run_for(client: Arc<tokio::sync::Mutex<Client>>, wall: Duration) {
+    let until = Instant::now() + wall;
+    while Instant::now() < until {
+        client.lock().await.step().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
+    let dir = TempDir::new("history");
+    let Some(etcd) = EtcdCluster::start(dir.path(), 1) else {
+        return;
+    };
+    let endpoints = etcd.endpoints.join(",");
+    let common = [
+        "--store",
+        "etcd",
+        "--etcd-endpoints",
+        &endpoints,
+        "--etcd-prefix",
+        "/history/",
+        "--leader-lease-ttl",
+        "3s",
+        "--allow-private",
+        "127.0.0.0/8",
+    ];
+    let a = start_coordinator(&common, &dir.path().join("a.log"));
+    let a_addr = a.url.trim_start_matches("http://").to_string();
+    // A replica started after the first, or again on the same port: it stands by first.
+    let start_replica = |name: &str, listen: &str| -> (Child, String) {
+        let mut args = vec![
+            "serve",
+            "--insecure-loopback",
+            "--listen",
+            listen,
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(&common);
+        let (child, found) = spawn_until(
+            "kairos-coordinator",
+            &args,
+            &dir.path().join(format!("{name}.log")),
+            &["kairos-coordinator standby on "],
+        );
+        (child, format!("http://{}", found[0]))
+    };
+    let (b, b_url) = start_replica("b", "127.0.0.1:0");
+    let urls = [a.url.clone(), b_url.clone()];
+    let mut pids = [a.child.0.id(), b.0.id()];
+    let mut children: Vec<Child> = vec![a.child, b];
+
+    // Readers and the feeds they subscribe to, before any fault.
+    let mut admin = AdminClient::new(channel(&urls[0], Duration::from_secs(5)));
+    for u in 0..USERS {
+        admin
+            .add_user(pb::AddUserRequest {
+                user_id: format!("u{u}"),
+                weight: 1.0,
+            })
+            .await
+            .unwrap();
+    }
+    for s in 0..STABLE {
+        admin
+            .add_feed(pb::AddFeedRequest {
+                feed_id: format!("s{s}"),
+                url: format!("https://s{s}.example/feed.xml"),
+                weight: 1.0,
+            })
+            .await
+            .unwrap();
+    }
+    let initial_budget = shown(&urls[0]).await.budget;
+    let client = Arc::new(tokio::sync::Mutex::new(Client {
+        urls: urls.clone(),
+        at: 0,
+        rng: 42,
+        next_feed: 0,
+        added: Vec::new(),
+        pairs: (0..USERS)
+            .flat_map(|u| (0..STABLE).map(move |s| (format!("u{u}"), format!("s{s}"))))
+            .collect(),
+        next_budget: 0,
+        history: Vec::new(),
+    }));
+    let checked = |label: &'static str, client: Arc<tokio::sync::Mutex<Client>>| {
+        let urls = urls.clone();
+        async move {
+            let l = leader(&urls, Duration::from_secs(30)).await;
+            // No call in flight while the state is read.
+            let c = client.lock().await;
+            let s = shown(&urls[l]).await;
+            let bad = check(&c.history, &s, initial_budget);
+            assert!(
+                bad.is_empty(),
+                "after {label}, leader {l}: {} violations: {bad:#?}",
+                bad.len()
+            );
+            eprintln!(
+                "after {label}: leader {l}, {} calls checked, {} feeds and {} subscriptions shown",
+                c.history.len(),
+                s.feeds.len(),
+                s.subscriptions.len()
+            );
+        }
+    };
+
+    // Calls against A alone, then A is killed while they go on: B takes over.
+    run_for(client.clone(), Duration::from_secs(3)).await;
+    checked("calls to a healthy leader", client.clone()).await;
+    let calls = tokio::spawn(run_for(client.clone(), Duration::from_secs(8)));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    signal(pids[0], "-KILL");
+    calls.await.unwrap();
+    assert_eq!(leader(&urls, Duration::from_secs(30)).await, 1, "B leads");
+    checked("the leader was killed", client.clone()).await;
+
+    // A comes back on its port and stands by.
+    let (a2, _) = start_replica("a2", &a_addr);
+    pids[0] = a2.0.id();
+    children.push(a2);
+
+    // B is paused past its lease while calls go on. A few more wait on B itself, on a
+    // connection opened before the pause: B reads them when it resumes.
+    let calls = tokio::spawn(run_for(client.clone(), Duration::from_secs(12)));
+    let held = channel(&urls[1], Duration::from_secs(60));
+    AdminClient::new(held.clone())
+        .get_settings(pb::GetSettingsRequest {})
+        .await
+        .expect("B answers before its pause");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    signal(pids[1], "-STOP");
+    let stale_ops = [
+        Op::AddFeed("stale-1".into()),
+        Op::Budget(9.99),
+        Op::AddFeed("stale-2".into()),
+        Op::Subscribe("u0".into(), "stale-1".into()),
+    ];
+    let stale_calls: Vec<_> = stale_ops
+        .into_iter()
+        .map(|op| {
+            let held = held.clone();
+            tokio::spawn(async move {
+                let outcome = call_on(held, &op).await;
+                Event {
+                    op,
+                    replica: 1,
+                    outcome,
+                    concurrent: true,
+                }
+            })
+        })
+        .collect();
+    // A takes over once B's lease is gone; then B resumes, believing it leads.
+    let took = {
+        let start = Instant::now();
+        while health(&urls[0], "").await != ServingStatus::Serving as i32 {
+            assert!(start.elapsed() < Duration::from_secs(30), "A did not lead");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        start.elapsed()
+    };
+    eprintln!("A leads {took:?} after B was paused (lease 3 s)");
+    signal(pids[1], "-CONT");
+    let mut stale = Vec::new();
+    for c in stale_calls {
+        stale.push(
+            tokio::time::timeout(Duration::from_secs(60), c)
+                .await
+                .expect("a held call ends")
+                .unwrap(),
+        );
+    }
+    for e in &stale {
+        eprintln!("held by the deposed leader: {:?} → {:?}", e.op, e.outcome);
+        // Sent after its lease ran out and answered after its successor was elected: a
+        // write it acknowledged would have gone past the fence.
+        assert_ne!(e.outcome, Outcome::Acked, "the deposed leader wrote: {e:?}");
+    }
+    calls.await.unwrap();
+    client.lock().await.history.extend(stale);
+    checked("the leader was paused and resumed", client.clone()).await;
+
+    let c = client.lock().await;
+    let count = |f: fn(&Outcome) -> bool| c.history.iter().filter(|e| f(&e.outcome)).count();
+    let (acked, refused, unknown) = (
+        count(|o| *o == Outcome::Acked),
+        count(|o| matches!(o, Outcome::Refused(_))),
+        count(|o| matches!(o, Outcome::Unknown(_))),
+    );
+    eprintln!(
+        "history: {} calls, {acked} acknowledged, {refused} refused, {unknown} unknown",
+        c.history.len()
+    );
+    assert!(
+        acked >= 30,
+        "too few acknowledged calls to mean much: {acked}"
+    );
+    assert!(refused >= 1, "no refusal was exercised");
+    let by_replica: Vec<usize> = (0..2)
+        .map(|r| c.history.iter().filter(|e| e.replica == r).count())
+        .collect();
+    assert!(by_replica.iter().all(|&n| n > 0), "{by_replica:?}");
+    drop(children);
+}
+
+/// The checker itself: lost, phantom and resurrected writes and a stale budget are found;
+/// a view the history allows passes.
+#[test]
+fn the_checker_finds_lost_and_phantom_writes() {
+    let ev = |op: Op, outcome: Outcome| Event {
+        op,
+        replica: 0,
+        outcome,
+        concurrent: false,
+    };
+    let refused = || Outcome::Refused("refused".into());
+    let history = vec![
+        ev(Op::AddFeed("a".into()), Outcome::Acked),
+        ev(Op::AddFeed("b".into()), refused()),
+        ev(Op::AddFeed("c".into()), Outcome::Unknown("timeout".into())),
+        ev(Op::AddFeed("d".into()), Outcome::Acked),
+        ev(Op::RemoveFeed("d".into()), Outcome::Acked),
+        ev(Op::Subscribe("u0".into(), "s0".into()), Outcome::Acked),
+        ev(Op::Subscribe("u1".into(), "s0".into()), refused()),
+        ev(Op::Budget(2.5), Outcome::Acked),
+        ev(Op::Budget(2.6), refused()),
+    ];
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let pair = |u: &str, f: &str| (u.to_string(), f.to_string());
+    let wrong = Shown {
+        feeds: set(&["b", "c", "d"]),
+        subscriptions: [pair("u1", "s0")].into_iter().collect(),
+        budget: 2.6,
+    };
+    let bad = check(&history, &wrong, 1.0);
+    assert_eq!(bad.len(), 6, "{bad:#?}");
+    for (i, what) in [
+        "feed a: its acknowledged add is lost",
+        "feed b is registered",
+        "feed d is registered",
+        "subscription u0 → s0: acknowledged, lost",
+        "subscription u1 → s0: refused",
+        "budget 2.6",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(bad[i].starts_with(what), "{}: {}", what, bad[i]);
+    }
+    for c_present in [false, true] {
+        let mut feeds = set(&["a"]);
+        if c_present {
+            feeds.insert("c".into());
+        }
+        let right = Shown {
+            feeds,
+            subscriptions: [pair("u0", "s0")].into_iter().collect(),
+            budget: 2.5,
+        };
+        assert!(check(&history, &right, 1.0).is_empty());
+    }
+}
