@@ -17,7 +17,7 @@
 //! in bounded batches: a pass stops at the first entry inside its horizon or when its budget
 //! of entries is spent, and the next pass goes on from there.
 
-use crate::ingest::records::{decode_posting, MAX_MARKERS};
+use crate::ingest::records::{decode_posting, DEFAULT_MARKER_RETENTION, MAX_MARKERS};
 use crate::ingest::{IngestError, Ingestor};
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op, StoreError};
@@ -40,7 +40,7 @@ impl Default for Retention {
     fn default() -> Self {
         Retention {
             postings: Some(Duration::from_secs(3 * 86_400)),
-            markers: Some(Duration::from_secs(30 * 86_400)),
+            markers: Some(DEFAULT_MARKER_RETENTION),
             every: Duration::from_secs(60),
             compact_every: Duration::from_secs(3600),
         }

@@ -1,28 +1,34 @@
 //! A checker of histories across failovers, with real processes on a private etcd: a client
 //! adds and removes feeds, subscribes readers and changes the budget against a cluster of
-//! two coordinators while the leader is killed, and then paused past its lease and resumed
-//! (for a moment two replicas believe they lead). Every call is recorded as acknowledged,
-//! refused (an answer that says nothing was written: a standby's, a write fenced off by
-//! etcd, a request the registry turned down) or unknown (no answer in time, a broken
-//! connection: it may or may not have taken effect, then or later). After each fault, with
-//! no call in flight, what the new leader shows is checked against the history:
+//! two coordinators while faults come on a schedule: the leader killed; the leader paused
+//! past its lease and resumed (for a moment two replicas believe they lead); the leader's
+//! link to etcd cut until about when its lease runs out, healing while the standby
+//! campaigns; the leader's etcd answering in seconds. Every call is recorded as
+//! acknowledged, refused (an answer that says nothing was written: a standby's, a write
+//! fenced off by etcd, a request the registry turned down) or unknown (no answer in time, a
+//! broken connection: it may or may not have taken effect, then or later). After each
+//! fault, with no call in flight, what the leader shows is checked against the history:
 //!
 //! * every acknowledged write is there, unless a later write to the same key was
 //!   acknowledged or may have happened;
 //! * no refused write is there, unless another call may have made it;
 //! * the budget is the last acknowledged one, or one whose call is unknown.
 //!
-//! A call sent to the paused leader and answered only after it resumed shows fencing in the
-//! history: the deposed leader's write must be refused, or be in etcd for the new leader to
-//! show.
+//! Calls sent to the paused leader and answered only after it resumed show fencing in the
+//! history: the deposed leader must acknowledge none of them.
+//!
+//! The link to etcd is cut by a proxy on loopback (`common::proxy`) that holds every byte
+//! while cut, as a partition does, rather than by network namespaces: only the link between
+//! one coordinator and etcd is cut, not the coordinator's link to its clients.
 
 mod common;
 
 use common::health;
+use common::proxy::Proxy;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
-use kairos_tests::{spawn_until, start_coordinator, Child, TempDir};
+use kairos_tests::{spawn_until, Child, TempDir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -327,17 +333,24 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill {sig} {pid}");
 }
 
-/// The replica that serves within `within`.
+/// The replica that serves, alone, on two polls half a second apart, within `within`.
 async fn leader(urls: &[String; 2], within: Duration) -> usize {
     let start = Instant::now();
+    let mut last = None;
     loop {
+        let mut serving = Vec::new();
         for (i, u) in urls.iter().enumerate() {
             if health(u, "").await == ServingStatus::Serving as i32 {
-                return i;
+                serving.push(i);
             }
         }
-        assert!(start.elapsed() < within, "no replica serves");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = (serving.len() == 1).then(|| serving[0]);
+        if now.is_some() && now == last {
+            return serving[0];
+        }
+        last = now;
+        assert!(start.elapsed() < within, "no single replica serves");
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
@@ -350,52 +363,69 @@ async fn run_for(client: Arc<tokio::sync::Mutex<Client>>, wall: Duration) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
-    let dir = TempDir::new("history");
-    let Some(etcd) = EtcdCluster::start(dir.path(), 1) else {
-        return;
-    };
-    let endpoints = etcd.endpoints.join(",");
-    let common = [
+/// A replica's command line: it reaches etcd at `endpoint` and listens on `listen`.
+fn replica_args(endpoint: &str, listen: &str) -> Vec<String> {
+    [
+        "serve",
+        "--insecure-loopback",
+        "--allow-private",
+        "127.0.0.0/8",
+        "--listen",
+        listen,
+        "--metrics-addr",
+        "127.0.0.1:0",
         "--store",
         "etcd",
         "--etcd-endpoints",
-        &endpoints,
+        endpoint,
         "--etcd-prefix",
         "/history/",
         "--leader-lease-ttl",
         "3s",
-        "--allow-private",
-        "127.0.0.0/8",
-    ];
-    let a = start_coordinator(&common, &dir.path().join("a.log"));
-    let a_addr = a.url.trim_start_matches("http://").to_string();
-    // A replica started after the first, or again on the same port: it stands by first.
-    let start_replica = |name: &str, listen: &str| -> (Child, String) {
-        let mut args = vec![
-            "serve",
-            "--insecure-loopback",
-            "--listen",
-            listen,
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ];
-        args.extend_from_slice(&common);
-        let (child, found) = spawn_until(
-            "kairos-coordinator",
-            &args,
-            &dir.path().join(format!("{name}.log")),
-            &["kairos-coordinator standby on "],
-        );
-        (child, format!("http://{}", found[0]))
-    };
-    let (b, b_url) = start_replica("b", "127.0.0.1:0");
-    let urls = [a.url.clone(), b_url.clone()];
-    let mut pids = [a.child.0.id(), b.0.id()];
-    let mut children: Vec<Child> = vec![a.child, b];
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
 
-    // Readers and the feeds they subscribe to, before any fault.
+/// Starts a replica and waits until it leads (`leads`) or stands by; returns its URL.
+fn replica(
+    dir: &TempDir,
+    name: &str,
+    endpoint: &str,
+    listen: &str,
+    leads: bool,
+) -> (Child, String) {
+    let args = replica_args(endpoint, listen);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let wait = if leads {
+        "kairos-coordinator listening on "
+    } else {
+        "kairos-coordinator standby on "
+    };
+    let (child, found) = spawn_until(
+        "kairos-coordinator",
+        &args,
+        &dir.path().join(format!("{name}.log")),
+        &[wait],
+    );
+    (child, format!("http://{}", found[0]))
+}
+
+/// Two replicas (replica `i` reaching etcd at `endpoints[i]`), the readers and the feeds
+/// they subscribe to, and a client with an empty history.
+struct Setup {
+    urls: [String; 2],
+    pids: [u32; 2],
+    children: Vec<Child>,
+    client: Arc<tokio::sync::Mutex<Client>>,
+    initial_budget: f64,
+}
+
+async fn setup(dir: &TempDir, endpoints: [&str; 2]) -> Setup {
+    let (a, a_url) = replica(dir, "a", endpoints[0], "127.0.0.1:0", true);
+    let (b, b_url) = replica(dir, "b", endpoints[1], "127.0.0.1:0", false);
+    let urls = [a_url, b_url];
     let mut admin = AdminClient::new(channel(&urls[0], Duration::from_secs(5)));
     for u in 0..USERS {
         admin
@@ -429,42 +459,80 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
         next_budget: 0,
         history: Vec::new(),
     }));
-    let checked = |label: &'static str, client: Arc<tokio::sync::Mutex<Client>>| {
-        let urls = urls.clone();
-        async move {
-            let l = leader(&urls, Duration::from_secs(30)).await;
-            // No call in flight while the state is read.
-            let c = client.lock().await;
-            let s = shown(&urls[l]).await;
-            let bad = check(&c.history, &s, initial_budget);
-            assert!(
-                bad.is_empty(),
-                "after {label}, leader {l}: {} violations: {bad:#?}",
-                bad.len()
-            );
-            eprintln!(
-                "after {label}: leader {l}, {} calls checked, {} feeds and {} subscriptions shown",
-                c.history.len(),
-                s.feeds.len(),
-                s.subscriptions.len()
-            );
-        }
+    Setup {
+        pids: [a.0.id(), b.0.id()],
+        children: vec![a, b],
+        urls,
+        client,
+        initial_budget,
+    }
+}
+
+impl Setup {
+    /// With no call in flight, what the leader shows is checked against the history.
+    async fn check(&self, label: &str) {
+        let l = leader(&self.urls, Duration::from_secs(30)).await;
+        let c = self.client.lock().await;
+        let s = shown(&self.urls[l]).await;
+        let bad = check(&c.history, &s, self.initial_budget);
+        assert!(
+            bad.is_empty(),
+            "after {label}, leader {l}: {} violations: {bad:#?}",
+            bad.len()
+        );
+        eprintln!(
+            "after {label}: leader {l}, {} calls checked, {} feeds and {} subscriptions shown",
+            c.history.len(),
+            s.feeds.len(),
+            s.subscriptions.len()
+        );
+    }
+
+    /// Calls acknowledged, refused and unknown so far.
+    async fn counts(&self) -> (usize, usize, usize) {
+        let c = self.client.lock().await;
+        let count = |f: fn(&Outcome) -> bool| c.history.iter().filter(|e| f(&e.outcome)).count();
+        let n = (
+            count(|o| *o == Outcome::Acked),
+            count(|o| matches!(o, Outcome::Refused(_))),
+            count(|o| matches!(o, Outcome::Unknown(_))),
+        );
+        eprintln!(
+            "history: {} calls, {} acknowledged, {} refused, {} unknown",
+            c.history.len(),
+            n.0,
+            n.1,
+            n.2
+        );
+        n
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
+    let dir = TempDir::new("history");
+    let Some(etcd) = EtcdCluster::start(dir.path(), 1) else {
+        return;
     };
+    let endpoint = etcd.endpoints[0].clone();
+    let mut s = setup(&dir, [&endpoint, &endpoint]).await;
+    let (urls, client) = (s.urls.clone(), s.client.clone());
 
     // Calls against A alone, then A is killed while they go on: B takes over.
     run_for(client.clone(), Duration::from_secs(3)).await;
-    checked("calls to a healthy leader", client.clone()).await;
+    s.check("calls to a healthy leader").await;
     let calls = tokio::spawn(run_for(client.clone(), Duration::from_secs(8)));
     tokio::time::sleep(Duration::from_secs(1)).await;
-    signal(pids[0], "-KILL");
+    signal(s.pids[0], "-KILL");
     calls.await.unwrap();
     assert_eq!(leader(&urls, Duration::from_secs(30)).await, 1, "B leads");
-    checked("the leader was killed", client.clone()).await;
+    s.check("the leader was killed").await;
 
     // A comes back on its port and stands by.
-    let (a2, _) = start_replica("a2", &a_addr);
-    pids[0] = a2.0.id();
-    children.push(a2);
+    let a_addr = urls[0].trim_start_matches("http://").to_string();
+    let (a2, _) = replica(&dir, "a2", &endpoint, &a_addr, false);
+    s.pids[0] = a2.0.id();
+    s.children.push(a2);
 
     // B is paused past its lease while calls go on. A few more wait on B itself, on a
     // connection opened before the pause: B reads them when it resumes.
@@ -475,7 +543,7 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
         .await
         .expect("B answers before its pause");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    signal(pids[1], "-STOP");
+    signal(s.pids[1], "-STOP");
     let stale_ops = [
         Op::AddFeed("stale-1".into()),
         Op::Budget(9.99),
@@ -507,7 +575,7 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
         start.elapsed()
     };
     eprintln!("A leads {took:?} after B was paused (lease 3 s)");
-    signal(pids[1], "-CONT");
+    signal(s.pids[1], "-CONT");
     let mut stale = Vec::new();
     for c in stale_calls {
         stale.push(
@@ -525,29 +593,64 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
     }
     calls.await.unwrap();
     client.lock().await.history.extend(stale);
-    checked("the leader was paused and resumed", client.clone()).await;
+    s.check("the leader was paused and resumed").await;
 
-    let c = client.lock().await;
-    let count = |f: fn(&Outcome) -> bool| c.history.iter().filter(|e| f(&e.outcome)).count();
-    let (acked, refused, unknown) = (
-        count(|o| *o == Outcome::Acked),
-        count(|o| matches!(o, Outcome::Refused(_))),
-        count(|o| matches!(o, Outcome::Unknown(_))),
-    );
-    eprintln!(
-        "history: {} calls, {acked} acknowledged, {refused} refused, {unknown} unknown",
-        c.history.len()
-    );
+    let (acked, refused, _) = s.counts().await;
     assert!(
         acked >= 30,
         "too few acknowledged calls to mean much: {acked}"
     );
     assert!(refused >= 1, "no refusal was exercised");
+    let c = client.lock().await;
     let by_replica: Vec<usize> = (0..2)
         .map(|r| c.history.iter().filter(|e| e.replica == r).count())
         .collect();
     assert!(by_replica.iter().all(|&n| n > 0), "{by_replica:?}");
-    drop(children);
+}
+
+/// The leader cut off from etcd (a partition of that one link) until about when its lease
+/// runs out, healing while the standby campaigns; then the leader's etcd answering in
+/// seconds rather than not at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_from_etcd_healed_mid_election_and_a_slow_etcd_keep_the_history() {
+    let dir = TempDir::new("history-partition");
+    let Some(etcd) = EtcdCluster::start(dir.path(), 1) else {
+        return;
+    };
+    let proxies = [
+        Proxy::start(&etcd.endpoints[0]).await,
+        Proxy::start(&etcd.endpoints[0]).await,
+    ];
+    let s = setup(&dir, [&proxies[0].addr, &proxies[1].addr]).await;
+    let (urls, client) = (s.urls.clone(), s.client.clone());
+    run_for(client.clone(), Duration::from_secs(3)).await;
+    s.check("calls to a healthy leader").await;
+
+    // A's link to etcd is cut for about its lease while the calls go on.
+    let calls = tokio::spawn(run_for(client.clone(), Duration::from_secs(10)));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    proxies[0].cut();
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    proxies[0].heal();
+    calls.await.unwrap();
+    s.check("a partition of the leader from etcd, healed mid-election")
+        .await;
+
+    // The leader's etcd answers slowly: every chunk waits 0.4 s each way.
+    let l = leader(&urls, Duration::from_secs(30)).await;
+    let calls = tokio::spawn(run_for(client.clone(), Duration::from_secs(8)));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    proxies[l].slow(Duration::from_millis(400));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    proxies[l].heal();
+    calls.await.unwrap();
+    s.check("a slow etcd").await;
+    let (acked, _, unknown) = s.counts().await;
+    assert!(
+        acked >= 30,
+        "too few acknowledged calls to mean much: {acked}"
+    );
+    assert!(unknown >= 1, "the partition left no call unanswered");
 }
 
 /// The checker itself: lost, phantom and resurrected writes and a stale budget are found;

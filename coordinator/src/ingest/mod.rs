@@ -97,7 +97,7 @@ impl<B: KvBackend> Ingestor<B> {
         Ingestor {
             store,
             counters: Default::default(),
-            markers: crate::retention::Retention::default().markers,
+            markers: Some(records::DEFAULT_MARKER_RETENTION),
         }
     }
 

@@ -20,6 +20,11 @@ const POSTING_V1: u8 = 1;
 /// The format byte of a binary ingest record.
 const SEEN_V1: u8 = 1;
 
+/// How long a marker is kept by default (`--item-marker-retention`): a feed's document
+/// rarely shows an item for longer.
+pub const DEFAULT_MARKER_RETENTION: std::time::Duration =
+    std::time::Duration::from_secs(30 * 86_400);
+
 /// Most markers one feed keeps. A document shows at most a few hundred items, so an item
 /// still shown has been ingested among the feed's last few thousand; a feed that posts more
 /// than this within the marker retention (a flood) keeps only its newest.

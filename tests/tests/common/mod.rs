@@ -138,3 +138,4 @@ pub fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
     r
 }
+pub mod proxy;
