@@ -79,6 +79,9 @@ declare! {
     /// Sessions whose last applied assignment version trails the desired one.
     describe_gauge WORKERS_BEHIND = "kairos_workers_behind",
         "Worker sessions whose applied assignment trails the desired one (intent vs observed).";
+    /// Gauge: the largest difference between a worker's clock and this coordinator's.
+    describe_gauge WORKER_CLOCK_OFFSET = "kairos_worker_clock_offset_max_seconds",
+        "The largest difference between a worker's clock and this coordinator's at their last heartbeats, seconds (fetch times are the coordinator's: a worker off by this fetches off by as much).";
     /// Unacknowledged reports summed over workers' last heartbeats.
     describe_gauge REPORT_BACKLOG = "kairos_report_backlog",
         "Unacknowledged reports over all workers.";

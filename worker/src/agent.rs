@@ -631,23 +631,42 @@ async fn heartbeats(
     // intervals): a heartbeat unanswered for as long means this session is over on the
     // other side too (a paused or partitioned leader), so the worker moves on.
     let patience = (every * 3).max(Duration::from_secs(1));
+    let mut clock_off = false;
     loop {
         tick.tick().await;
         let backlog = shared.state.lock().expect("worker state").reports.backlog() as u64;
         let in_flight = shared.stats.in_flight.load(Ordering::Relaxed);
         metrics::gauge!(telemetry::REPORT_BACKLOG).set(backlog as f64);
         metrics::gauge!(telemetry::FETCHES_IN_FLIGHT).set(in_flight as f64);
+        let sent = shared.clock.now_ms();
         let beat = client.heartbeat(pb::HeartbeatRequest {
             worker_id: id.to_string(),
             report_backlog: backlog,
             in_flight: in_flight.min(u32::MAX as u64) as u32,
             applied_version: shared.stats.applied_version.load(Ordering::Relaxed),
+            sent_unix_ms: sent,
         });
-        tokio::time::timeout(patience, beat).await.map_err(|_| {
+        let answer = tokio::time::timeout(patience, beat).await.map_err(|_| {
             tonic::Status::unavailable(format!(
                 "no heartbeat answer within {patience:?}: the coordinator is paused or cut off"
             ))
         })??;
+        // The coordinator's clock against this one's at mid-flight: fetch times come from
+        // the coordinator, so an offset here is how far off the plan this worker fetches.
+        let at = answer.into_inner().coordinator_unix_ms;
+        if at != 0 {
+            let offset = (sent + shared.clock.now_ms()) / 2 - at;
+            let is_off = offset.abs() > 30_000;
+            if is_off != clock_off {
+                clock_off = is_off;
+                if is_off {
+                    tracing::warn!(
+                        offset_s = offset as f64 / 1000.0,
+                        "this worker's clock differs from the coordinator's: it fetches off the plan by as much (check NTP on both)"
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -389,6 +389,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
                 applied_version: w.applied_version,
                 in_flight: w.in_flight,
                 report_backlog: w.report_backlog,
+                clock_offset_ms: w.clock_offset_ms.unwrap_or(0),
             })
             .collect();
         Ok(Response::new(pb::ListWorkersResponse { workers }))

@@ -391,6 +391,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
+        let now = self.hub.clock().now_ms();
         let (epoch, version) = self
             .hub
             .heartbeat_observed(
@@ -399,10 +400,16 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                     report_backlog: r.report_backlog,
                     in_flight: r.in_flight,
                     applied_version: r.applied_version,
+                    clock_offset_ms: (r.sent_unix_ms != 0)
+                        .then(|| r.sent_unix_ms.saturating_sub(now)),
                 },
             )
             .await?;
-        Ok(Response::new(pb::HeartbeatResponse { epoch, version }))
+        Ok(Response::new(pb::HeartbeatResponse {
+            epoch,
+            version,
+            coordinator_unix_ms: self.hub.clock().now_ms(),
+        }))
     }
 }
 

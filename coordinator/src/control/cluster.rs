@@ -93,6 +93,8 @@ pub struct WorkerInfo {
     pub in_flight: u32,
     /// Assignment version it last applied, from its last heartbeat.
     pub applied_version: u64,
+    /// Its clock minus the coordinator's at its last heartbeat, when it said.
+    pub clock_offset_ms: Option<i64>,
     /// Last heartbeat (or registration), Unix ms of the wall clock.
     pub last_heartbeat_unix_ms: i64,
 }
@@ -107,6 +109,8 @@ pub struct Observed {
     pub in_flight: u32,
     /// Version of the last assignment it applied (0 until it applied one).
     pub applied_version: u64,
+    /// Its clock minus the coordinator's, when it said what its clock read.
+    pub clock_offset_ms: Option<i64>,
 }
 
 struct Session {
@@ -115,7 +119,13 @@ struct Session {
     lease_until: Instant,
     tx: watch::Sender<Desired>,
     observed: Observed,
+    /// Whether its clock is off now, as last said in the log (said once per change).
+    clock_off: bool,
 }
+
+/// A worker clock further than this from the coordinator's is logged and shown: fetch
+/// times are the coordinator's, so a worker off by this fetches off by as much.
+pub const CLOCK_OFFSET_WARN_MS: i64 = 30_000;
 
 /// Sessions, owners and desired states.
 pub struct Cluster {
@@ -325,6 +335,7 @@ impl Cluster {
                 lease_until: now + self.cfg.lease,
                 tx,
                 observed: Observed::default(),
+                clock_off: false,
             },
         );
         self.reshard();
@@ -346,6 +357,21 @@ impl Cluster {
             .ok_or_else(|| ClusterError::UnknownWorker(id.to_string()))?;
         s.lease_until = now + lease;
         s.observed = observed;
+        if let Some(off) = observed.clock_offset_ms {
+            let is_off = off.abs() > CLOCK_OFFSET_WARN_MS;
+            if is_off != s.clock_off {
+                s.clock_off = is_off;
+                if is_off {
+                    tracing::warn!(
+                        worker = %s.name,
+                        offset_s = off as f64 / 1000.0,
+                        "a worker's clock differs from this coordinator's: it fetches off the plan by as much (check NTP on both)"
+                    );
+                } else {
+                    tracing::info!(worker = %s.name, offset_s = off as f64 / 1000.0, "a worker's clock agrees with this coordinator's again");
+                }
+            }
+        }
         Ok(s.tx.borrow().version)
     }
 
@@ -478,6 +504,7 @@ impl Cluster {
                     report_backlog: s.observed.report_backlog,
                     in_flight: s.observed.in_flight,
                     applied_version: s.observed.applied_version,
+                    clock_offset_ms: s.observed.clock_offset_ms,
                     last_heartbeat_unix_ms: now_unix
                         - now
                             .saturating_duration_since(s.lease_until - self.cfg.lease)

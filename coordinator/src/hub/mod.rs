@@ -558,6 +558,13 @@ impl<B: KvBackend> Hub<B> {
                     .filter(|w| w.applied_version < w.version)
                     .count();
                 metrics::gauge!(m::WORKERS_BEHIND).set(behind as f64);
+                let offset = workers
+                    .iter()
+                    .filter_map(|w| w.clock_offset_ms)
+                    .map(i64::unsigned_abs)
+                    .max()
+                    .unwrap_or(0);
+                metrics::gauge!(m::WORKER_CLOCK_OFFSET).set(offset as f64 / 1000.0);
                 Ok((c.epoch(), v))
             })
             .await
