@@ -52,6 +52,9 @@ pub struct EtcdConfig {
     /// Bytes of keys and values per transaction we send (below etcd's
     /// `--max-request-bytes`, leaving room for framing).
     pub max_txn_bytes: usize,
+    /// Keys left in a kind past which its pages are read in segments (etcd counts every
+    /// key of a range it reads, whatever the limit: [`KvBackend::range`]).
+    pub big_range: i64,
 }
 
 /// TLS to etcd.
@@ -73,6 +76,7 @@ impl Default for EtcdConfig {
             tls: None,
             max_txn_ops: 128,
             max_txn_bytes: 1 << 20,
+            big_range: BIG_RANGE,
         }
     }
 }
@@ -133,7 +137,14 @@ pub struct EtcdBackend {
     fence: Arc<std::sync::RwLock<Option<Fence>>>,
     /// Turns true when a fenced write found the leader key gone or re-created.
     deposed: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Prefixes a read to their end found more than `big_range` keys left in: their later
+    /// pages are read in segments ([`KvBackend::range`]).
+    big: Arc<std::sync::Mutex<std::collections::HashSet<Vec<u8>>>>,
+    big_range: i64,
 }
+
+/// Keys left in a kind past which its pages are read in segments, by default.
+pub const BIG_RANGE: i64 = 20_000;
 
 impl std::fmt::Debug for EtcdBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -298,6 +309,8 @@ impl EtcdBackend {
             seen: Arc::default(),
             fence: Arc::default(),
             deposed: Arc::new(tokio::sync::watch::channel(false).0),
+            big: Arc::default(),
+            big_range: cfg.big_range.max(1),
         };
         backend.settle_journals().await?;
         Ok(backend)
@@ -701,16 +714,52 @@ impl KvBackend for EtcdBackend {
                 }
                 _ => prefix.clone(),
             };
-            let end = prefix_end(&self.key(&prefix));
-            let mut r = self
-                .kv_get(
-                    self.key(&start),
-                    Some(GetOptions::new().with_range(end).with_limit(limit as i64)),
-                )
-                .await
-                .map_err(|e| self.err(e))?;
+            // etcd (3.4) counts every key of a range it is asked for, however small the
+            // limit, so a page read over the whole rest of a big kind costs as many steps
+            // as the kind has keys: paging through a million feeds took minutes. A kind
+            // once seen big has its pages after the first read instead as
+            // segments that widen from the start key outwards (keys sharing all of the
+            // start key, then all but its last byte, and so on up to the kind's prefix),
+            // each read only while the page is not full.
+            let from_start = start == prefix;
+            let (start, prefix) = (self.key(&start), self.key(&prefix));
+            let big = !from_start && self.big.lock().expect("big kinds").contains(&prefix);
+            let mut out = Vec::new();
+            let mut from = start.clone();
+            let levels = if big { start.len() } else { prefix.len() };
+            for d in (prefix.len()..=levels).rev() {
+                let end = prefix_end(&start[..d]);
+                if end <= from && end != [0] {
+                    continue;
+                }
+                let mut r = self
+                    .kv_get(
+                        from.clone(),
+                        Some(
+                            GetOptions::new()
+                                .with_range(end.clone())
+                                .with_limit((limit - out.len()) as i64),
+                        ),
+                    )
+                    .await
+                    .map_err(|e| self.err(e))?;
+                if !big {
+                    // One range to the kind's end: its count is what is left of the kind.
+                    let mut kinds = self.big.lock().expect("big kinds");
+                    if r.count() > self.big_range {
+                        kinds.insert(prefix.clone());
+                    } else if from_start {
+                        kinds.remove(&prefix);
+                    }
+                }
+                out.extend(r.take_kvs());
+                if out.len() >= limit {
+                    break;
+                }
+                from = end;
+            }
             let n = self.prefix.len();
-            Ok(r.take_kvs()
+            Ok(out
                 .into_iter()
                 .map(|kv| (kv.key()[n..].to_vec(), kv.value().to_vec()))
                 .collect())
@@ -810,6 +859,94 @@ mod tests {
         assert_eq!(endpoint_url("a:2379", true).unwrap(), "https://a:2379");
         assert!(endpoint_url("https://a:2379", false).is_err());
         assert!(endpoint_url("http://a:2379", true).is_err());
+    }
+
+    /// Pages of a big kind, read in segments, are the pages one range would give.
+    #[test]
+    fn pages_of_a_big_kind_read_in_segments_are_the_same_pages() {
+        let dir = std::env::temp_dir().join(format!("kairos-etcd-pages-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cfg = EtcdConfig {
+                endpoints: cluster.endpoints.clone(),
+                prefix: "/p/".into(),
+                big_range: 10,
+                ..Default::default()
+            };
+            let b = EtcdBackend::connect(&cfg).await.unwrap();
+            let memory = crate::store::memory::MemoryBackend::new();
+            // Ids of every length and shape, bytes near the ends of the range included,
+            // beside a neighbouring kind whose keys must never show.
+            let mut ids: Vec<Vec<u8>> = Vec::new();
+            for i in 0..300u32 {
+                let mut id =
+                    format!("{:x}", i.wrapping_mul(2_654_435_761) >> (i % 7 * 4)).into_bytes();
+                if i % 11 == 0 {
+                    id.push(0xfe);
+                }
+                if i % 13 == 0 {
+                    id.truncate(1);
+                }
+                ids.push(id);
+            }
+            ids.extend([
+                b"0".to_vec(),
+                b"00".to_vec(),
+                b"0\x01".to_vec(),
+                vec![0xfe, 0xfe],
+            ]);
+            ids.sort();
+            ids.dedup();
+            let mut ops: Vec<Op> = ids
+                .iter()
+                .map(|id| Op::Put([b"feed/".as_slice(), id].concat(), id.clone()))
+                .collect();
+            ops.push(Op::Put(b"feed0".to_vec(), b"next kind".to_vec()));
+            ops.push(Op::Put(b"fee".to_vec(), b"before".to_vec()));
+            b.batch(ops.clone()).await.unwrap();
+            memory.batch(ops).await.unwrap();
+            for limit in [1, 3, 7, 64] {
+                let (mut after, mut pages) = (None, 0);
+                loop {
+                    let got = b
+                        .range(b"feed/".to_vec(), after.clone(), limit)
+                        .await
+                        .unwrap();
+                    let want = memory
+                        .range(b"feed/".to_vec(), after.clone(), limit)
+                        .await
+                        .unwrap();
+                    assert_eq!(got, want, "limit {limit}, after {after:?}");
+                    let Some(last) = got.last() else { break };
+                    after = Some(last.0.clone());
+                    pages += 1;
+                }
+                assert!(pages >= ids.len() / limit / 2, "{pages} pages");
+            }
+            assert!(b.big.lock().unwrap().contains(b"/p/feed/".as_slice()));
+            // A cursor between keys, and one past every key.
+            for after in [b"feed/7".to_vec(), b"feed/\xff".to_vec(), b"feed/".to_vec()] {
+                let got = b
+                    .range(b"feed/".to_vec(), Some(after.clone()), 5)
+                    .await
+                    .unwrap();
+                let want = memory
+                    .range(b"feed/".to_vec(), Some(after), 5)
+                    .await
+                    .unwrap();
+                assert_eq!(got, want);
+            }
+        });
+        drop(cluster);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Batches past the per-transaction limit, and journals a crash left behind.
