@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{add, feed_ids, health, wait_health};
+use common::{add, feed_ids, health, signal, wait_health};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
@@ -38,15 +38,6 @@ async fn standby_answer(url: &str) -> tonic::Status {
         .list_feeds(kairos_proto::v1::ListFeedsRequest::default())
         .await
         .expect_err("a standby does not serve Admin")
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill {sig} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,8 +23,8 @@
 
 mod common;
 
-use common::health;
 use common::proxy::Proxy;
+use common::{health, signal};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
@@ -322,15 +322,6 @@ fn check(history: &[Event], shown: &Shown, initial_budget: f64) -> Vec<String> {
         ));
     }
     bad
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill {sig} {pid}");
 }
 
 /// The replica that serves, alone, on two polls half a second apart, within `within`.

@@ -655,8 +655,10 @@ async fn heartbeats(
         // the coordinator, so an offset here is how far off the plan this worker fetches.
         let at = answer.into_inner().coordinator_unix_ms;
         if at != 0 {
-            let offset = (sent + shared.clock.now_ms()) / 2 - at;
-            let is_off = offset.abs() > 30_000;
+            // Any value the coordinator sends is taken without overflow.
+            let mid = sent / 2 + shared.clock.now_ms() / 2;
+            let offset = mid.saturating_sub(at);
+            let is_off = offset.unsigned_abs() > 30_000;
             if is_off != clock_off {
                 clock_off = is_off;
                 if is_off {

@@ -358,7 +358,7 @@ impl Cluster {
         s.lease_until = now + lease;
         s.observed = observed;
         if let Some(off) = observed.clock_offset_ms {
-            let is_off = off.abs() > CLOCK_OFFSET_WARN_MS;
+            let is_off = off.unsigned_abs() > CLOCK_OFFSET_WARN_MS as u64;
             if is_off != s.clock_off {
                 s.clock_off = is_off;
                 if is_off {

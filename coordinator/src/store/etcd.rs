@@ -861,22 +861,33 @@ mod tests {
         assert!(endpoint_url("http://a:2379", true).is_err());
     }
 
-    /// Pages of a big kind, read in segments, are the pages one range would give.
-    #[test]
-    fn pages_of_a_big_kind_read_in_segments_are_the_same_pages() {
-        let dir = std::env::temp_dir().join(format!("kairos-etcd-pages-{}", std::process::id()));
+    /// Runs `test` with the endpoints of a private one-member etcd, on two threads, and
+    /// removes the etcd's files after.
+    fn on_etcd<F: std::future::Future<Output = ()>>(
+        tag: &str,
+        test: impl FnOnce(Vec<String>) -> F,
+    ) {
+        let dir = std::env::temp_dir().join(format!("kairos-etcd-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
             return;
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
+        tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
-            .unwrap();
-        rt.block_on(async {
+            .unwrap()
+            .block_on(test(cluster.endpoints.clone()));
+        drop(cluster);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Pages of a big kind, read in segments, are the pages one range would give.
+    #[test]
+    fn pages_of_a_big_kind_read_in_segments_are_the_same_pages() {
+        on_etcd("pages", |endpoints| async move {
             let cfg = EtcdConfig {
-                endpoints: cluster.endpoints.clone(),
+                endpoints,
                 prefix: "/p/".into(),
                 big_range: 10,
                 ..Default::default()
@@ -945,26 +956,14 @@ mod tests {
                 assert_eq!(got, want);
             }
         });
-        drop(cluster);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Batches past the per-transaction limit, and journals a crash left behind.
     #[test]
     fn large_batches_land_whole_and_crashed_journals_settle_at_connect() {
-        let dir = std::env::temp_dir().join(format!("kairos-etcd-journal-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
-            return;
-        };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        on_etcd("journal", |endpoints| async move {
             let cfg = EtcdConfig {
-                endpoints: cluster.endpoints.clone(),
+                endpoints,
                 prefix: "/j/".into(),
                 max_txn_ops: 4,
                 max_txn_bytes: 4096,
@@ -1048,8 +1047,6 @@ mod tests {
                 .unwrap()
                 .is_empty());
         });
-        drop(cluster);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

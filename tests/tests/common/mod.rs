@@ -138,4 +138,15 @@ pub fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
     r
 }
+
+/// Sends `sig` (`-KILL`, `-STOP`, `-CONT`, ...) to `pid`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
 pub mod proxy;
