@@ -19,18 +19,18 @@
 //!   --feeds 100000 --hosts 500 --workers 4 --minutes 30 --sim-days 14`
 //! The exit status is non-zero if anything was lost or duplicated.
 
+mod soak_common;
+
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::{spawn_until, start_coordinator, try_scrape, unix_ms, Child, TempDir};
+use soak_common::{
+    buckets, dir_bytes, missing, quantile, rss_mb, sweep, total, Farm, FarmShape, Seen,
+};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
-
-/// Items in each served document.
-const ITEMS_PER_DOC: usize = 40;
 
 /// Settings, from `--name value` pairs.
 #[derive(Clone, Debug)]
@@ -50,7 +50,6 @@ struct Soak {
     bursts: f64,
     seed: u64,
 }
-
 impl Soak {
     fn from_args() -> Soak {
         let mut s = Soak {
@@ -106,75 +105,6 @@ impl Soak {
     }
 }
 
-/// Resident set size of process `pid`, MB (0 once it is gone).
-fn rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// Bytes of every file under `dir`.
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-/// Sum of every sample of `name` (all label sets) in a scrape.
-fn total(scrape: &str, name: &str) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// Cumulative bucket counts of histogram `name` in a scrape, by upper bound.
-fn buckets(scrape: &str, name: &str) -> Vec<(f64, f64)> {
-    let prefix = format!("{name}_bucket{{");
-    let mut v: Vec<(f64, f64)> = scrape
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix(&prefix)?;
-            let le = rest.split("le=\"").nth(1)?.split('"').next()?;
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().ok()?
-            };
-            Some((le, l.rsplit(' ').next()?.parse().ok()?))
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    v
-}
-
-/// Quantile `q` of a histogram given by cumulative counts: the first bucket bound holding
-/// it (as `histogram_quantile` would, without interpolation).
-fn quantile(cum: &[(f64, f64)], q: f64) -> Option<f64> {
-    let n = cum.last()?.1;
-    if n <= 0.0 {
-        return None;
-    }
-    cum.iter().find(|(_, c)| *c >= q * n).map(|(le, _)| *le)
-}
-
 /// One worker process and what it last exported.
 struct Worker {
     name: String,
@@ -228,90 +158,6 @@ fn signal(child: &Child, sig: &str) {
         .status();
 }
 
-/// What one feed's postings looked like: item index → first discovery time.
-type Seen = HashMap<u32, i64>;
-
-/// Reads every feed's postings and folds them into `seen`; returns duplicates found (an
-/// item listed twice in one read, or again with another discovery time).
-async fn sweep(url: &str, feeds: usize, seen: &mut [Seen]) -> (u64, Duration) {
-    let started = Instant::now();
-    let channel = Channel::from_shared(url.to_string())
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect for postings");
-    let lanes = 16;
-    let mut tasks = tokio::task::JoinSet::new();
-    for lane in 0..lanes {
-        let mut client = PostingsClient::new(channel.clone());
-        tasks.spawn(async move {
-            let mut out: Vec<(usize, Vec<(u32, i64)>)> = Vec::new();
-            for i in (lane..feeds).step_by(lanes) {
-                let mut items = Vec::new();
-                let mut cursor = String::new();
-                loop {
-                    let mut tries = 0;
-                    let page = loop {
-                        match client
-                            .list_postings(pb::ListPostingsRequest {
-                                scope: Some(pb::list_postings_request::Scope::FeedId(format!(
-                                    "f{i}"
-                                ))),
-                                cursor: cursor.clone(),
-                                limit: 1000,
-                            })
-                            .await
-                        {
-                            Ok(p) => break p.into_inner(),
-                            Err(e) if tries < 5 => {
-                                tries += 1;
-                                eprintln!("postings of f{i}: {e}; again");
-                                tokio::time::sleep(Duration::from_secs(1)).await;
-                            }
-                            Err(e) => panic!("postings of f{i}: {e}"),
-                        }
-                    };
-                    if page.postings.is_empty() {
-                        break;
-                    }
-                    for p in page.postings.into_iter().filter_map(|p| p.posting) {
-                        // Titles are "Post K of feed I".
-                        let k = p
-                            .title
-                            .strip_prefix("Post ")
-                            .and_then(|r| r.split(' ').next())
-                            .and_then(|k| k.parse().ok())
-                            .unwrap_or_else(|| panic!("f{i}: unexpected title {:?}", p.title));
-                        items.push((k, p.discovered_unix_ms));
-                    }
-                    cursor = page.next_cursor;
-                }
-                out.push((i, items));
-            }
-            out
-        });
-    }
-    let mut duplicates = 0;
-    while let Some(done) = tasks.join_next().await {
-        for (i, items) in done.expect("sweep lane") {
-            let mut this_read: HashMap<u32, i64> = HashMap::new();
-            for (k, at) in items {
-                if this_read.insert(k, at).is_some() {
-                    duplicates += 1;
-                }
-                match seen[i].get(&k) {
-                    Some(&first) if first != at => duplicates += 1,
-                    Some(_) => {}
-                    None => {
-                        seen[i].insert(k, at);
-                    }
-                }
-            }
-        }
-    }
-    (duplicates, started.elapsed())
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let s = Soak::from_args();
@@ -331,77 +177,19 @@ async fn main() {
     let sim_day = move || (unix_ms() - anchor) as f64 * scale / 86_400_000.0;
 
     // The farm publishes until the quiet days; its hosts misbehave throughout.
-    let urls_file = dir.path().join("urls.txt");
-    let postings_file = dir.path().join("postings.csv");
-    let mut farm_args: Vec<String> = [
-        "--feeds",
-        &s.feeds.to_string(),
-        "--hosts",
-        &s.hosts.to_string(),
-        "--posts-per-day",
-        &s.posts_per_day.to_string(),
-        "--days",
-        &(s.sim_days - s.quiet_days).to_string(),
-        "--items-per-doc",
-        &ITEMS_PER_DOC.to_string(),
-        "--seed",
-        &s.seed.to_string(),
-        "--urls-out",
-        &urls_file.display().to_string(),
-        "--postings-out",
-        &postings_file.display().to_string(),
-        "--fault-bursts-per-host-per-day",
-        &s.bursts.to_string(),
-        "--fault-burst-minutes",
-        "60",
-        "--fault-hang-share",
-        "0.3",
-        "--fault-hang",
-        "15s",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    farm_args.extend(clock.iter().cloned());
-    let refs: Vec<&str> = farm_args.iter().map(String::as_str).collect();
-    let (farm, ready) = spawn_until(
-        "kairos-farm",
-        &refs,
-        &dir.path().join("farm.log"),
-        &["kairos-farm ready: "],
+    let farm = Farm::start(
+        &FarmShape {
+            feeds: s.feeds,
+            hosts: s.hosts,
+            posts_per_day: s.posts_per_day,
+            days: s.sim_days - s.quiet_days,
+            bursts: s.bursts,
+            seed: s.seed,
+        },
+        &clock,
+        dir.path(),
     );
-    println!("farm: {}", ready[0]);
-    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    // Every posting's time, by feed (the farm writes them in order).
-    let mut published: Vec<Vec<i64>> = vec![Vec::new(); s.feeds];
-    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
-        let (f, t) = line.split_once(',').unwrap();
-        published[f.parse::<usize>().unwrap()].push(t.parse().unwrap());
-    }
-    let total_published: usize = published.iter().map(Vec::len).sum();
-    let farm_get = {
-        let host = urls[0]
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap()
-            .to_string();
-        move |path: &str| -> String {
-            use std::io::{Read, Write};
-            let Ok(mut c) = std::net::TcpStream::connect(&host) else {
-                return String::new();
-            };
-            let _ = c.set_read_timeout(Some(Duration::from_secs(30)));
-            let _ = c.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes());
-            let mut out = String::new();
-            let _ = c.read_to_string(&mut out);
-            out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
-        }
-    };
+    let total_published = farm.total();
 
     let data = dir.path().join("data");
     let mut coord_args: Vec<String> = [
@@ -432,7 +220,7 @@ async fn main() {
     // Register the feeds, 16 calls in flight.
     let t = Instant::now();
     let admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
-    let urls = Arc::new(urls);
+    let urls = Arc::new(farm.urls.clone());
     let mut adds = tokio::task::JoinSet::new();
     for lane in 0..16 {
         let (mut admin, urls) = (admin.clone(), urls.clone());
@@ -521,7 +309,7 @@ async fn main() {
             next_kill = now + kill_every;
         }
         if now >= next_sweep {
-            let (d, took) = sweep(&coordinator.url, s.feeds, &mut seen).await;
+            let (d, took) = sweep(&coordinator.url, None, s.feeds, &mut seen, 5).await;
             duplicates += d;
             println!(
                 "  postings read at simulated day {:.2}: {} items seen so far, {d} duplicated, {:.0} s",
@@ -605,51 +393,24 @@ async fn main() {
     }
     let end_day = sim_day();
     // What the farm last served each feed, then a few seconds for reports in flight.
-    let mut last_ok = vec![0i64; s.feeds];
-    for line in farm_get("/farm/fetched").lines() {
-        if let Some((i, t)) = line.split_once(' ') {
-            last_ok[i.parse::<usize>().unwrap()] = t.parse().unwrap();
-        }
-    }
+    let last_ok = farm.last_ok();
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let (d, took) = sweep(&coordinator.url, s.feeds, &mut seen).await;
+    let (d, took) = sweep(&coordinator.url, None, s.feeds, &mut seen, 5).await;
     duplicates += d;
     println!(
         "  final read at simulated day {end_day:.2}: {:.0} s",
         took.as_secs_f64()
     );
-    // A posting not listed is lost if a client was served a document holding it (published
-    // by the feed's last 200/304 and among that document's items); otherwise it was never
-    // fetched (published after the feed's last fetch) or scrolled off between two fetches.
-    let (mut lost, mut unfetched, mut scrolled) = (0u64, 0u64, 0u64);
-    let mut lost_feeds = Vec::new();
-    for (i, times) in published.iter().enumerate() {
-        let held = times.partition_point(|&t| t <= last_ok[i]);
-        let oldest_in_doc = held.saturating_sub(ITEMS_PER_DOC);
-        let mut missing = 0;
-        for (k, &t) in times.iter().enumerate() {
-            if seen[i].contains_key(&(k as u32)) {
-                continue;
-            }
-            if t > last_ok[i] {
-                unfetched += 1;
-            } else if k < oldest_in_doc {
-                scrolled += 1;
-            } else {
-                missing += 1;
-            }
-        }
-        if missing > 0 {
-            lost += missing;
-            if lost_feeds.len() < 10 {
-                lost_feeds.push(format!("f{i}: {missing} of {}", times.len()));
-            }
-        }
-    }
+    let soak_common::Missing {
+        lost,
+        unfetched,
+        scrolled,
+        lost_feeds,
+    } = missing(&farm.published, &seen, &last_ok);
     let cs = try_scrape(&coordinator.metrics).unwrap_or_default();
     println!(
         "farm served: {}",
-        farm_get("/farm/stats").replace('\n', " ")
+        farm.get("/farm/stats").replace('\n', " ")
     );
     println!(
         "coordinator: fetches by outcome {}",

@@ -34,6 +34,8 @@ struct Member {
     dir: PathBuf,
     /// `--quota-backend-bytes`, when not etcd's default.
     quota: Option<u64>,
+    /// Addresses it also serves clients on (same port), beside loopback.
+    also_on: Vec<String>,
     child: Option<Child>,
 }
 
@@ -73,11 +75,30 @@ impl EtcdCluster {
     /// One member with a backend quota of `bytes` (etcd's default is 2 GiB), for state
     /// measured at scale.
     pub fn start_with_quota(dir: &Path, bytes: u64) -> Option<EtcdCluster> {
-        Self::start_with_opts(dir, 1, None, Some(bytes))
+        Self::start_with_opts(dir, 1, None, Some(bytes), &[])
+    }
+
+    /// `n` members that also serve clients on each of `ips` (addresses of interfaces the
+    /// caller created, such as the root end of a veth pair into a network namespace).
+    pub fn start_also_on(dir: &Path, n: usize, ips: &[String]) -> Option<EtcdCluster> {
+        Self::start_with_opts(dir, n, None, None, ips)
+    }
+
+    /// The client endpoints at `ip` (one of those given to [`EtcdCluster::start_also_on`]).
+    pub fn endpoints_at(&self, ip: &str) -> Vec<String> {
+        self.members
+            .iter()
+            .map(|m| format!("{ip}:{}", m.client.port()))
+            .collect()
+    }
+
+    /// Whether member `i` runs (not killed).
+    pub fn is_up(&self, i: usize) -> bool {
+        self.members[i].child.is_some()
     }
 
     fn start_with(dir: &Path, n: usize, tls: Option<EtcdTlsFiles>) -> Option<EtcdCluster> {
-        Self::start_with_opts(dir, n, tls, None)
+        Self::start_with_opts(dir, n, tls, None, &[])
     }
 
     fn start_with_opts(
@@ -85,6 +106,7 @@ impl EtcdCluster {
         n: usize,
         tls: Option<EtcdTlsFiles>,
         quota: Option<u64>,
+        also_on: &[String],
     ) -> Option<EtcdCluster> {
         let bin = etcd_binary()?;
         let mut members: Vec<Member> = (0..n)
@@ -95,6 +117,7 @@ impl EtcdCluster {
                 peer: free_port(),
                 dir: dir.join(format!("etcd-m{i}")),
                 quota,
+                also_on: also_on.to_vec(),
                 child: None,
             })
             .collect();
@@ -157,7 +180,18 @@ fn spawn(bin: &Path, m: &Member, initial: &str, state: &str) -> Child {
         .args(["--name", &m.name])
         .arg("--data-dir")
         .arg(m.dir.join("data"))
-        .args(["--listen-client-urls", &format!("{scheme}://{}", m.client)])
+        .args([
+            "--listen-client-urls",
+            &std::iter::once(m.client.to_string())
+                .chain(
+                    m.also_on
+                        .iter()
+                        .map(|ip| format!("{ip}:{}", m.client.port())),
+                )
+                .map(|a| format!("{scheme}://{a}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ])
         .args([
             "--advertise-client-urls",
             &format!("{scheme}://{}", m.client),
