@@ -461,6 +461,7 @@ async fn main() {
     let mut episodes: Vec<Episode> = Vec::new();
     let mut served_log: VecDeque<(Instant, f64)> = VecDeque::new();
     let mut same_slot_done = 0.0;
+    let mut exits = 0usize;
     let (mut peak_db, mut peak_leader_mb) = (0.0f64, 0.0f64);
     let mut last_sample = (farm.served(), Instant::now());
     let mut last_poll = Instant::now();
@@ -490,6 +491,26 @@ async fn main() {
             served_log.pop_front();
         }
 
+        // A replica that exits on its own (a deposed leader that could not stop in time
+        // does) is started again as a standby, as its supervisor would: not while its
+        // namespace is cut off, where it could not reach etcd to stand by.
+        let cut_off = episodes
+            .last()
+            .filter(|e| e.fault == Fault::LeaderPartition && !e.undone)
+            .map(|e| e.target);
+        for r in replicas.iter_mut() {
+            let exited = r
+                .child
+                .as_mut()
+                .is_some_and(|c| matches!(c.0.try_wait(), Ok(Some(_))));
+            if exited && cut_off != Some(r.i) {
+                println!("  replica {} exited on its own; started again", r.i);
+                exits += 1;
+                same_slot_done += r.same_slot;
+                *r = start_replica(r.i, false, &net, &etcd, &s, &clock, &dir);
+            }
+        }
+
         // Undo a fault when its time comes; measure the one under way.
         if let Some(e) = episodes.last_mut() {
             if !e.undone && now >= e.undo_at {
@@ -504,6 +525,7 @@ async fn main() {
                         ));
                     }
                     Fault::LeaderKill => {
+                        same_slot_done += replicas[e.target].same_slot;
                         replicas[e.target] =
                             start_replica(e.target, false, &net, &etcd, &s, &clock, &dir);
                     }
@@ -635,14 +657,11 @@ async fn main() {
 
         if now >= next_sample {
             next_sample = now + sample_every;
-            // Same-slot fetches per incarnation; an incarnation gone keeps its last count.
+            // Same-slot fetches per incarnation (its process's counter); an incarnation that
+            // ends adds its last count to `same_slot_done`.
             for r in &mut replicas {
                 if let Some(m) = r.child.as_ref().and_then(|_| try_scrape(&r.metrics)) {
-                    let v = total(&m, "kairos_fetches_same_slot_total");
-                    if v < r.same_slot {
-                        same_slot_done += r.same_slot;
-                    }
-                    r.same_slot = v;
+                    r.same_slot = total(&m, "kairos_fetches_same_slot_total");
                 }
             }
             let lead = leader(&replicas).await;
@@ -694,12 +713,8 @@ async fn main() {
     );
     let m = missing(&farm.published, &seen, &last_ok);
     for r in &replicas {
-        if let Some(m) = try_scrape(&r.metrics) {
-            let v = total(&m, "kairos_fetches_same_slot_total");
-            same_slot_done += if v < r.same_slot { r.same_slot + v } else { v };
-        } else {
-            same_slot_done += r.same_slot;
-        }
+        same_slot_done += try_scrape(&r.metrics)
+            .map_or(r.same_slot, |m| total(&m, "kairos_fetches_same_slot_total"));
     }
     println!(
         "farm served: {}",
@@ -727,8 +742,8 @@ async fn main() {
     println!(
         "published {total_published}, lost {}, duplicated {duplicates}; not fetched since \
          published {}, scrolled off between fetches {}; same-slot fetches {same_slot_done}; \
-         etcd DB peak {peak_db:.1} MB; leader RSS peak {peak_leader_mb:.0} MB; {:.1} simulated \
-         days in {:.1} wall minutes",
+         etcd DB peak {peak_db:.1} MB; leader RSS peak {peak_leader_mb:.0} MB; replicas that \
+         exited on their own {exits}; {:.1} simulated days in {:.1} wall minutes",
         m.lost,
         m.unfetched,
         m.scrolled,

@@ -82,6 +82,21 @@ struct Solved {
     basis: Option<crate::control::quick::Basis>,
 }
 
+/// Runs `work` unless `stop` fires first; `None` when it did. A loop's round, retention pass
+/// or compaction can take tens of seconds at 100k feeds, and a deposed leader must stop
+/// within seconds (the server gives it 5, then exits): whatever such work was doing is
+/// either written already or redone by the next leader (a dropped round hands its
+/// replanner back when its solve ends; the stop ends the actor anyway).
+async fn until_stopped<T>(
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        out = work => Some(out),
+        _ = stop.wait_for(|s| *s) => None,
+    }
+}
+
 impl<B: KvBackend> Hub<B> {
     /// One relearn + replan round: models from the learned state, the plan solved on the
     /// blocking pool, and the new fetch times handed to the cluster.
@@ -273,13 +288,18 @@ impl<B: KvBackend> Hub<B> {
         loop {
             tokio::select! {
                 _ = replan.tick() => {
-                    match self.replan().await {
-                        Ok(outcome) => self.store_plan(outcome, &mut stored_at).await,
-                        Err(e) => {
-                            // Keep the previous plan; the next round tries again.
-                            m::record_replan_failure();
-                            tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                    let round = async {
+                        match self.replan().await {
+                            Ok(outcome) => self.store_plan(outcome, &mut stored_at).await,
+                            Err(e) => {
+                                // Keep the previous plan; the next round tries again.
+                                m::record_replan_failure();
+                                tracing::error!(error = %e, "replan failed; keeping the previous plan");
+                            }
                         }
+                    };
+                    if until_stopped(&mut stop, round).await.is_none() {
+                        break;
                     }
                 }
                 _ = stop.changed() => break,
@@ -363,18 +383,32 @@ impl<B: KvBackend> Hub<B> {
         let mut prune = tokio::time::interval(self.cfg.retention.every);
         let mut compact = tokio::time::interval(self.cfg.retention.compact_every);
         loop {
+            // The access statistics are stored whole, so they are not cut short; a retention
+            // pass or a compaction is, and the next leader's does what it left.
             tokio::select! {
                 _ = persist.tick() => {
                     if let Err(e) = self.persist_access().await {
                         tracing::warn!(error = %e, "access statistics not stored; retrying in a minute");
                     }
                 }
-                _ = prune.tick() => self.prune_postings(&mut prune_cursor).await,
-                _ = compact.tick() => match self.store.compact().await {
-                    Ok(Some(rev)) => tracing::info!(revision = rev, "store history compacted"),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(error = %e, "store compaction failed; retrying next interval"),
-                },
+                _ = prune.tick() => {
+                    let pass = self.prune_postings(&mut prune_cursor);
+                    if until_stopped(&mut stop, pass).await.is_none() {
+                        break;
+                    }
+                }
+                _ = compact.tick() => {
+                    let compaction = async {
+                        match self.store.compact().await {
+                            Ok(Some(rev)) => tracing::info!(revision = rev, "store history compacted"),
+                            Ok(None) => {}
+                            Err(e) => tracing::warn!(error = %e, "store compaction failed; retrying next interval"),
+                        }
+                    };
+                    if until_stopped(&mut stop, compaction).await.is_none() {
+                        break;
+                    }
+                }
                 _ = stop.changed() => break,
             }
         }
@@ -627,5 +661,28 @@ mod tests {
         );
         let (_, out) = guarded(r, |_| 7);
         assert_eq!(out.unwrap(), 7);
+    }
+
+    #[tokio::test]
+    async fn work_in_a_loop_ends_when_the_stop_fires_not_when_it_is_done() {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        // Work that ends first gives its result.
+        assert_eq!(until_stopped(&mut rx, async { 3 }).await, Some(3));
+        // Work that would never end gives way to the stop, at once.
+        let stopper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.send(true).unwrap();
+            tx
+        });
+        let started = Instant::now();
+        let out = until_stopped(&mut rx, std::future::pending::<()>()).await;
+        assert_eq!(out, None);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // A stop already fired holds for later work too.
+        let _tx = stopper.await.unwrap();
+        assert_eq!(
+            until_stopped(&mut rx, std::future::pending::<()>()).await,
+            None
+        );
     }
 }
