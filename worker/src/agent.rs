@@ -137,6 +137,18 @@ impl FeedInfo {
             && self.validators.last_modified.is_none()
     }
 
+    /// Forgets what this worker's own fetches taught it of the feed (its validators and the
+    /// items it saw), after the coordinator refused one of their reports: the postings in
+    /// it were never stored, and a worker that kept them as seen, or sent the validators of
+    /// that fetch, would never report them again if the feed came back to it (a 304, or
+    /// items already seen). Its next fetch is unconditional and reports every item; the
+    /// coordinator's markers keep the ones it has from being stored twice.
+    fn unlearn(&mut self) {
+        self.validators = Validators::default();
+        self.seen.clear();
+        self.order.clear();
+    }
+
     fn remember(&mut self, id: u64) -> bool {
         if !self.seen.insert(id) {
             return false;
@@ -247,12 +259,21 @@ pub async fn run(
             }
         };
         // Jittered, so the workers of a failed coordinator do not all come back at once.
-        let wait = backoff.mul_f64(rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5));
+        let mut wait = backoff.mul_f64(rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5));
         match ended {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
-                // The next address: a standby, another replica, or the same one again.
-                at = (at + 1) % endpoints.len();
+                // The replica that leads now, asked of every address at once: trying them
+                // in turn spends a connect timeout on each replica that is cut off or
+                // paused. Without an answer, the next address: a standby, another replica,
+                // or the same one again.
+                match leading(&endpoints, LEADER_PROBE).await {
+                    Some(i) => {
+                        at = i;
+                        wait = wait.min(Duration::from_millis(250));
+                    }
+                    None => at = (at + 1) % endpoints.len(),
+                }
                 tracing::warn!(worker = %cfg.name, coordinator = %address, error = %e, retry_in = ?wait, next = %endpoints[at].0, "coordinator session ended");
             }
         }
@@ -277,6 +298,50 @@ pub async fn run(
         r.abort();
     }
     Ok(())
+}
+
+/// How long a worker whose session ended waits for the replicas to say which one leads.
+const LEADER_PROBE: Duration = Duration::from_secs(2);
+
+/// The index of the first of several `endpoints` whose gRPC health says SERVING (only the
+/// leader does; standbys say NOT_SERVING), all asked at once, within `within`; `None` when
+/// none does in time or there is one address only (it is tried again anyway).
+async fn leading(endpoints: &[(String, Endpoint)], within: Duration) -> Option<usize> {
+    if endpoints.len() < 2 {
+        return None;
+    }
+    let mut asks = tokio::task::JoinSet::new();
+    for (i, (_, endpoint)) in endpoints.iter().enumerate() {
+        let endpoint = endpoint.clone().connect_timeout(within).timeout(within);
+        asks.spawn(async move {
+            let channel = endpoint.connect().await.ok()?;
+            let status = tonic_health::pb::health_client::HealthClient::new(channel)
+                .check(tonic_health::pb::HealthCheckRequest {
+                    service: String::new(),
+                })
+                .await
+                .ok()?
+                .into_inner()
+                .status;
+            (status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
+                .then_some(i)
+        });
+    }
+    // The first to say so: of two that both do for a moment (one about to find out it was
+    // deposed), a session with the wrong one ends at its first refused call.
+    let found = tokio::time::timeout(within, async {
+        while let Some(done) = asks.join_next().await {
+            if let Ok(Some(i)) = done {
+                return Some(i);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten();
+    asks.abort_all();
+    found
 }
 
 /// Sleeps until `deadline`, or forever without one.
@@ -587,11 +652,23 @@ async fn reports(
                 let Some(ack) = ack? else {
                     return Err(tonic::Status::unavailable("report stream closed"));
                 };
-                let n = shared.state.lock().expect("worker state").reports.ack(ack.acked_seq);
+                let n = {
+                    let mut state = shared.state.lock().expect("worker state");
+                    let state = &mut *state;
+                    for r in &ack.rejected {
+                        if let Some(Body::Fetch(f)) = state.reports.get(r.seq) {
+                            if let Some(info) = state.feeds.get_mut(&f.feed_id) {
+                                info.unlearn();
+                            }
+                        }
+                    }
+                    state.reports.ack(ack.acked_seq)
+                };
                 shared.stats.acked.fetch_add(n as u64, Ordering::Relaxed);
                 for r in &ack.rejected {
-                    // Acknowledged and not ingested: the worker moves on. Logged here, where
-                    // it is handled, so an operator sees why.
+                    // Acknowledged and not ingested: the worker moves on, having forgotten
+                    // what the fetch taught it (above). Logged here, where it is handled, so
+                    // an operator sees why.
                     tracing::warn!(seq = r.seq, reason = %r.reason, "the coordinator refused a report message");
                     metrics::counter!(telemetry::REPORTS_REFUSED_TOTAL).increment(1);
                 }
@@ -1031,5 +1108,77 @@ mod tests {
             clamp_retry_after(Duration::from_secs(1 << 40)),
             (86_400, true)
         );
+    }
+
+    /// A gRPC health server on a free loopback port saying `serving`; its address.
+    async fn replica(serving: bool) -> String {
+        let (reporter, service) = tonic_health::server::health_reporter();
+        let status = if serving {
+            tonic_health::ServingStatus::Serving
+        } else {
+            tonic_health::ServingStatus::NotServing
+        };
+        reporter.set_service_status("", status).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(kairos_runtime::listener::accept_grpc(listener, "test")),
+        );
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_worker_finds_the_replica_that_leads_among_its_addresses() {
+        let credentials = Credentials::default();
+        let standby = replica(false).await;
+        let leader = replica(true).await;
+        // Nothing listens there: refused at once.
+        let gone = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let list = format!("{gone},{standby},{leader}");
+        let endpoints = coordinator_endpoints(&credentials, &list).unwrap();
+        assert_eq!(leading(&endpoints, Duration::from_secs(2)).await, Some(2));
+        // No replica leads: none named, within the probe's time.
+        let list = format!("{standby},{gone}");
+        let endpoints = coordinator_endpoints(&credentials, &list).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(leading(&endpoints, Duration::from_millis(500)).await, None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // One address: nothing to choose.
+        let endpoints = coordinator_endpoints(&credentials, &leader).unwrap();
+        assert_eq!(leading(&endpoints, Duration::from_secs(2)).await, None);
+    }
+
+    #[test]
+    fn a_feed_whose_report_was_refused_is_fetched_afresh_when_it_comes_back() {
+        let a = pb::FeedAssignment {
+            feed_id: "f".into(),
+            url: "http://127.0.0.1:1/f".into(),
+            etag: "\"stored\"".into(),
+            recent_item_id_hashes: vec![1, 2],
+            ..Default::default()
+        };
+        let mut feeds = HashMap::new();
+        adopt(&mut feeds, &a);
+        // This worker fetched it: new validators, items 3 and 4 seen; the report was refused.
+        let info = feeds.get_mut("f").unwrap();
+        info.validators.etag = Some("\"fetched\"".into());
+        assert!(info.remember(3) && info.remember(4));
+        info.unlearn();
+        // The feed comes back: what the coordinator stored holds, items 3 and 4 are new.
+        adopt(&mut feeds, &a);
+        let info = &feeds["f"];
+        assert_eq!(
+            info.validators,
+            Validators::default(),
+            "an unconditional fetch"
+        );
+        let mut seen: Vec<u64> = info.seen.iter().copied().collect();
+        seen.sort();
+        assert_eq!(seen, vec![1, 2]);
     }
 }

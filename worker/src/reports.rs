@@ -69,6 +69,14 @@ impl<T: Clone> ReportBuffer<T> {
         before - self.pending.len()
     }
 
+    /// The report buffered under `seq`, while it is unacknowledged.
+    pub fn get(&self, seq: u64) -> Option<&T> {
+        // Sequence numbers are consecutive from the front's.
+        let front = self.pending.front()?.0;
+        let (s, r) = self.pending.get(seq.checked_sub(front)? as usize)?;
+        (*s == seq).then_some(r)
+    }
+
     /// The stream broke: everything unacknowledged must be sent again on the next one.
     pub fn reset_stream(&mut self) {
         self.unsent_from = self
@@ -97,8 +105,13 @@ mod tests {
         assert_eq!(b.push("c"), Ok(3));
         assert_eq!(b.push("d"), Err(Full(3)), "back-pressure, not loss");
         assert_eq!(b.take_unsent(), vec![(3, "c")]);
+        assert_eq!(
+            (b.get(1), b.get(3), b.get(4)),
+            (Some(&"a"), Some(&"c"), None)
+        );
         assert_eq!(b.ack(99), 0, "acks beyond what was issued are ignored");
         assert_eq!(b.ack(1), 1);
+        assert_eq!((b.get(1), b.get(2)), (None, Some(&"b")));
         // The stream breaks before 2 and 3 are acknowledged: both go again.
         b.reset_stream();
         assert_eq!(b.take_unsent(), vec![(2, "b"), (3, "c")]);
