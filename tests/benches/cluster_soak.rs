@@ -188,6 +188,10 @@ fn start_replica(
             "20ms",
             "--max-worker-capacity",
             "2000",
+            // etcd's history compacted once a simulated hour, as the default does on a
+            // real clock: once a wall hour would keep 14 simulated days of history here.
+            "--store-compaction-interval",
+            &format!("{:.0}s", (3600.0 / s.scale()).max(10.0)),
         ])
         .args(clock);
     let wait = if leads {

@@ -89,6 +89,32 @@ impl<B: KvBackend> Running<B> {
     }
 }
 
+/// Binds `a` for a server, with address reuse, waiting up to 2 s while the port is still
+/// held. In cluster mode a replica changing roles binds the ports its previous role just
+/// released, and a released listener is closed by its accept task a moment after the
+/// server stops: binding at once could find it still open and fail the whole process.
+pub(crate) async fn bind_again(a: SocketAddr) -> Result<tokio::net::TcpListener> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let socket = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(a).and_then(|()| socket.listen(1024)) {
+            Ok(listener) => return Ok(listener),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(e) => return Err(e).with_context(|| format!("binding {a}")),
+        }
+    }
+}
+
 /// Opens the hub over `store`, plans once unless it serves a stored plan, and starts the
 /// gRPC server and the loops.
 pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Running<B>> {
@@ -105,11 +131,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
             tracing::error!(error = %e, "initial plan failed; retrying on the replan interval");
         }
     }
-    let bind = |a: SocketAddr| async move {
-        tokio::net::TcpListener::bind(a)
-            .await
-            .with_context(|| format!("binding {a}"))
-    };
+    let bind = bind_again;
     let listener = bind(o.listen).await?;
     let addr = listener.local_addr()?;
     let admin_listener = match o.admin_listen {

@@ -3,7 +3,7 @@
 //! leads; this is what a replica that does not lead serves meanwhile).
 
 use crate::election::LeaderAddr;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::net::SocketAddr;
 use std::task::{Context as TaskContext, Poll};
 use tokio::sync::watch;
@@ -94,46 +94,37 @@ impl Standby {
         let client_certs = o.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
         let (stop, stop_rx) = watch::channel(false);
         let mut servers = Vec::new();
-        let mut serve =
-            |a: SocketAddr, name: &'static str, client_auth: bool| -> Result<SocketAddr> {
-                // Address reuse: the leader binds these ports again right after the standby
-                // releases them.
-                let socket = if a.is_ipv4() {
-                    tokio::net::TcpSocket::new_v4()?
-                } else {
-                    tokio::net::TcpSocket::new_v6()?
-                };
-                socket.set_reuseaddr(true)?;
-                socket.bind(a).with_context(|| format!("binding {a}"))?;
-                let listener = socket.listen(1024)?;
-                let bound = listener.local_addr()?;
-                let server = kairos_runtime::listener::grpc_server()
-                    .layer(StandbyGate(leader.clone()))
-                    .add_service(health_service.clone());
-                let mut server_stop = stop_rx.clone();
-                let stopped = async move {
-                    let _ = server_stop.wait_for(|s| *s).await;
-                };
-                let accepted = kairos_runtime::listener::accept_grpc(listener, name);
-                servers.push(match &certs {
-                    Some(c) => {
-                        let incoming =
-                            crate::tls::incoming(accepted, c.server_config(client_auth)?);
-                        tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
-                    }
-                    None => tokio::spawn(server.serve_with_incoming_shutdown(accepted, stopped)),
-                });
-                Ok(bound)
+        let mut serve = |listener: tokio::net::TcpListener,
+                         name: &'static str,
+                         client_auth: bool|
+         -> Result<SocketAddr> {
+            let bound = listener.local_addr()?;
+            let server = kairos_runtime::listener::grpc_server()
+                .layer(StandbyGate(leader.clone()))
+                .add_service(health_service.clone());
+            let mut server_stop = stop_rx.clone();
+            let stopped = async move {
+                let _ = server_stop.wait_for(|s| *s).await;
             };
-        let main = serve(o.listen, "grpc", client_certs)?;
-        let admin = o
-            .admin_listen
-            .map(|a| serve(a, "admin", false))
-            .transpose()?;
-        let public = o
-            .public_listen
-            .map(|a| serve(a, "public", false))
-            .transpose()?;
+            let accepted = kairos_runtime::listener::accept_grpc(listener, name);
+            servers.push(match &certs {
+                Some(c) => {
+                    let incoming = crate::tls::incoming(accepted, c.server_config(client_auth)?);
+                    tokio::spawn(server.serve_with_incoming_shutdown(incoming, stopped))
+                }
+                None => tokio::spawn(server.serve_with_incoming_shutdown(accepted, stopped)),
+            });
+            Ok(bound)
+        };
+        let main = serve(super::bind_again(o.listen).await?, "grpc", client_certs)?;
+        let admin = match o.admin_listen {
+            Some(a) => Some(serve(super::bind_again(a).await?, "admin", false)?),
+            None => None,
+        };
+        let public = match o.public_listen {
+            Some(a) => Some(serve(super::bind_again(a).await?, "public", false)?),
+            None => None,
+        };
         Ok(Standby {
             stop,
             servers,
