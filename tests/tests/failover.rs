@@ -319,6 +319,13 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     rig.etcd.restart(2);
     let mut admin_b = rig.b_leads_with(3).await;
     let took = killed.elapsed();
+    // B awaited A's workers (stored as members) instead of dealing every host to the first
+    // to arrive: each came back to the hosts it had been fetching, and none moved.
+    assert_eq!(
+        sample(&scrape(&rig.b_metrics), "kairos_shard_moves_total").unwrap_or(0.0),
+        0.0,
+        "hosts moved between workers on B"
+    );
     eprintln!("B led all three workers, holding every host, {took:.1?} after A was killed (leader lease 6 s)");
     // The target is 15 s (12.2 s measured on loopback); the bound leaves room for a
     // loaded 2-core CI machine and still catches a leader that waits for workers' sessions

@@ -16,6 +16,7 @@
 
 use crate::credentials::{Bearer, Credentials};
 use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+use crate::leader::{leading, wait_for_leader, LEADER_PROBE};
 use crate::reports::ReportBuffer;
 use crate::telemetry;
 use kairos_proto::bounds;
@@ -260,6 +261,7 @@ pub async fn run(
         };
         // Jittered, so the workers of a failed coordinator do not all come back at once.
         let mut wait = backoff.mul_f64(rand::Rng::gen_range(&mut rand::thread_rng(), 0.5..1.5));
+        let mut at_is_a_guess = false;
         match ended {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
@@ -271,14 +273,24 @@ pub async fn run(
                     Some(i) => {
                         at = i;
                         wait = wait.min(Duration::from_millis(250));
+                        at_is_a_guess = false;
                     }
-                    None => at = (at + 1) % endpoints.len(),
+                    None => {
+                        at = (at + 1) % endpoints.len();
+                        at_is_a_guess = true;
+                    }
                 }
                 tracing::warn!(worker = %cfg.name, coordinator = %address, error = %e, retry_in = ?wait, next = %endpoints[at].0, "coordinator session ended");
             }
         }
+        // Without a leader, the wait asks about once a second whether one serves now.
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            found = wait_for_leader(&endpoints, wait), if at_is_a_guess => {
+                if let Some(i) = found {
+                    at = i;
+                }
+            }
+            _ = tokio::time::sleep(wait), if !at_is_a_guess => {}
             _ = stop.changed(), if deadline.is_none() => {
                 deadline = Some(tokio::time::Instant::now() + cfg.drain_timeout);
             }
@@ -298,50 +310,6 @@ pub async fn run(
         r.abort();
     }
     Ok(())
-}
-
-/// How long a worker whose session ended waits for the replicas to say which one leads.
-const LEADER_PROBE: Duration = Duration::from_secs(2);
-
-/// The index of the first of several `endpoints` whose gRPC health says SERVING (only the
-/// leader does; standbys say NOT_SERVING), all asked at once, within `within`; `None` when
-/// none does in time or there is one address only (it is tried again anyway).
-async fn leading(endpoints: &[(String, Endpoint)], within: Duration) -> Option<usize> {
-    if endpoints.len() < 2 {
-        return None;
-    }
-    let mut asks = tokio::task::JoinSet::new();
-    for (i, (_, endpoint)) in endpoints.iter().enumerate() {
-        let endpoint = endpoint.clone().connect_timeout(within).timeout(within);
-        asks.spawn(async move {
-            let channel = endpoint.connect().await.ok()?;
-            let status = tonic_health::pb::health_client::HealthClient::new(channel)
-                .check(tonic_health::pb::HealthCheckRequest {
-                    service: String::new(),
-                })
-                .await
-                .ok()?
-                .into_inner()
-                .status;
-            (status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
-                .then_some(i)
-        });
-    }
-    // The first to say so: of two that both do for a moment (one about to find out it was
-    // deposed), a session with the wrong one ends at its first refused call.
-    let found = tokio::time::timeout(within, async {
-        while let Some(done) = asks.join_next().await {
-            if let Ok(Some(i)) = done {
-                return Some(i);
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten();
-    asks.abort_all();
-    found
 }
 
 /// Sleeps until `deadline`, or forever without one.
@@ -1108,49 +1076,6 @@ mod tests {
             clamp_retry_after(Duration::from_secs(1 << 40)),
             (86_400, true)
         );
-    }
-
-    /// A gRPC health server on a free loopback port saying `serving`; its address.
-    async fn replica(serving: bool) -> String {
-        let (reporter, service) = tonic_health::server::health_reporter();
-        let status = if serving {
-            tonic_health::ServingStatus::Serving
-        } else {
-            tonic_health::ServingStatus::NotServing
-        };
-        reporter.set_service_status("", status).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(kairos_runtime::listener::accept_grpc(listener, "test")),
-        );
-        format!("http://{addr}")
-    }
-
-    #[tokio::test]
-    async fn a_worker_finds_the_replica_that_leads_among_its_addresses() {
-        let credentials = Credentials::default();
-        let standby = replica(false).await;
-        let leader = replica(true).await;
-        // Nothing listens there: refused at once.
-        let gone = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            format!("http://{}", l.local_addr().unwrap())
-        };
-        let list = format!("{gone},{standby},{leader}");
-        let endpoints = coordinator_endpoints(&credentials, &list).unwrap();
-        assert_eq!(leading(&endpoints, Duration::from_secs(2)).await, Some(2));
-        // No replica leads: none named, within the probe's time.
-        let list = format!("{standby},{gone}");
-        let endpoints = coordinator_endpoints(&credentials, &list).unwrap();
-        let started = std::time::Instant::now();
-        assert_eq!(leading(&endpoints, Duration::from_millis(500)).await, None);
-        assert!(started.elapsed() < Duration::from_secs(2));
-        // One address: nothing to choose.
-        let endpoints = coordinator_endpoints(&credentials, &leader).unwrap();
-        assert_eq!(leading(&endpoints, Duration::from_secs(2)).await, None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Kairos worker library: the data plane's pieces, usable and testable on their own.
 //!
 //! * [`agent`] — the running worker: coordinator session and fetch loop;
+//! * [`leader`] — which coordinator replica leads, asked of all at once;
 //! * [`document`] — a fetched body read off the async runtime, under a budget;
 //! * [`fetch`] — one bounded, classified HTTP fetch;
 //! * [`normalise`] — older and mislabelled formats rewritten for the parser;
@@ -22,6 +23,7 @@ pub mod discover;
 pub mod document;
 pub mod fetch;
 pub mod hints;
+pub mod leader;
 pub mod normalise;
 pub mod parse;
 pub mod relay;

@@ -3,8 +3,16 @@
 //! A worker registers with a name and a capacity and gets a session id and a lease; every
 //! heartbeat renews the lease, and a session whose lease ran out is dropped. Whenever the
 //! membership or the set of hosts changes, hosts are re-dealt by capacity-weighted
-//! rendezvous hashing with bounded load ([`crate::shard`]); a plan that only changes fetch
-//! times keeps the owners, so replans never move hosts. Each session's desired state (its
+//! rendezvous hashing with bounded load ([`crate::shard`]), keyed by the worker's name, not its
+//! session: a worker that registers again, with this coordinator or with the next leader,
+//! gets the hosts it had. A plan that only changes fetch times keeps the owners, so replans
+//! never move hosts.
+//!
+//! A new term starts from the workers the last one had ([`Member`], kept in the store):
+//! until each has registered again, or two worker leases have passed, their places in the
+//! hashing are held and their hosts dealt to nobody. A worker keeps fetching its last
+//! assignment while it looks for the new leader, so dealing its hosts to the first worker
+//! that arrives would fetch the same planned slots twice. Each session's desired state (its
 //! feeds with their fetch times) carries a version that grows by one per change and is
 //! published on a `watch` channel: the assignment stream sends the first value it sees as a
 //! snapshot and the difference between consecutive values as deltas, and a slow stream
@@ -15,6 +23,7 @@
 use super::FeedSpec;
 use crate::shard::{self, Host, Worker};
 use kairos_runtime::allowance::Allowance;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,6 +79,20 @@ impl Default for ClusterConfig {
             epoch: None,
         }
     }
+}
+
+/// A worker of the term, as kept in the store for the next leader: its name and capacity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    /// The name it registers with.
+    pub name: String,
+    /// Its declared capacity.
+    pub capacity: f64,
+}
+
+/// The worker name of a session id (`name#n`).
+pub fn name_of(session: &str) -> &str {
+    session.rsplit_once('#').map_or(session, |(name, _)| name)
 }
 
 /// A worker session as listed to operators.
@@ -140,6 +163,13 @@ pub struct Cluster {
     owner: Arc<HashMap<String, String>>,
     /// Hosts that changed owner since start (joins, leaves, expired leases).
     moves_total: u64,
+    /// Workers of the last term not registered again yet (name → capacity): their places
+    /// in the hashing are held, their hosts owned by nobody.
+    awaited: BTreeMap<String, f64>,
+    /// How long `awaited` is held, counted from the first lease check.
+    awaiting_for: Duration,
+    /// Until when `awaited` is held (set by the first lease check).
+    awaiting_until: Option<Instant>,
     /// Bumped by every change of sessions, owners or desired states, so a plan prepared
     /// against a [`ShardView`] is installed only onto the cluster it was prepared for.
     generation: u64,
@@ -244,8 +274,71 @@ impl Cluster {
             hosts: Arc::default(),
             owner: Arc::default(),
             moves_total: 0,
+            awaited: BTreeMap::new(),
+            awaiting_for: Duration::ZERO,
+            awaiting_until: None,
             generation: 0,
         }
+    }
+
+    /// Holds the places of the last term's workers until each registers again or `wait`
+    /// has passed since the first [`Cluster::stop_awaiting`] (the first lease check, when
+    /// the term begins serving: opening a big store takes longer than a lease);
+    /// workers already registered are not held.
+    pub fn await_members(&mut self, members: &[Member], wait: Duration) {
+        let live: BTreeSet<&str> = self.sessions.values().map(|s| s.name.as_str()).collect();
+        self.awaited = members
+            .iter()
+            .filter(|m| !live.contains(m.name.as_str()) && m.capacity > 0.0)
+            .map(|m| (m.name.clone(), m.capacity))
+            .collect();
+        (self.awaiting_for, self.awaiting_until) = (wait, None);
+        self.reshard();
+    }
+
+    /// Gives up on the awaited workers once the time given to them has passed; returns the
+    /// names that did not come back (their hosts are dealt to the others). The first call
+    /// starts the time.
+    pub fn stop_awaiting(&mut self, now: Instant) -> Vec<String> {
+        if self.awaited.is_empty() {
+            return Vec::new();
+        }
+        match self.awaiting_until {
+            None => {
+                self.awaiting_until = Some(now + self.awaiting_for);
+                Vec::new()
+            }
+            Some(until) if now >= until => {
+                self.awaiting_until = None;
+                let gone: Vec<String> = std::mem::take(&mut self.awaited).into_keys().collect();
+                if !gone.is_empty() {
+                    self.reshard();
+                }
+                gone
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Workers whose hosts are held for them (not registered again since the term began).
+    pub fn awaited(&self) -> Vec<String> {
+        self.awaited.keys().cloned().collect()
+    }
+
+    /// The workers of this term, awaited ones included, by name: what the next leader
+    /// awaits.
+    pub fn members(&self) -> Vec<Member> {
+        let mut all: BTreeMap<&str, f64> =
+            self.awaited.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+        for s in self.sessions.values() {
+            all.insert(&s.name, s.capacity);
+        }
+        all.into_iter()
+            .map(|(name, capacity)| Member {
+                name: name.to_string(),
+                capacity,
+            })
+            .collect()
     }
 
     /// What a plan's desired states can be prepared against away from the cluster (cheap:
@@ -324,6 +417,7 @@ impl Cluster {
             )));
         }
         self.sessions.retain(|_, s| s.name != name);
+        self.awaited.remove(name);
         let id = format!("{name}#{}", self.next_id);
         self.next_id += 1;
         let (tx, _) = watch::channel(Desired::default());
@@ -528,28 +622,43 @@ impl Cluster {
                 load,
             })
             .collect();
-        let workers: Vec<Worker> = self
-            .sessions
-            .iter()
-            .map(|(id, s)| Worker {
-                id: id.clone(),
+        // Hashed by name (a worker's hosts do not depend on its session); awaited workers
+        // take part with no session, so their hosts go to nobody until they are back.
+        let mut sessions: Vec<Option<&str>> = Vec::new();
+        let mut workers: Vec<Worker> = Vec::new();
+        for (id, s) in &self.sessions {
+            sessions.push(Some(id));
+            workers.push(Worker {
+                id: s.name.clone(),
                 capacity: s.capacity,
-            })
-            .collect();
+            });
+        }
+        for (name, capacity) in &self.awaited {
+            sessions.push(None);
+            workers.push(Worker {
+                id: name.clone(),
+                capacity: *capacity,
+            });
+        }
         let owner: HashMap<String, String> = match shard::assign(&hosts, &workers, self.cfg.epsilon)
         {
             Ok(a) => hosts
                 .iter()
                 .zip(a.owner)
-                .map(|(h, w)| (h.name.clone(), workers[w].id.clone()))
+                .filter_map(|(h, w)| Some((h.name.clone(), sessions[w]?.to_string())))
                 .collect(),
             // No live worker: every host waits unowned.
             Err(shard::ShardError::NoWorkers(_)) => HashMap::new(),
         };
-        // A move is a host that had an owner (live or just expired) and now has another.
+        // A move is a host that had an owner (live or just expired) and now has another
+        // worker (the same worker in a new session is not a move).
         self.moves_total += owner
             .iter()
-            .filter(|(h, w)| self.owner.get(*h).is_some_and(|old| old != *w))
+            .filter(|(h, w)| {
+                self.owner
+                    .get(*h)
+                    .is_some_and(|old| name_of(old) != name_of(w))
+            })
             .count() as u64;
         self.owner = Arc::new(owner);
         self.publish();
@@ -614,230 +723,5 @@ impl Cluster {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(id: usize, host: usize, offsets: &[f64]) -> FeedSpec {
-        FeedSpec {
-            id: format!("f{id}"),
-            url: format!("http://h{host}.test/f{id}"),
-            host: format!("h{host}.test"),
-            offsets_seconds: offsets.to_vec(),
-            period_seconds: 86_400.0,
-            origin_unix_ms: 0,
-            ..Default::default()
-        }
-    }
-
-    fn plan(n: usize, hosts: usize, offset: f64) -> BTreeMap<String, FeedSpec> {
-        (0..n)
-            .map(|i| {
-                let s = spec(i, i % hosts, &[offset]);
-                (s.id.clone(), s)
-            })
-            .collect()
-    }
-
-    fn owned(c: &Cluster, id: &str) -> Vec<String> {
-        c.subscribe(id)
-            .unwrap()
-            .borrow()
-            .feeds
-            .keys()
-            .cloned()
-            .collect()
-    }
-
-    /// A session's desired state: (id, version, feeds with their offsets).
-    type SessionDesired = (String, u64, Vec<(String, Vec<f64>)>);
-
-    /// Desired states of every session.
-    fn all_desired(c: &Cluster) -> Vec<SessionDesired> {
-        c.workers()
-            .into_iter()
-            .map(|w| {
-                let d = c.subscribe(&w.id).unwrap().borrow().clone();
-                let feeds = d
-                    .feeds
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.offsets_seconds.clone()))
-                    .collect();
-                (w.id, d.version, feeds)
-            })
-            .collect()
-    }
-
-    /// Prepares `feeds` apart from the cluster and installs them, as a round does.
-    fn install_apart(c: &mut Cluster, feeds: BTreeMap<String, FeedSpec>, deal: Dealer) {
-        let prepared = c.shard_view().prepare(feeds, deal).ok().unwrap();
-        let _ = c.install(prepared);
-    }
-
-    fn no_deal(_: &[(&str, &BTreeMap<String, FeedSpec>)]) -> HashMap<String, Allowance> {
-        HashMap::new()
-    }
-
-    #[test]
-    fn an_allowance_that_changes_is_a_new_version_and_set_feeds_keeps_it() {
-        let t = Instant::now();
-        let mut c = Cluster::new(ClusterConfig::default(), 1);
-        let a = c.register("a", 1.0, t).unwrap();
-        c.set_feeds(plan(10, 3, 0.0));
-        let v = c.subscribe(&a).unwrap().borrow().version;
-        // Each session's allowance from what it owns: one fetch per feed.
-        let per_feed = |w: &[(&str, &BTreeMap<String, FeedSpec>)]| -> HashMap<String, Allowance> {
-            w.iter()
-                .map(|(id, f)| {
-                    let n = f.len() as u64;
-                    (
-                        id.to_string(),
-                        Allowance {
-                            day: 0,
-                            fetches: n,
-                            later_days: n,
-                            counted: 0,
-                        },
-                    )
-                })
-                .collect()
-        };
-        // Same plan, a first allowance: a new version with the same feeds.
-        install_apart(&mut c, plan(10, 3, 0.0), &per_feed);
-        let d = c.subscribe(&a).unwrap().borrow().clone();
-        assert_eq!(
-            (d.version, d.allowance.map(|x| x.fetches)),
-            (v + 1, Some(10))
-        );
-        // The same allowance again: nothing new.
-        install_apart(&mut c, plan(10, 3, 0.0), &per_feed);
-        assert_eq!(c.subscribe(&a).unwrap().borrow().version, v + 1);
-        // New times through set_feeds keep the allowance; a second worker is dealt anew.
-        c.set_feeds(plan(10, 3, 50.0));
-        assert_eq!(
-            c.subscribe(&a)
-                .unwrap()
-                .borrow()
-                .allowance
-                .map(|x| x.fetches),
-            Some(10)
-        );
-        let b = c.register("b", 1.0, t).unwrap();
-        assert_eq!(c.subscribe(&b).unwrap().borrow().allowance, None);
-        c.deal(&per_feed);
-        let (da, db) = (
-            c.subscribe(&a).unwrap().borrow().clone(),
-            c.subscribe(&b).unwrap().borrow().clone(),
-        );
-        assert_eq!(
-            da.allowance.unwrap().fetches + db.allowance.unwrap().fetches,
-            10,
-            "the feeds split, and so do the allowances"
-        );
-    }
-
-    #[test]
-    fn a_plan_prepared_apart_installs_as_set_feeds_would_and_falls_back_when_the_cluster_moved() {
-        let t = Instant::now();
-        let fresh = || {
-            let mut c = Cluster::new(ClusterConfig::default(), 1);
-            c.register("a", 1.0, t).unwrap();
-            c.register("b", 2.0, t).unwrap();
-            c.set_feeds(plan(40, 7, 10.0));
-            c
-        };
-        // Same hosts, new times: the prepared plan matches the in-place one exactly.
-        let (mut direct, mut apart) = (fresh(), fresh());
-        let versions = |c: &Cluster| all_desired(c).iter().map(|d| d.1).collect::<Vec<_>>();
-        let before = versions(&apart);
-        direct.set_feeds(plan(40, 7, 20.0));
-        install_apart(&mut apart, plan(40, 7, 20.0), &no_deal);
-        assert_eq!(all_desired(&apart), all_desired(&direct));
-        let bumped: Vec<u64> = before.iter().map(|v| v + 1).collect();
-        assert_eq!(versions(&apart), bumped, "new times: one new version each");
-        // An unchanged plan publishes nothing new.
-        install_apart(&mut apart, plan(40, 7, 20.0), &no_deal);
-        assert_eq!(versions(&apart), bumped);
-        // Other hosts cannot be prepared apart (they must be re-dealt).
-        assert!(apart
-            .shard_view()
-            .prepare(plan(40, 9, 30.0), &no_deal)
-            .is_err());
-        // A worker joined after the view was taken: installed the slow way, onto the
-        // three sessions, as set_feeds would.
-        let view = apart.shard_view();
-        apart.register("c", 1.0, t).unwrap();
-        direct.register("c", 1.0, t).unwrap();
-        let _ = apart.install(view.prepare(plan(40, 7, 30.0), &no_deal).ok().unwrap());
-        direct.set_feeds(plan(40, 7, 30.0));
-        assert_eq!(all_desired(&apart), all_desired(&direct));
-        assert_eq!(all_desired(&apart).len(), 3);
-        let owned: usize = all_desired(&apart).iter().map(|(_, _, f)| f.len()).sum();
-        assert_eq!(owned, 40, "every feed owned once");
-    }
-
-    #[test]
-    fn hosts_split_and_move_on_leave_and_replans_keep_owners() {
-        let t0 = Instant::now();
-        let mut c = Cluster::new(ClusterConfig::default(), 7);
-        c.set_feeds(plan(40, 10, 60.0));
-        let a = c.register("a", 1.0, t0).unwrap();
-        assert_eq!(owned(&c, &a).len(), 40, "a lone worker owns everything");
-        let b = c.register("b", 1.0, t0).unwrap();
-        let (fa, fb) = (owned(&c, &a), owned(&c, &b));
-        let fb_hosts = c.workers().iter().find(|w| w.id == b).unwrap().hosts as u64;
-        assert_eq!(fa.len() + fb.len(), 40);
-        assert!(!fa.is_empty() && !fb.is_empty());
-        assert!(fa.iter().all(|f| !fb.contains(f)), "no feed has two owners");
-        let moves = c.moves_total();
-        assert!(moves > 0 && moves < 10);
-        // Owner checks follow the hosts.
-        assert!(c.check_owner(&a, &fa[0]).is_ok());
-        assert!(c.check_owner(&b, &fa[0]).is_err());
-        assert!(c.check_owner(&a, "nope").is_err());
-        // A replan that changes times bumps versions but moves nothing.
-        let va = c.subscribe(&a).unwrap().borrow().version;
-        c.set_feeds(plan(40, 10, 120.0));
-        assert_eq!(owned(&c, &a), fa);
-        assert_eq!(c.subscribe(&a).unwrap().borrow().version, va + 1);
-        assert_eq!(c.moves_total(), moves);
-        // The same plan again changes nothing.
-        c.set_feeds(plan(40, 10, 120.0));
-        assert_eq!(c.subscribe(&a).unwrap().borrow().version, va + 1);
-        // b misses its heartbeats: its hosts go to a, a's stay.
-        let later = t0 + Duration::from_secs(8);
-        c.heartbeat(&a, Observed::default(), later).unwrap();
-        assert_eq!(
-            c.expire(t0 + Duration::from_secs(11)),
-            vec!["b".to_string()]
-        );
-        assert_eq!(owned(&c, &a).len(), 40);
-        assert_eq!(c.moves_total(), moves + fb_hosts, "b's hosts moved to a");
-        assert_eq!(
-            c.heartbeat(&b, Observed::default(), later),
-            Err(ClusterError::UnknownWorker(b.clone()))
-        );
-        assert!(c.subscribe(&b).is_err());
-        assert_eq!(c.workers().len(), 1);
-    }
-
-    #[test]
-    fn a_restarted_worker_replaces_its_old_session_and_bad_registrations_are_refused() {
-        let t0 = Instant::now();
-        let mut c = Cluster::new(ClusterConfig::default(), 1);
-        c.set_feeds(plan(10, 5, 0.0));
-        let a1 = c.register("a", 2.0, t0).unwrap();
-        let a2 = c.register("a", 2.0, t0).unwrap();
-        assert_ne!(a1, a2);
-        assert_eq!(c.workers().len(), 1);
-        assert_eq!(owned(&c, &a2).len(), 10);
-        assert!(c.register("", 1.0, t0).is_err());
-        assert!(c.register("x", 0.0, t0).is_err());
-        assert!(c.register("x", f64::NAN, t0).is_err());
-        // With no worker at all, nothing is owned and reports are refused.
-        assert_eq!(
-            c.expire(t0 + Duration::from_secs(60)),
-            vec!["a".to_string()]
-        );
-        assert!(c.check_owner(&a2, "f0").is_err());
-    }
-}
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -159,7 +159,7 @@ impl FeedState {
         if planned_ms <= 0 {
             return false;
         }
-        let name = worker.split('#').next().unwrap_or(worker);
+        let name = super::cluster::name_of(worker);
         let twice = matches!(&self.last_slot, Some((t, w)) if *t == planned_ms && w != name);
         if !matches!(&self.last_slot, Some((t, w)) if *t == planned_ms && w == name) {
             self.last_slot = Some((planned_ms, name.to_string()));

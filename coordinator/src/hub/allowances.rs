@@ -10,6 +10,7 @@
 //! of each worker's plan, until the next round deals again.
 
 use crate::control::capacity::fetches_between;
+use crate::control::cluster::name_of;
 use crate::control::FeedSpec;
 use kairos_runtime::allowance::{Allowance, DAY_MS};
 use std::collections::{BTreeMap, HashMap};
@@ -27,11 +28,6 @@ pub struct DayBudget<'a> {
     pub counted: &'a BTreeMap<String, u64>,
     /// First-fetch times of feeds not yet fetched (those due today count for their worker).
     pub first_sights: &'a HashMap<String, i64>,
-}
-
-/// A session's worker name (`name#n`).
-pub fn worker_name(session: &str) -> &str {
-    session.rsplit_once('#').map_or(session, |(name, _)| name)
 }
 
 /// The allowance of every session in `workers` (session id, its feeds).
@@ -89,7 +85,7 @@ pub fn deal(
         .iter()
         .enumerate()
         .map(|(i, (session, _))| {
-            let counted = b.counted.get(worker_name(session)).copied().unwrap_or(0);
+            let counted = b.counted.get(name_of(session)).copied().unwrap_or(0);
             let a = Allowance {
                 day,
                 fetches: counted + share(&rest, i, left),
@@ -181,7 +177,8 @@ mod tests {
         };
         let out = deal(&budget, &[("wa#1", &a), ("wb#2", &b)]);
         assert_eq!((out["wa#1"].fetches, out["wb#2"].fetches), (40, 0));
-        assert_eq!(worker_name("wa#1"), "wa");
-        assert_eq!(worker_name("plain"), "plain");
+        assert_eq!(name_of("wa#1"), "wa");
+        assert_eq!(name_of("plain"), "plain");
+        assert_eq!(name_of("a#b#3"), "a#b");
     }
 }

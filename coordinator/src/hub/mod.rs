@@ -35,6 +35,7 @@ mod checks;
 mod figures;
 mod health;
 mod limits;
+mod members;
 mod pacing;
 mod quick;
 mod reports;
@@ -94,6 +95,8 @@ pub struct Hub<B> {
     /// second writer starting from the same state would undo the first. Ingest is
     /// serialized by the postings' sequence counters anyway, so this costs no throughput.
     learned_writes: tokio::sync::Mutex<()>,
+    /// The term's workers as last stored ([`members`]), held while they are written.
+    members_saved: tokio::sync::Mutex<Vec<crate::control::cluster::Member>>,
     clock: SimClock,
     /// The term's epoch (the election revision in cluster mode).
     epoch: u64,
@@ -205,6 +208,7 @@ impl<B: KvBackend> Hub<B> {
             }
         };
         let mut cluster = Cluster::new(cfg.cluster.clone(), epoch);
+        let last_members = members::load(store.as_ref(), &mut cluster).await?;
         let (mut budget_per_day, mut first_sights, mut started_on) = (None, HashMap::new(), None);
         if let Some((meta, specs)) = stored {
             tracing::info!(
@@ -253,6 +257,7 @@ impl<B: KvBackend> Hub<B> {
             settings_update: tokio::sync::Mutex::new(()),
             rounds: tokio::sync::Mutex::new(()),
             learned_writes: tokio::sync::Mutex::new(()),
+            members_saved: tokio::sync::Mutex::new(last_members),
             epoch,
             access_since_ms,
             started_on,
@@ -505,7 +510,8 @@ impl<B: KvBackend> Hub<B> {
     pub async fn register(&self, name: &str, capacity: f64) -> Result<(String, u64), ClusterError> {
         let name = name.to_string();
         let now = self.clock.now_ms();
-        self.actor
+        let registered = self
+            .actor
             .call(move |s| {
                 let before = s.cluster.moves_total();
                 let id = s.cluster.register(&name, capacity, Instant::now())?;
@@ -515,7 +521,11 @@ impl<B: KvBackend> Hub<B> {
                 tracing::info!(worker = %id, capacity, "worker registered");
                 Ok((id, c.epoch()))
             })
-            .await
+            .await;
+        if registered.is_ok() {
+            self.save_members().await;
+        }
+        registered
     }
 
     /// The epoch this coordinator's sessions, assignments and reports carry (fixed for the
@@ -629,7 +639,9 @@ impl<B: KvBackend> Hub<B> {
                     m::record_membership(c.workers().len(), c.moves_total() - before);
                 }
             })
-            .await
+            .await;
+        self.stop_awaiting().await;
+        self.save_members().await;
     }
 
     /// Records reader access events (from the Ingest service or a worker's relay),

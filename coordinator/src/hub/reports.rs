@@ -162,7 +162,7 @@ impl<B: KvBackend> Hub<B> {
         if !same_slot.is_empty() {
             tracing::debug!(worker, slots = ?same_slot, "planned slots fetched by a second worker");
         }
-        let name = super::allowances::worker_name(worker).to_string();
+        let name = crate::control::cluster::name_of(worker).to_string();
         let moves = self
             .actor
             .call(move |s| s.install_reports(&name, accepted, learned, counts, same_slot.len()))

@@ -48,6 +48,9 @@ pub enum Key<'a> {
     AccessRepaired,
     /// Which stored plan is whole: its generation, chunk count and budget.
     PlanMeta,
+    /// The workers of the leader's term (names and capacities), awaited by the next leader
+    /// before it deals their hosts.
+    Members,
     /// One chunk of the stored plan of a generation (feeds in id order).
     PlanChunk(u64, u32),
 }
@@ -88,6 +91,7 @@ impl Key<'_> {
             Key::Access(u) => format!("access/{}", check(u)?),
             Key::AccessSince => "accesssince".to_string(),
             Key::AccessRepaired => "accessrepaired".to_string(),
+            Key::Members => "members".to_string(),
             Key::PlanMeta => "planmeta".to_string(),
             Key::PlanChunk(g, i) => format!("plan/{g:016x}/{i:08x}"),
         }
@@ -116,6 +120,7 @@ impl Key<'_> {
             Key::Access(_) => "access/",
             Key::AccessSince => "accesssince",
             Key::AccessRepaired => "accessrepaired",
+            Key::Members => "members",
             Key::PlanMeta => "planmeta",
             Key::PlanChunk(..) => "plan/",
         };
@@ -144,6 +149,7 @@ impl Key<'_> {
             Key::Access(_) => b"access/".to_vec(),
             Key::AccessSince => b"accesssince".to_vec(),
             Key::AccessRepaired => b"accessrepaired".to_vec(),
+            Key::Members => b"members".to_vec(),
             Key::PlanMeta => b"planmeta".to_vec(),
             Key::PlanChunk(g, _) => format!("plan/{g:016x}/").into_bytes(),
         })
