@@ -220,6 +220,12 @@ declare! {
     /// Gauge: hosts held or planned below their rate because they throttled us.
     describe_gauge HOSTS_THROTTLED = "kairos_hosts_throttled",
         "Hosts that answered 429/503 recently: held, and planned below their earlier rate.";
+    /// Gauge: hosts held because they stopped answering (their breaker is open).
+    describe_gauge HOSTS_DOWN = "kairos_hosts_down",
+        "Hosts held because several of their feeds failed in a row to connect, resolve, agree on TLS or answer in time (the host's breaker is open).";
+    /// Counter `event`: host breaker trips (down: first trip of an outage; again: a probe after a hold failed) and closes (up).
+    describe_counter HOST_BREAKER_EVENTS_TOTAL = "kairos_host_breaker_events_total",
+        "Host breakers: down (tripped), again (a probe after a hold failed; the hold doubles), up (the host answered).";
     /// Gauge: feeds held for their own 429/503 (the route, not its host).
     describe_gauge ROUTES_THROTTLED = "kairos_routes_throttled",
         "Feeds (routes) held after their own 429/503, their host's other feeds still fetched; several on one host hold the host.";
@@ -345,9 +351,10 @@ pub fn gauge_feed_health(by_status: &std::collections::HashMap<&str, usize>) {
 }
 
 /// Hosts throttled, and routes held on hosts not held.
-pub fn gauge_throttled(hosts: usize, routes: usize) {
+pub fn gauge_throttled(hosts: usize, routes: usize, down: usize) {
     gauge!(HOSTS_THROTTLED).set(hosts as f64);
     gauge!(ROUTES_THROTTLED).set(routes as f64);
+    gauge!(HOSTS_DOWN).set(down as f64);
 }
 
 /// Feeds bounded by a back-off or a hint.

@@ -81,6 +81,10 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     // Two hosts: one with every kind of trouble but throttling, one that throttles.
     let a = Fixtures::start(Some(docs)).await.unwrap();
     let b = Fixtures::start(None).await.unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let anchor = unix_ms().to_string();
     let clock = [
         "--time-scale",
@@ -121,6 +125,10 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         ("home", a.url("/s/home.html")),
         ("throttler", b.url("/throttle")),
         ("b-ok", b.url("/feed")),
+        // A third host that is down: nothing listens on its port.
+        ("down-1", format!("http://{closed}/f1")),
+        ("down-2", format!("http://{closed}/f2")),
+        ("down-3", format!("http://{closed}/f3")),
     ];
     for (id, url) in &feeds {
         admin
@@ -274,11 +282,12 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         "the back-off holds the broken feed: {server_errors}"
     );
     assert_eq!(sample(&metrics, "kairos_feeds{status=\"gone\"}"), Some(1.0));
-    // `broken` and `unreadable` (whose items the parser cannot read: not an `ok` with no
-    // items, but its own outcome, counted, backing off like a malformed feed).
+    // `broken`, `unreadable` (whose items the parser cannot read: not an `ok` with no
+    // items, but its own outcome, counted, backing off like a malformed feed) and the
+    // down host's three.
     assert_eq!(
         sample(&metrics, "kairos_feeds{status=\"failing\"}"),
-        Some(2.0)
+        Some(5.0)
     );
     assert!(
         sample(
@@ -346,6 +355,27 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         get(&mut admin, "throttler").await.unwrap().status,
         "new",
         "a throttle is the host's, not a feed failure"
+    );
+
+    // The host that refuses connections trips its breaker: all its feeds are held, and
+    // the plan says why.
+    wait_for("the down host held", Duration::from_secs(30), || {
+        let url = coordinator.metrics.clone();
+        async move { (sample(&scrape(&url), "kairos_hosts_down")? >= 1.0).then_some(()) }
+    })
+    .await;
+    let down = inspect(&mut admin, "down-2").await.unwrap();
+    assert!(
+        down.constraints
+            .iter()
+            .any(|c| c.contains("does not answer") && c.contains("network_error")),
+        "{down:?}"
+    );
+    let metrics = scrape(&coordinator.metrics);
+    assert!(sample(&metrics, "kairos_host_breaker_events_total{event=\"down\"}").unwrap() >= 1.0);
+    assert!(
+        !ok.constraints.iter().any(|c| c.contains("does not answer")),
+        "{ok:?}"
     );
 
     // An operator brings the gone feed back; it is planned (and soon gone again).

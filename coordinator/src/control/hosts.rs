@@ -73,6 +73,9 @@ pub struct HostThrottles {
     hosts: HashMap<String, Throttle>,
     /// Feeds held on their own, by host (a throttle counts its host's holds).
     routes: HashMap<String, HashMap<String, RouteHold>>,
+    /// Hosts that stopped answering ([`super::outages`]): held through the same plan
+    /// bounds as throttled ones.
+    pub down: super::outages::HostOutages,
 }
 
 impl HostThrottles {
@@ -156,6 +159,7 @@ impl HostThrottles {
             held.retain(|_, r| r.until_ms > now_ms);
         }
         self.routes.retain(|_, held| !held.is_empty());
+        self.down.forget_old(now_ms);
         cleared
     }
 

@@ -14,7 +14,8 @@
 //! * [`from_trace`] — the live rules applied to a recorded trace, for `plan` and `simulate`;
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
-//! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share.
+//! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share;
+//! * [`outages`] — hosts that stopped answering (refused, TLS, DNS, timeouts): a breaker each.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::runtime`] wrap it.
@@ -26,6 +27,7 @@ pub mod from_trace;
 pub mod health;
 pub mod hosts;
 pub mod models;
+pub mod outages;
 pub mod packed;
 pub mod population;
 pub mod quick;

@@ -6,6 +6,7 @@ use super::{actor::State, figures::outcome_label, Hub};
 use crate::control::feedstate::FeedState;
 use crate::control::health::{self, Answer, Bounds, Change, Health, HealthPolicy, Hints};
 use crate::control::hosts::{Held, HostThrottles};
+use crate::control::outages::Tripped;
 use crate::control::relearn::PlanOutcome;
 use crate::control::FeedSpec;
 use crate::metrics as m;
@@ -72,7 +73,8 @@ impl State {
         let mut moves = Vec::new();
         for (r, change) in done {
             let feed = r.feed_id.as_str();
-            let spec = self.cluster.feeds().get(feed);
+            let spec = self.cluster.feeds().get(feed).cloned();
+            let spec = spec.as_ref();
             if answer_of(r) == Answer::Throttled {
                 let host = spec.map(|s| s.host.clone()).unwrap_or_default();
                 if !host.is_empty() {
@@ -103,6 +105,7 @@ impl State {
                     }
                 }
             }
+            self.host_answer(r, spec.map(|s| s.host.as_str()));
             if change.gone {
                 let url = self
                     .cluster
@@ -128,6 +131,44 @@ impl State {
             }
         }
         moves
+    }
+}
+
+impl State {
+    /// Feeds a host's breaker ([`crate::control::outages`]) with one report: a failure to
+    /// connect, resolve, agree on TLS or answer in time counts against the host, anything
+    /// it answered closes the breaker. Said once per trip and once when it answers again.
+    fn host_answer(&mut self, r: &pb::FetchReport, host: Option<&str>) {
+        let Some(host) = host.filter(|h| !h.is_empty()) else {
+            return;
+        };
+        let down = &mut self.throttles.down;
+        match outcome_label(r.outcome) {
+            "network_error" | "timeout" => {
+                let feeds = self.bounds.host_feeds.get(host).copied().unwrap_or(1);
+                let at = r.finished_unix_ms;
+                if let Tripped::Held { until_ms, again } =
+                    down.failed(host, &r.feed_id, feeds, at, &error_of(r))
+                {
+                    let hold = health::human_ms(until_ms - at);
+                    if again {
+                        tracing::info!(%host, error = %error_of(r), %hold, "host still does not answer: held again, twice as long");
+                    } else {
+                        tracing::warn!(%host, feeds, error = %error_of(r), %hold, "host does not answer (several of its feeds failed in a row): holding all its feeds, then probing it");
+                    }
+                    let event = if again { "again" } else { "down" };
+                    metrics::counter!(m::HOST_BREAKER_EVENTS_TOTAL, "event" => event).increment(1);
+                }
+            }
+            // The worker refused the address: nothing was asked of the host.
+            "forbidden_target" | "unspecified" => {}
+            _ => {
+                if down.answered(host) {
+                    tracing::info!(%host, "host answers again: its feeds are fetched as planned");
+                    metrics::counter!(m::HOST_BREAKER_EVENTS_TOTAL, "event" => "up").increment(1);
+                }
+            }
+        }
     }
 }
 
@@ -222,7 +263,11 @@ impl State {
         for host in self.throttles.recover(now_ms) {
             tracing::info!(%host, "throttled host back at its full rate");
         }
-        m::gauge_throttled(self.throttles.len(), self.throttles.routes_held(now_ms));
+        m::gauge_throttled(
+            self.throttles.len(),
+            self.throttles.routes_held(now_ms),
+            self.throttles.down.held_count(now_ms),
+        );
         (self.throttles.clone(), self.host_limits.clone())
     }
 }
@@ -277,6 +322,16 @@ pub(super) fn plan_bounds(
                         f.host,
                         t.throttles,
                         t.cap_per_day()
+                    ));
+                }
+                if let Some(o) = throttles.down.held(&f.host, now_ms) {
+                    b.not_before_ms = Some(b.not_before_ms.unwrap_or(0).max(o.until_ms));
+                    b.reasons.push(format!(
+                        "host {} does not answer ({}; {} holds in a row): held for {}, then probed",
+                        f.host,
+                        o.error,
+                        o.trips,
+                        health::human_ms(o.until_ms - now_ms)
                     ));
                 }
                 if let Some(r) = throttles.route(&f.host, &f.id, now_ms) {

@@ -87,6 +87,45 @@ impl<B: KvBackend> Running<B> {
         }
         served.context("serving gRPC")
     }
+
+    /// Stops as [`Running::shutdown`] does, for a deposed leader: it waits at most `limit`
+    /// for the gRPC connections to close. A leader cut off from its workers cannot close
+    /// theirs (nothing answers until HTTP/2 keep-alive gives up, up to 50 s), and its
+    /// listeners closed when the stop came, so those connections close in the background
+    /// while the replica stands by on the same ports. `false` when the loops did not stop
+    /// within `limit` either.
+    pub async fn stop_within(self, limit: std::time::Duration) -> bool {
+        kairos_runtime::telemetry::set_ready(false);
+        let _ = self.stop.send(true);
+        if let Some(m) = &self.metrics {
+            m.abort();
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        let open = self.servers.len();
+        for (i, server) in self.servers.into_iter().enumerate() {
+            match tokio::time::timeout_at(deadline, server).await {
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!(error = %e, "a gRPC server of the deposed term failed while stopping")
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "a gRPC server task of the deposed term ended abnormally")
+                }
+                Ok(Ok(Ok(()))) => {}
+                Err(_) => {
+                    // Dropping the handle leaves the task running to its end.
+                    tracing::warn!(
+                        servers = open - i,
+                        waited = ?limit,
+                        "connections of the deposed term are still closing (peers unreachable); they close in the background"
+                    );
+                    break;
+                }
+            }
+        }
+        tokio::time::timeout_at(deadline + limit, self.loops)
+            .await
+            .is_ok()
+    }
 }
 
 /// Binds `a` for a server, with address reuse, waiting up to 2 s while the port is still
@@ -455,13 +494,11 @@ async fn serve_elected(
             "stepping down: no longer the leader; standing by"
         );
         leadership.abandon().await;
-        // Writes are fenced already; stop answering as leader promptly, or exit and let
-        // the supervisor restart us as a standby.
-        if tokio::time::timeout(std::time::Duration::from_secs(5), running.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::error!("the deposed leader did not stop within 5 s; exiting");
+        // Writes are fenced already; stop answering as leader promptly (connections to
+        // unreachable workers close in the background), or, if the loops hold on, exit and
+        // let the supervisor restart us as a standby.
+        if !running.stop_within(std::time::Duration::from_secs(5)).await {
+            tracing::error!("the deposed leader's loops did not stop within 10 s; exiting");
             std::process::exit(75);
         }
     }
