@@ -424,6 +424,19 @@ async fn main() {
         sim_day()
     );
 
+    // The checker of histories: a client calling both replicas through every fault.
+    let client_feeds = farm.urls[0]
+        .rsplit_once('/')
+        .map_or("", |(base, _)| base)
+        .to_string();
+    let mut history = soak_common::history::History::start(
+        replicas.iter().map(|r| r.url.clone()).collect(),
+        &replicas[0].url,
+        TOKEN,
+        &format!("{client_feeds}/{{id}}"),
+    )
+    .await;
+
     // Each worker is told of both replicas, in turn first.
     let order = |w: usize| {
         let mut u: Vec<String> = replicas.iter().map(|r| r.url.clone()).collect();
@@ -563,6 +576,8 @@ async fn main() {
                             e.fault,
                             now.duration_since(e.at).as_secs_f64()
                         );
+                        let label = format!("{:?}", e.fault);
+                        history.check(&replicas[r].url, &label).await;
                     }
                 }
             } else if let (Some((took, _)), None) = (e.settled, e.fetches_lost) {
@@ -709,6 +724,8 @@ async fn main() {
     let lead = leader(&replicas)
         .await
         .expect("a replica serves at the end");
+    history.check(&replicas[lead].url, "the run").await;
+    history.stop();
     let (d, took) = sweep(&replicas[lead].url, Some(TOKEN), s.feeds, &mut seen, 30).await;
     duplicates += d;
     println!(
@@ -747,17 +764,21 @@ async fn main() {
         "published {total_published}, lost {}, duplicated {duplicates}; not fetched since \
          published {}, scrolled off between fetches {}; same-slot fetches {same_slot_done}; \
          etcd DB peak {peak_db:.1} MB; leader RSS peak {peak_leader_mb:.0} MB; replicas that \
-         exited on their own {exits}; {:.1} simulated days in {:.1} wall minutes",
+         exited on their own {exits}; {:.1} simulated days in {:.1} wall minutes; history: {} \
+         calls, {} violations",
         m.lost,
         m.unfetched,
         m.scrolled,
         end_day,
-        started.elapsed().as_secs_f64() / 60.0
+        started.elapsed().as_secs_f64() / 60.0,
+        history.calls().await,
+        history.violations,
     );
     if !m.lost_feeds.is_empty() {
         println!("lost in: {}", m.lost_feeds.join("; "));
     }
     let failed = m.lost > 0
+        || history.violations > 0
         || duplicates > 0
         || same_slot_done > 0.0
         || episodes.iter().any(|e| e.settled.is_none());

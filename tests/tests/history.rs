@@ -23,306 +23,23 @@
 
 mod common;
 
+use common::history::{call_on, channel, check, shown, Client, Event, Op, Outcome, Shown};
 use common::proxy::Proxy;
 use common::{health, signal};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::{spawn_until, Child, TempDir};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tonic::transport::{Channel, Endpoint};
-use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 
 /// Readers and the feeds they may subscribe to (added before the faults, never removed).
 const USERS: usize = 20;
 const STABLE: usize = 10;
-
-#[derive(Clone, Debug)]
-enum Op {
-    AddFeed(String),
-    RemoveFeed(String),
-    Subscribe(String, String),
-    Budget(f64),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Outcome {
-    Acked,
-    Refused(String),
-    Unknown(String),
-}
-
-#[derive(Clone, Debug)]
-struct Event {
-    op: Op,
-    replica: usize,
-    outcome: Outcome,
-    /// Overlapped the client's later calls (held by a paused replica): it may take effect
-    /// before or after them.
-    concurrent: bool,
-}
-
-/// What an error answer says about the write: refused when the answer guarantees nothing
-/// was written, unknown otherwise.
-fn outcome_of(e: &tonic::Status) -> Outcome {
-    let msg = format!("{:?}: {}", e.code(), e.message());
-    match e.code() {
-        Code::InvalidArgument
-        | Code::NotFound
-        | Code::AlreadyExists
-        | Code::FailedPrecondition
-        | Code::PermissionDenied => Outcome::Refused(msg),
-        Code::Unavailable
-            if e.message().contains("is a standby")
-                || e.message().contains("write refused: leadership") =>
-        {
-            Outcome::Refused(msg)
-        }
-        _ => Outcome::Unknown(msg),
-    }
-}
-
-fn channel(url: &str, timeout: Duration) -> Channel {
-    Endpoint::from_shared(url.to_string())
-        .unwrap()
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(timeout)
-        .connect_lazy()
-}
-
-/// One call of `op` to `url`.
-async fn call(url: &str, op: &Op, timeout: Duration) -> Outcome {
-    call_on(channel(url, timeout), op).await
-}
-
-/// One call of `op` on `channel`.
-async fn call_on(channel: Channel, op: &Op) -> Outcome {
-    let mut admin = AdminClient::new(channel);
-    let r = match op {
-        Op::AddFeed(id) => admin
-            .add_feed(pb::AddFeedRequest {
-                feed_id: id.clone(),
-                url: format!("https://{id}.example/feed.xml"),
-                weight: 1.0,
-            })
-            .await
-            .map(drop),
-        Op::RemoveFeed(id) => admin
-            .remove_feed(pb::RemoveFeedRequest {
-                feed_id: id.clone(),
-            })
-            .await
-            .map(drop),
-        Op::Subscribe(u, f) => admin
-            .subscribe(pb::SubscribeRequest {
-                user_id: u.clone(),
-                feed_id: f.clone(),
-            })
-            .await
-            .map(drop),
-        Op::Budget(v) => admin
-            .update_settings(pb::SettingsPatch {
-                budget: Some(pb::settings_patch::Budget::FetchesPerFeedPerDay(*v)),
-                ..Default::default()
-            })
-            .await
-            .map(drop),
-    };
-    match r {
-        Ok(()) => Outcome::Acked,
-        Err(e) => outcome_of(&e),
-    }
-}
-
-/// The client: calls one at a time, each to the replica that last acknowledged one, moving
-/// to the other after a refusal or no answer. A call holds `gate` while in flight.
-struct Client {
-    urls: [String; 2],
-    at: usize,
-    rng: u64,
-    next_feed: usize,
-    added: Vec<String>,
-    pairs: Vec<(String, String)>,
-    next_budget: usize,
-    history: Vec<Event>,
-}
-
-impl Client {
-    fn rand(&mut self) -> u64 {
-        self.rng = self
-            .rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.rng >> 33
-    }
-
-    fn next_op(&mut self) -> Op {
-        loop {
-            let r = self.rand() % 20;
-            if r < 8 {
-                self.next_feed += 1;
-                let id = format!("h{:04}", self.next_feed);
-                self.added.push(id.clone());
-                return Op::AddFeed(id);
-            } else if r < 12 && !self.added.is_empty() {
-                let i = self.rand() as usize % self.added.len();
-                return Op::RemoveFeed(self.added.swap_remove(i));
-            } else if r < 15 && !self.pairs.is_empty() {
-                let i = self.rand() as usize % self.pairs.len();
-                let (u, f) = self.pairs.swap_remove(i);
-                return Op::Subscribe(u, f);
-            } else if r >= 15 {
-                self.next_budget += 1;
-                return Op::Budget(2.0 + self.next_budget as f64 / 100.0);
-            }
-        }
-    }
-
-    async fn step(&mut self) {
-        let op = self.next_op();
-        let replica = self.at;
-        let outcome = call(&self.urls[replica], &op, Duration::from_secs(2)).await;
-        if outcome != Outcome::Acked {
-            self.at = 1 - self.at;
-        }
-        self.history.push(Event {
-            op,
-            replica,
-            outcome,
-            concurrent: false,
-        });
-    }
-}
-
-/// What the leader shows: feeds, each reader's subscriptions, the budget per feed.
-struct Shown {
-    feeds: BTreeSet<String>,
-    subscriptions: BTreeSet<(String, String)>,
-    budget: f64,
-}
-
-async fn shown(url: &str) -> Shown {
-    let mut admin = AdminClient::new(channel(url, Duration::from_secs(10)));
-    let mut feeds = BTreeSet::new();
-    loop {
-        let page = admin
-            .list_feeds(pb::ListFeedsRequest {
-                after_feed_id: feeds.last().cloned().unwrap_or_default(),
-                limit: 500,
-            })
-            .await
-            .expect("list feeds")
-            .into_inner()
-            .feeds;
-        if page.is_empty() {
-            break;
-        }
-        feeds.extend(page.into_iter().map(|f| f.feed_id));
-    }
-    let mut subscriptions = BTreeSet::new();
-    for u in 0..USERS {
-        let user = format!("u{u}");
-        let subs = admin
-            .list_subscriptions(pb::ListSubscriptionsRequest {
-                scope: Some(pb::list_subscriptions_request::Scope::UserId(user.clone())),
-            })
-            .await
-            .expect("list subscriptions")
-            .into_inner()
-            .subscriptions;
-        subscriptions.extend(subs.into_iter().map(|s| (s.user_id, s.feed_id)));
-    }
-    let budget = admin
-        .get_settings(pb::GetSettingsRequest {})
-        .await
-        .expect("get settings")
-        .into_inner()
-        .budget_fetches_per_feed_per_day;
-    Shown {
-        feeds,
-        subscriptions,
-        budget,
-    }
-}
-
-/// Checks what is shown against the history; returns the violations found.
-fn check(history: &[Event], shown: &Shown, initial_budget: f64) -> Vec<String> {
-    let mut bad = Vec::new();
-    // Per feed: (acked add, unknown add, acked remove, unknown remove, refused add).
-    let mut feeds: BTreeMap<&str, [bool; 5]> = BTreeMap::new();
-    let mut pairs: BTreeMap<(&str, &str), &Outcome> = BTreeMap::new();
-    let mut budget_ok: Vec<f64> = vec![initial_budget];
-    for e in history {
-        match (&e.op, &e.outcome) {
-            (Op::AddFeed(f), o) => {
-                let s = feeds.entry(f).or_default();
-                match o {
-                    Outcome::Acked => s[0] = true,
-                    Outcome::Unknown(_) => s[1] = true,
-                    Outcome::Refused(_) => s[4] = true,
-                }
-            }
-            (Op::RemoveFeed(f), o) => {
-                let s = feeds.entry(f).or_default();
-                match o {
-                    Outcome::Acked => s[2] = true,
-                    Outcome::Unknown(_) => s[3] = true,
-                    Outcome::Refused(_) => {}
-                }
-            }
-            (Op::Subscribe(u, f), o) => {
-                pairs.insert((u, f), o);
-            }
-            (Op::Budget(v), Outcome::Acked) if !e.concurrent => budget_ok = vec![*v],
-            (Op::Budget(_), _) => {}
-        }
-    }
-    // Calls without an answer, and those that overlapped later ones, may land after the
-    // last acknowledged one.
-    budget_ok.extend(history.iter().filter_map(|e| match (&e.op, &e.outcome) {
-        (Op::Budget(v), Outcome::Unknown(_)) => Some(*v),
-        (Op::Budget(v), Outcome::Acked) if e.concurrent => Some(*v),
-        _ => None,
-    }));
-    for (f, [acked, unknown, removed, remove_unknown, refused]) in &feeds {
-        let present = shown.feeds.contains(*f);
-        // Each id is added once and removed at most once: the add comes first.
-        let may_be_present = (*acked && !*removed) || *unknown;
-        let may_be_absent = !*acked || *removed || *remove_unknown;
-        if present && !may_be_present {
-            bad.push(format!(
-                "feed {f} is registered: add acked {acked}, unknown {unknown}, refused {refused}; removal acked {removed}"
-            ));
-        }
-        if !present && !may_be_absent {
-            bad.push(format!("feed {f}: its acknowledged add is lost"));
-        }
-    }
-    for ((u, f), o) in &pairs {
-        let present = shown
-            .subscriptions
-            .contains(&(u.to_string(), f.to_string()));
-        match o {
-            Outcome::Acked if !present => {
-                bad.push(format!("subscription {u} → {f}: acknowledged, lost"))
-            }
-            Outcome::Refused(why) if present => bad.push(format!(
-                "subscription {u} → {f}: refused ({why}), yet present"
-            )),
-            _ => {}
-        }
-    }
-    if !budget_ok.iter().any(|b| (b - shown.budget).abs() < 1e-9) {
-        bad.push(format!(
-            "budget {} per feed: the last acknowledged or an unknown one was wanted ({budget_ok:?})",
-            shown.budget
-        ));
-    }
-    bad
-}
+/// The URL of the feeds the client adds (never fetched: no worker runs).
+const FEED_URL: &str = "https://{id}.example/feed.xml";
 
 /// The replica that serves, alone, on two polls half a second apart, within `within`.
 async fn leader(urls: &[String; 2], within: Duration) -> usize {
@@ -437,19 +154,15 @@ async fn setup(dir: &TempDir, endpoints: [&str; 2]) -> Setup {
             .await
             .unwrap();
     }
-    let initial_budget = shown(&urls[0]).await.budget;
-    let client = Arc::new(tokio::sync::Mutex::new(Client {
-        urls: urls.clone(),
-        at: 0,
-        rng: 42,
-        next_feed: 0,
-        added: Vec::new(),
-        pairs: (0..USERS)
-            .flat_map(|u| (0..STABLE).map(move |s| (format!("u{u}"), format!("s{s}"))))
-            .collect(),
-        next_budget: 0,
-        history: Vec::new(),
-    }));
+    let initial_budget = shown(&urls[0], None, "", USERS).await.budget;
+    let pairs = (0..USERS)
+        .flat_map(|u| (0..STABLE).map(move |s| (format!("u{u}"), format!("s{s}"))))
+        .collect();
+    let client = Arc::new(tokio::sync::Mutex::new(Client::new(
+        urls.to_vec(),
+        pairs,
+        42,
+    )));
     Setup {
         pids: [a.0.id(), b.0.id()],
         children: vec![a, b],
@@ -464,7 +177,7 @@ impl Setup {
     async fn check(&self, label: &str) {
         let l = leader(&self.urls, Duration::from_secs(30)).await;
         let c = self.client.lock().await;
-        let s = shown(&self.urls[l]).await;
+        let s = shown(&self.urls[l], None, "", USERS).await;
         let bad = check(&c.history, &s, self.initial_budget);
         assert!(
             bad.is_empty(),
@@ -546,7 +259,7 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
         .map(|op| {
             let held = held.clone();
             tokio::spawn(async move {
-                let outcome = call_on(held, &op).await;
+                let outcome = call_on(held, &op, None, FEED_URL).await;
                 Event {
                     op,
                     replica: 1,

@@ -149,4 +149,5 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill {sig} {pid}");
 }
 
+pub mod history;
 pub mod proxy;
