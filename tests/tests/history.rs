@@ -62,6 +62,20 @@ async fn leader(urls: &[String; 2], within: Duration) -> usize {
     }
 }
 
+/// Whether every thread of process `pid` is stopped (state `T` in `/proc`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the parenthesised command name.
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        })
+    })
+}
+
 /// Runs the client for `wall` (one call at a time), then returns it.
 async fn run_for(client: Arc<tokio::sync::Mutex<Client>>, wall: Duration) {
     let until = Instant::now() + wall;
@@ -248,6 +262,12 @@ async fn acknowledged_writes_survive_failovers_and_refused_ones_never_appear() {
         .expect("B answers before its pause");
     tokio::time::sleep(Duration::from_secs(1)).await;
     signal(s.pids[1], "-STOP");
+    // kill(2) returns before every thread of B has stopped: wait until each one has.
+    let stopped = Instant::now();
+    while !all_threads_stopped(s.pids[1]) {
+        assert!(stopped.elapsed() < Duration::from_secs(5), "B did not stop");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let stale_ops = [
         Op::AddFeed("stale-1".into()),
         Op::Budget(9.99),
