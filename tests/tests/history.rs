@@ -23,7 +23,9 @@
 
 mod common;
 
-use common::history::{call_on, channel, check, shown, Client, Event, Op, Outcome, Shown};
+use common::history::{
+    add_readers, call_on, channel, check, shown, Client, Event, Op, Outcome, Shown,
+};
 use common::proxy::Proxy;
 use common::{health, signal};
 use kairos_proto::v1 as pb;
@@ -149,15 +151,7 @@ async fn setup(dir: &TempDir, endpoints: [&str; 2]) -> Setup {
     let (b, b_url) = replica(dir, "b", endpoints[1], "127.0.0.1:0", false);
     let urls = [a_url, b_url];
     let mut admin = AdminClient::new(channel(&urls[0], Duration::from_secs(5)));
-    for u in 0..USERS {
-        admin
-            .add_user(pb::AddUserRequest {
-                user_id: format!("u{u}"),
-                weight: 1.0,
-            })
-            .await
-            .unwrap();
-    }
+    add_readers(&urls[0], None, USERS).await;
     for s in 0..STABLE {
         admin
             .add_feed(pb::AddFeedRequest {

@@ -84,8 +84,9 @@ mod tests {
     use crate::agent::coordinator_endpoints;
     use crate::credentials::Credentials;
 
-    /// A gRPC health server on a free loopback port saying `serving`; its address.
-    async fn replica(serving: bool) -> String {
+    /// A gRPC health server on a free loopback port saying `serving`; its address, and the
+    /// reporter that changes what it says.
+    async fn replica(serving: bool) -> (String, tonic_health::server::HealthReporter) {
         let (reporter, service) = tonic_health::server::health_reporter();
         let status = if serving {
             tonic_health::ServingStatus::Serving
@@ -100,14 +101,14 @@ mod tests {
                 .add_service(service)
                 .serve_with_incoming(kairos_runtime::listener::accept_grpc(listener, "test")),
         );
-        format!("http://{addr}")
+        (format!("http://{addr}"), reporter)
     }
 
     #[tokio::test]
     async fn a_worker_finds_the_replica_that_leads_among_its_addresses() {
         let credentials = Credentials::default();
-        let standby = replica(false).await;
-        let leader = replica(true).await;
+        let (standby, _) = replica(false).await;
+        let (leader, _) = replica(true).await;
         // Nothing listens there: refused at once.
         let gone = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -130,7 +131,7 @@ mod tests {
     #[tokio::test]
     async fn a_worker_waiting_for_a_leader_goes_to_one_as_soon_as_it_serves() {
         let credentials = Credentials::default();
-        let standby = replica(false).await;
+        let (standby, _) = replica(false).await;
         let gone = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             format!("http://{}", l.local_addr().unwrap())
@@ -144,19 +145,8 @@ mod tests {
         );
         assert!(started.elapsed() >= Duration::from_millis(1500));
         // A replica that begins serving during a long wait is found about a second later.
-        let (reporter, service) = tonic_health::server::health_reporter();
-        reporter
-            .set_service_status("", tonic_health::ServingStatus::NotServing)
-            .await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(kairos_runtime::listener::accept_grpc(listener, "test")),
-        );
-        let endpoints =
-            coordinator_endpoints(&credentials, &format!("{standby},http://{addr}")).unwrap();
+        let (late, reporter) = replica(false).await;
+        let endpoints = coordinator_endpoints(&credentials, &format!("{standby},{late}")).unwrap();
         let started = std::time::Instant::now();
         let promote = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -9,7 +9,6 @@
 mod checker;
 
 use checker::{check, shown, Client, Outcome};
-use kairos_proto::v1 as pb;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -38,17 +37,7 @@ impl History {
         token: &str,
         feed_url: &str,
     ) -> History {
-        let channel = checker::channel(leader_url, Duration::from_secs(10));
-        let mut admin = checker::admin(channel, Some(token));
-        for u in 0..USERS {
-            admin
-                .add_user(pb::AddUserRequest {
-                    user_id: format!("u{u}"),
-                    weight: 1.0,
-                })
-                .await
-                .unwrap_or_else(|e| panic!("add reader u{u}: {e}"));
-        }
+        checker::add_readers(leader_url, Some(token), USERS).await;
         let initial_budget = shown(leader_url, Some(token), "h", USERS).await.budget;
         let pairs = (0..USERS)
             .flat_map(|u| (0..TARGETS).map(move |f| (format!("u{u}"), format!("f{f}"))))

@@ -233,6 +233,21 @@ impl Client {
     }
 }
 
+/// Registers readers `u0` … `u{users - 1}` at `url` (they are what the client subscribes
+/// and [`shown`] reads back).
+pub async fn add_readers(url: &str, token: Option<&str>, users: usize) {
+    let mut admin = admin(channel(url, Duration::from_secs(10)), token);
+    for u in 0..users {
+        admin
+            .add_user(pb::AddUserRequest {
+                user_id: format!("u{u}"),
+                weight: 1.0,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("add reader u{u}: {e}"));
+    }
+}
+
 /// What the leader shows: feeds, each reader's subscriptions, the budget per feed.
 pub struct Shown {
     /// Feeds registered (those whose ids start with the prefix asked for).
