@@ -29,7 +29,7 @@ pub const MAX_HOLD_MS: i64 = 6 * 3_600_000;
 pub struct Outage {
     /// Feeds that failed since the host last answered or was last held.
     pub failing: BTreeSet<String>,
-    /// Held until this time, Unix ms (0 until the breaker first trips).
+    /// Held until this time, Unix ms (meaningless until the breaker first trips).
     pub until_ms: i64,
     /// Trips since the host last answered: each holds twice as long as the one before.
     pub trips: u32,
@@ -77,7 +77,7 @@ impl HostOutages {
         let o = self.hosts.entry(host.to_string()).or_default();
         o.last_failure_ms = o.last_failure_ms.max(at_ms);
         o.error = error.chars().take(200).collect();
-        if o.until_ms > at_ms {
+        if o.trips > 0 && o.until_ms > at_ms {
             return Tripped::No;
         }
         o.failing.insert(feed.to_string());
@@ -90,7 +90,8 @@ impl HostOutages {
         let hold = FIRST_HOLD_MS
             .saturating_mul(1 << o.trips.min(16))
             .min(MAX_HOLD_MS);
-        o.until_ms = at_ms + hold;
+        // A report's time is the worker's word: no overflow whatever it says.
+        o.until_ms = at_ms.saturating_add(hold);
         o.trips += 1;
         o.failing.clear();
         Tripped::Held {
@@ -107,19 +108,25 @@ impl HostOutages {
 
     /// The host's outage when it is held at `now_ms`.
     pub fn held(&self, host: &str, now_ms: i64) -> Option<&Outage> {
-        self.hosts.get(host).filter(|o| o.until_ms > now_ms)
+        self.hosts
+            .get(host)
+            .filter(|o| o.trips > 0 && o.until_ms > now_ms)
     }
 
     /// Hosts held at `now_ms`.
     pub fn held_count(&self, now_ms: i64) -> usize {
-        self.hosts.values().filter(|o| o.until_ms > now_ms).count()
+        self.hosts
+            .values()
+            .filter(|o| o.trips > 0 && o.until_ms > now_ms)
+            .count()
     }
 
     /// Forgets hosts with no failure for a day that are not held (a host that failed a
     /// little and then went unfetched).
     pub fn forget_old(&mut self, now_ms: i64) {
-        self.hosts
-            .retain(|_, o| o.until_ms > now_ms || now_ms - o.last_failure_ms < crate::time::DAY_MS);
+        self.hosts.retain(|_, o| {
+            o.until_ms > now_ms || now_ms.saturating_sub(o.last_failure_ms) < crate::time::DAY_MS
+        });
     }
 }
 
@@ -203,5 +210,23 @@ mod tests {
         o.forget_old(1_000 + crate::time::DAY_MS + FIRST_HOLD_MS * 2);
         assert_eq!(o.held_count(0), 0);
         assert!(o.hosts.is_empty());
+        // Times at the ends of the range, and a huge error text, stay bounded.
+        o.failed("far", "a", 3, i64::MAX - 1, &"x".repeat(3 << 20));
+        let t = o.failed("far", "b", 3, i64::MAX - 1, "y");
+        assert_eq!(
+            t,
+            Tripped::Held {
+                until_ms: i64::MAX,
+                again: false
+            }
+        );
+        assert_eq!(o.held("far", i64::MAX - 1).unwrap().error, "y");
+        o.failed("near", "a", 3, i64::MIN, "z");
+        assert!(matches!(
+            o.failed("near", "b", 3, i64::MIN, "z"),
+            Tripped::Held { .. }
+        ));
+        o.forget_old(i64::MAX);
+        o.forget_old(i64::MIN);
     }
 }
