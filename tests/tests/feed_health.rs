@@ -358,19 +358,29 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     );
 
     // The host that refuses connections trips its breaker: all its feeds are held, and
-    // the plan says why.
+    // the plan says why. At 5,760× the first hold (5 simulated minutes) lasts 52 ms of
+    // wall time, so both are polled until a round falls inside a hold (each failed probe
+    // doubles it).
     wait_for("the down host held", Duration::from_secs(30), || {
         let url = coordinator.metrics.clone();
         async move { (sample(&scrape(&url), "kairos_hosts_down")? >= 1.0).then_some(()) }
     })
     .await;
-    let down = inspect(&mut admin, "down-2").await.unwrap();
-    assert!(
-        down.constraints
-            .iter()
-            .any(|c| c.contains("does not answer") && c.contains("network_error")),
-        "{down:?}"
-    );
+    wait_for(
+        "the plan saying the host does not answer",
+        Duration::from_secs(30),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                let down = inspect(&mut admin, "down-2").await.ok()?;
+                down.constraints
+                    .iter()
+                    .any(|c| c.contains("does not answer") && c.contains("network_error"))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
     let metrics = scrape(&coordinator.metrics);
     assert!(sample(&metrics, "kairos_host_breaker_events_total{event=\"down\"}").unwrap() >= 1.0);
     assert!(
