@@ -6,7 +6,7 @@
 //! delay is the summed age of those postings at access time. An app-level access counts
 //! for every subscription of its user; figures "per access" divide by access events.
 
-use crate::plan::cost::{CostTable, Metric};
+use crate::plan::cost::{schedule_costs, CostTable, Metric};
 use crate::plan::pattern::expand;
 use crate::plan::planner::{FeedModel, Plan, PlanConfig};
 use crate::trace::Trace;
@@ -311,13 +311,14 @@ pub fn expected(
                 expand(&m.post_bins, cfg.slots, cfg.smoothing, p);
                 expand(&m.access_bins, cfg.slots, cfg.smoothing, q);
                 let mut out = [0.0; 4];
-                for (k, metric) in Metric::ALL.into_iter().enumerate() {
-                    let t = CostTable::new(metric, p, q, h);
-                    out[k] = if fp.period_multiple > 1 {
-                        t.multi_period_cost(fp.slots[0] as usize, fp.period_multiple)
-                    } else {
-                        t.schedule_cost(&fp.slots)
-                    };
+                if fp.period_multiple > 1 {
+                    for (k, metric) in Metric::ALL.into_iter().enumerate() {
+                        let t = CostTable::new(metric, p, q, h);
+                        out[k] = t.multi_period_cost(fp.slots[0] as usize, fp.period_multiple);
+                    }
+                } else {
+                    let [d, m, a] = schedule_costs(p, q, h, &fp.slots);
+                    out[..3].copy_from_slice(&[d, m, a]);
                 }
                 out[3] = p.iter().sum::<f64>();
                 out

@@ -323,3 +323,45 @@ impl CostTable {
         best
     }
 }
+
+/// Every metric's cost per period of one cyclic schedule (`[delay, miss, access-delay]`),
+/// straight from the per-slot masses in one pass over the period: the sums each metric's
+/// [`CostTable::schedule_cost`] gives, without building three tables of `2N` prefix sums
+/// to read `m` intervals from each (pricing a plan's million schedules under every
+/// metric spent more on those tables than on the pricing).
+///
+/// `slots` are sorted boundaries in `[0, N)` as in [`CostTable::schedule_cost`]; an empty
+/// schedule costs `f64::INFINITY` under every metric. `access` may be empty (no readers:
+/// the reader metrics cost 0).
+pub fn schedule_costs(post: &[f64], access: &[f64], slot_seconds: f64, slots: &[u32]) -> [f64; 3] {
+    let (n, m) = (post.len(), slots.len());
+    if m == 0 || n == 0 {
+        return [f64::INFINITY; 3];
+    }
+    let read = access.len() == n;
+    let mut out = [0.0; 3];
+    for (i, &start) in slots.iter().enumerate() {
+        let a = start as usize;
+        let b = slots
+            .get(i + 1)
+            .map_or(slots[0] as usize + n, |&x| x as usize);
+        // Over the interval so far: postings `c` and their summed age in slots at the
+        // current slot's start, `d` (each posting of slot j is k − j slots old at slot k).
+        let (mut c, mut d, mut miss, mut age) = (0.0, 0.0, 0.0, 0.0);
+        for k in a..b {
+            let j = if k >= n { k - n } else { k };
+            let p = post[j];
+            if read {
+                let q = access[j];
+                miss += q * (c + 0.5 * p);
+                age += q * (d + p / 6.0);
+            }
+            d += c + p;
+            c += p;
+        }
+        out[0] += (slot_seconds * (d - 0.5 * c)).max(0.0);
+        out[1] += miss;
+        out[2] += slot_seconds * age;
+    }
+    out
+}

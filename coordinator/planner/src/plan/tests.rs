@@ -2,7 +2,7 @@
 //! solver against brute force, and the papers' worked examples.
 
 use super::brute::solve_brute;
-use super::cost::{CostTable, Metric};
+use super::cost::{schedule_costs, CostTable, Metric};
 use super::exact::{solve_exact, ExactSolver};
 use proptest::prelude::*;
 
@@ -153,6 +153,39 @@ proptest! {
             );
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The one-pass pricing of a schedule under every metric is each metric's table's.
+    #[test]
+    fn one_pass_schedule_costs_equal_the_tables(
+        (p, q, _) in instance(),
+        picks in proptest::collection::btree_set(0usize..24, 1..6),
+        h in 0.5f64..90.0,
+    ) {
+        let n = p.len();
+        let slots: Vec<u32> = picks.into_iter().filter(|&s| s < n).map(|s| s as u32).collect();
+        prop_assume!(!slots.is_empty());
+        let all = schedule_costs(&p, &q, h, &slots);
+        let silent = schedule_costs(&p, &[], h, &slots);
+        for (k, metric) in Metric::ALL.into_iter().enumerate() {
+            let want = CostTable::new(metric, &p, &q, h).schedule_cost(&slots);
+            prop_assert!(
+                (all[k] - want).abs() <= 1e-9 * want.max(1.0),
+                "{} {:?}: one pass {} table {}", metric, slots, all[k], want
+            );
+        }
+        prop_assert_eq!(silent[0], all[0]);
+        prop_assert_eq!((silent[1], silent[2]), (0.0, 0.0));
+    }
+}
+
+#[test]
+fn one_pass_schedule_costs_of_an_empty_schedule_are_infinite() {
+    let p = [1.0, 2.0, 0.5];
+    assert_eq!(schedule_costs(&p, &p, 60.0, &[]), [f64::INFINITY; 3]);
 }
 
 #[test]
