@@ -7,6 +7,7 @@ use super::relearn::PlannerSettings;
 use crate::registry::FeedRecord;
 use kairos_planner::learn::{access_bins, daily_config, is_weekly, LearnConfig, Learned, DAY};
 use kairos_planner::trace::{Trace, TRACE_ORIGIN_MS};
+use rayon::prelude::*;
 
 /// Learns every feed's model with the **live** relearner's rules
 /// ([`crate::control::models::models`]), as if every training posting had been seen, dated, by
@@ -33,12 +34,12 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
             weight: row.weight,
         })
         .collect();
-    let mut training_postings = 0;
+    // Each feed's state on every core; the table is filled after, in feed order.
     // Boxed: a table of a million entries has two million buckets, and a bucket holding
     // the whole state doubled its cost (a 1M-feed `plan` peaked 2.4 KB per feed above the
     // trace while learning).
-    let states: std::collections::HashMap<String, Box<FeedState>> = feeds
-        .iter()
+    let built: Vec<(String, Box<FeedState>)> = feeds
+        .par_iter()
         .zip(&trace.postings)
         .map(|(f, posts)| {
             let seen: std::collections::VecDeque<i64> = posts
@@ -46,7 +47,6 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
                 .filter(|&&t| t >= cfg.train_start && t < cfg.train_end)
                 .map(|&t| ms(t))
                 .collect();
-            training_postings += seen.len();
             let st = FeedState {
                 observed_since_ms: Some(ms(cfg.train_start)),
                 last_answered_ms: Some(ms(cfg.train_end)),
@@ -57,10 +57,18 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
             (f.id.clone(), Box::new(st))
         })
         .collect();
-    // Each feed's access bins move into its model (the learner asks once per feed): a
-    // copy would stay here until the end.
-    let access: std::sync::Mutex<std::collections::HashMap<&str, Vec<f32>>> =
-        std::sync::Mutex::new(feeds.iter().map(|f| f.id.as_str()).zip(access).collect());
+    let training_postings = built.iter().map(|(_, st)| st.postings_ms.len()).sum();
+    let states: std::collections::HashMap<String, Box<FeedState>> = built.into_iter().collect();
+    // Each feed's access bins move into its model (the learner asks once per feed, from
+    // every core): a copy would stay here until the end. One lock per feed, so the cores
+    // do not wait on each other.
+    let index: std::collections::HashMap<&str, usize> = feeds
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id.as_str(), i))
+        .collect();
+    let access: Vec<std::sync::Mutex<Vec<f32>>> =
+        access.into_iter().map(std::sync::Mutex::new).collect();
     let settings = PlannerSettings {
         window_days: ((cfg.train_end - cfg.train_start) / DAY).max(1.0),
         weekly: is_weekly(cfg),
@@ -70,15 +78,17 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
         &feeds,
         &states,
         &|id| {
-            access
-                .lock()
-                .map(|mut a| a.remove(id).unwrap_or_default())
+            index
+                .get(id)
+                .and_then(|&i| access[i].lock().ok().map(|mut a| std::mem::take(&mut *a)))
                 .unwrap_or_default()
         },
         ms(cfg.train_end),
         &settings,
         &mut super::shapes::ShapeCache::default(),
     );
+    // A million boxed states with their postings freed on every core, not one.
+    states.into_par_iter().for_each(drop);
     let learned = Learned {
         models,
         exploring: counts.exploring,

@@ -16,6 +16,7 @@ use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
 use crate::time::DAY_MS;
 use crate::weekly;
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 const BINS: usize = 24;
@@ -23,10 +24,10 @@ const BINS: usize = 24;
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
 /// reader accesses per hourly bin per day; `shapes_cache` keeps the population's mixture of
 /// daily shapes between calls ([`shapes::ShapeCache`]).
-pub fn models<S: std::borrow::Borrow<FeedState>>(
+pub fn models<S: std::borrow::Borrow<FeedState> + Sync>(
     feeds: &[FeedRecord],
     states: &HashMap<String, S>,
-    access_bins: &dyn Fn(&str) -> Vec<f32>,
+    access_bins: &(dyn Fn(&str) -> Vec<f32> + Sync),
     now_ms: i64,
     s: &PlannerSettings,
     shapes_cache: &mut shapes::ShapeCache,
@@ -37,10 +38,10 @@ pub fn models<S: std::borrow::Borrow<FeedState>>(
 
 /// [`models`], with what the round learned of the whole population: what one feed is
 /// re-learned with between rounds ([`super::quick`]).
-pub fn learn<S: std::borrow::Borrow<FeedState>>(
+pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     feeds: &[FeedRecord],
     states: &HashMap<String, S>,
-    access_bins: &dyn Fn(&str) -> Vec<f32>,
+    access_bins: &(dyn Fn(&str) -> Vec<f32> + Sync),
     now_ms: i64,
     s: &PlannerSettings,
     shapes_cache: &mut shapes::ShapeCache,
@@ -65,19 +66,36 @@ pub fn learn<S: std::borrow::Borrow<FeedState>>(
     let half_life = chosen.map_or(s.half_life_days, |c| c.0);
     let w = |t: i64| recency::weight(now_ms - t, half_life);
     let mut span_days = vec![0.0f64; feeds.len()];
-    for (f, feed) in feeds.iter().enumerate() {
-        let Some(st) = state_of(&feed.id) else {
+    // Each feed's tally on every core, written in place (a vector of tallies beside
+    // these would hold 400 bytes a feed more at the peak); the pooled sums after, in feed
+    // order, so they do not depend on the thread count.
+    let watched_rates: Vec<Option<f64>> = counts
+        .par_iter_mut()
+        .zip(exposure.par_iter_mut())
+        .zip(span_days.par_iter_mut())
+        .zip(feeds.par_iter())
+        .map(|(((c, e), span), feed)| {
+            let t = tally(
+                state_of(&feed.id)?,
+                window_start,
+                now_ms,
+                &w,
+                &mut [0.0; BINS],
+            )?;
+            (*c, *e, *span) = (t.counts, t.exposure, t.span_days);
+            Some(t.n / t.span_days.max(1.0))
+        })
+        .collect();
+    for ((c, e), rate) in counts.iter().zip(&exposure).zip(&watched_rates) {
+        if rate.is_none() {
             continue;
-        };
-        let Some(t) = tally(st, window_start, now_ms, &w, &mut pooled) else {
-            continue;
-        };
-        for (p, e) in pooled_exposure.iter_mut().zip(&t.exposure) {
-            *p += e;
         }
-        (counts[f], exposure[f], span_days[f]) = (t.counts, t.exposure, t.span_days);
-        rates.push(t.n / t.span_days.max(1.0));
+        for b in 0..BINS {
+            pooled[b] += c[b];
+            pooled_exposure[b] += e[b];
+        }
     }
+    rates.extend(watched_rates.into_iter().flatten());
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
     // not mistaken for quiet ones.
     let per_hour: Vec<f64> = pooled
@@ -196,10 +214,9 @@ pub fn learn<S: std::borrow::Borrow<FeedState>>(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    // Beside the models, not in tuples with them: re-collecting a million tuples into
-    // models held both vectors at once at the learner's peak.
-    let mut documents: Vec<Option<(f64, bool)>> = Vec::with_capacity(feeds.len());
-    let mut candidates: Vec<(usize, f64)> = Vec::new();
+    // The document floors and exploration candidates are kept beside the models, not in
+    // tuples with them: re-collecting a million tuples into models held both vectors at
+    // once at the learner's peak.
     // Each feed's hourly rates, on every core (a posterior per feed under the mixture),
     // moved into its model below: the evidence for its shape is its own hours, and its
     // host's other feeds' weighed as the chosen pseudo-postings.
@@ -219,7 +236,6 @@ pub fn learn<S: std::borrow::Borrow<FeedState>>(
         shape_pseudo_postings: s.shape_pseudo_postings,
     };
     let mut daily: Vec<Vec<f32>> = {
-        use rayon::prelude::*;
         (0..feeds.len())
             .into_par_iter()
             .map(|f| {
@@ -241,22 +257,35 @@ pub fn learn<S: std::borrow::Borrow<FeedState>>(
             })
             .collect()
     };
-    let mut models: Vec<FeedModel> = feeds
+    // Hosts numbered in order of first appearance (one pass), then each feed's model on
+    // every core: on one core this loop was a second of a million-feed plan.
+    let host_ids: Vec<u32> = feeds
         .iter()
+        .map(|feed| {
+            let next = hosts.len() as u32;
+            *hosts.entry(feed.host.as_str()).or_insert(next)
+        })
+        .collect();
+    type Extras = (Option<(f64, bool)>, (Option<f64>, Option<usize>));
+    let (mut models, (documents, (explore, shapes_chosen))): (
+        Vec<FeedModel>,
+        (Vec<_>, (Vec<_>, Vec<_>)),
+    ) = daily
+        .par_iter_mut()
+        .zip(feeds.par_iter())
         .enumerate()
-        .map(|(f, feed)| {
+        .map(|(f, (daily, feed))| -> (FeedModel, Extras) {
             let state = state_of(&feed.id).filter(|st| st.observed_since_ms.is_some());
             let n: f64 = counts[f].iter().sum();
-            let post_bins = std::mem::take(&mut daily[f]);
-            let factors = match watched.get(f) {
+            let post_bins = std::mem::take(daily);
+            let (factors, shape) = match watched.get(f) {
                 Some(days) if !days.is_empty() => {
                     let first = days[0].weekday;
                     // Days are consecutive from an absolute day whose weekday is `first`.
                     let chosen = weekly::choose(days, &|k| (k + first) / 7, &prior);
-                    decided.week_shapes[chosen.shape as usize] += 1;
-                    chosen.factors
+                    (chosen.factors, Some(chosen.shape as usize))
                 }
-                _ => [1.0; 7],
+                _ => ([1.0; 7], None),
             };
             let lo = min_level;
             // Few postings seen: a candidate for exploration, by its latest evidence.
@@ -283,33 +312,37 @@ pub fn learn<S: std::borrow::Borrow<FeedState>>(
             } else {
                 (post_bins, access)
             };
-            let next = hosts.len() as u32;
             let model = FeedModel {
                 weight: feed.weight,
                 post_bins,
                 access_bins: access,
                 min_level: lo,
                 max_level: max_level.max(lo),
-                host: Some(*hosts.entry(feed.host.as_str()).or_insert(next)),
+                host: Some(host_ids[f]),
             };
             // A model watched for less than a day does not know its busy hours yet: its
             // floor only covers its mean rate until then.
-            documents.push(state.filter(|st| st.doc_capacity >= 2).map(|st| {
+            let document = state.filter(|st| st.doc_capacity >= 2).map(|st| {
                 (
                     DOCUMENT_FILL * st.doc_capacity as f64,
                     st.observed_span_ms(now_ms) >= DAY_MS,
                 )
-            }));
-            if let Some(t) = explore {
-                candidates.push((f, t));
-            }
-            model
+            });
+            (model, (document, (explore, shape)))
         })
+        .unzip();
+    drop(host_ids);
+    for shape in shapes_chosen.into_iter().flatten() {
+        decided.week_shapes[shape] += 1;
+    }
+    let candidates: Vec<(usize, f64)> = explore
+        .into_iter()
+        .enumerate()
+        .filter_map(|(f, t)| Some((f, t?)))
         .collect();
     // Once a document's size is known: enough fetches, placed as the plan will place them,
     // that it does not overflow between two of them. Busy feeds solve a few schedules for
     // this, so it runs on every core.
-    use rayon::prelude::*;
     let raised: Vec<bool> = models
         .par_iter_mut()
         .zip(&documents)

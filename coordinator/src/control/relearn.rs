@@ -543,11 +543,11 @@ impl Replanner {
 
     /// Every feed's model under these settings ([`models`]), with the population's mixture
     /// of daily shapes kept between rounds.
-    pub fn models<S: std::borrow::Borrow<super::feedstate::FeedState>>(
+    pub fn models<S: std::borrow::Borrow<super::feedstate::FeedState> + Sync>(
         &mut self,
         feeds: &[FeedRecord],
         states: &HashMap<String, S>,
-        access_bins: &dyn Fn(&str) -> Vec<f32>,
+        access_bins: &(dyn Fn(&str) -> Vec<f32> + Sync),
         now_ms: i64,
     ) -> (Vec<FeedModel>, ModelCounts) {
         let (models, counts, population) = super::models::learn(

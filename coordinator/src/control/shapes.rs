@@ -188,8 +188,11 @@ impl Mixture {
         let first = order[rng.gen_range(0..order.len())];
         let mut shapes = vec![smooth(sample[first])];
         while shapes.len() < k {
+            // Each candidate's divergence on every core (collected in order: the draw
+            // below does not depend on the thread count); on one core this was most of a
+            // large plan's learning that did not scale.
             let gap: Vec<f64> = order
-                .iter()
+                .par_iter()
                 .map(|&i| {
                     let c = sample[i];
                     let own = smooth(c);
