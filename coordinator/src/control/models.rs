@@ -266,41 +266,26 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             *hosts.entry(feed.host.as_str()).or_insert(next)
         })
         .collect();
-    type Extras = (Option<(f64, bool)>, (Option<f64>, Option<usize>));
-    let (mut models, (documents, (explore, shapes_chosen))): (
-        Vec<FeedModel>,
-        (Vec<_>, (Vec<_>, Vec<_>)),
-    ) = daily
+    // Written straight into vectors of the population's length (`unzip_into_vecs`): a
+    // plain `unzip` gathers each core's part and copies them together, and a million
+    // models held twice were the learner's peak.
+    let (mut models, mut shapes_chosen) = (Vec::new(), Vec::new());
+    daily
         .par_iter_mut()
         .zip(feeds.par_iter())
         .enumerate()
-        .map(|(f, (daily, feed))| -> (FeedModel, Extras) {
-            let state = state_of(&feed.id).filter(|st| st.observed_since_ms.is_some());
-            let n: f64 = counts[f].iter().sum();
+        .map(|(f, (daily, feed))| -> (FeedModel, Option<u8>) {
             let post_bins = std::mem::take(daily);
             let (factors, shape) = match watched.get(f) {
                 Some(days) if !days.is_empty() => {
                     let first = days[0].weekday;
                     // Days are consecutive from an absolute day whose weekday is `first`.
                     let chosen = weekly::choose(days, &|k| (k + first) / 7, &prior);
-                    (chosen.factors, Some(chosen.shape as usize))
+                    (chosen.factors, Some(chosen.shape as u8))
                 }
                 _ => ([1.0; 7], None),
             };
             let lo = min_level;
-            // Few postings seen: a candidate for exploration, by its latest evidence.
-            let explore = match state {
-                Some(st) if (n as usize) < s.explore_min_postings => Some(
-                    st.postings_ms
-                        .back()
-                        .copied()
-                        .or(st.observed_since_ms)
-                        .unwrap_or(now_ms) as f64,
-                ),
-                Some(_) => None,
-                // Never watched: first in line.
-                None => (s.explore_min_postings > 0).then_some(now_ms as f64),
-            };
             let access = access_bins(&feed.id);
             let (post_bins, access) = if s.weekly {
                 let access = if access.len() == BINS {
@@ -320,6 +305,34 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
                 max_level: max_level.max(lo),
                 host: Some(host_ids[f]),
             };
+            (model, shape)
+        })
+        .unzip_into_vecs(&mut models, &mut shapes_chosen);
+    drop(host_ids);
+    for shape in shapes_chosen.into_iter().flatten() {
+        decided.week_shapes[shape as usize] += 1;
+    }
+    // Each feed's document and its claim to exploration, in a pass of their own.
+    let (mut documents, mut explore) = (Vec::new(), Vec::new());
+    feeds
+        .par_iter()
+        .enumerate()
+        .map(|(f, feed)| -> (Option<(f64, bool)>, Option<f64>) {
+            let state = state_of(&feed.id).filter(|st| st.observed_since_ms.is_some());
+            let n: f64 = counts[f].iter().sum();
+            // Few postings seen: a candidate for exploration, by its latest evidence.
+            let explore = match state {
+                Some(st) if (n as usize) < s.explore_min_postings => Some(
+                    st.postings_ms
+                        .back()
+                        .copied()
+                        .or(st.observed_since_ms)
+                        .unwrap_or(now_ms) as f64,
+                ),
+                Some(_) => None,
+                // Never watched: first in line.
+                None => (s.explore_min_postings > 0).then_some(now_ms as f64),
+            };
             // A model watched for less than a day does not know its busy hours yet: its
             // floor only covers its mean rate until then.
             let document = state.filter(|st| st.doc_capacity >= 2).map(|st| {
@@ -328,13 +341,9 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
                     st.observed_span_ms(now_ms) >= DAY_MS,
                 )
             });
-            (model, (document, (explore, shape)))
+            (document, explore)
         })
-        .unzip();
-    drop(host_ids);
-    for shape in shapes_chosen.into_iter().flatten() {
-        decided.week_shapes[shape] += 1;
-    }
+        .unzip_into_vecs(&mut documents, &mut explore);
     let candidates: Vec<(usize, f64)> = explore
         .into_iter()
         .enumerate()
