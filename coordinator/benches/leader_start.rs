@@ -283,7 +283,15 @@ async fn open(store: &Arc<EtcdBackend>) -> (Hub<EtcdBackend>, Duration) {
     let hub = Hub::open(store.clone(), SimClock::real(), hub_config())
         .await
         .expect("open");
-    (hub, t.elapsed())
+    let took = t.elapsed();
+    let phases: Vec<String> = hub
+        .open_times()
+        .phases()
+        .iter()
+        .map(|(name, d)| format!("{name} {:.2} s", d.as_secs_f64()))
+        .collect();
+    println!("  open by phase: {}", phases.join(", "));
+    (hub, took)
 }
 
 async fn db_size(endpoint: &str) -> i64 {

@@ -238,6 +238,10 @@ declare! {
     /// Gauge: 1 while a new leader serves the plan read from the store, before its first round.
     describe_gauge PLAN_FROM_STORE = "kairos_plan_from_store",
         "1 while this leader serves the plan read from the store, before its first round ends.";
+    /// Gauge `phase`: seconds the term's start spent in each phase of reading the store
+    /// (`registry`, `url_index`, `learned`, `plan`, `rest`, `total`).
+    describe_gauge LEADER_OPEN_SECONDS = "kairos_leader_open_seconds",
+        "Seconds this leader's start spent reading each part of the store before it served, by phase.";
     /// Counter `result`: writes of the plan to the store (ok, failed).
     describe_counter PLAN_SNAPSHOTS_TOTAL = "kairos_plan_snapshots_total",
         "Writes of the plan to the store (what a new leader serves at once), by result.";
@@ -366,6 +370,13 @@ pub fn gauge_bounded_feeds(n: usize) {
 pub fn gauge_registry(feeds: usize, users: usize) {
     gauge!(REGISTRY_FEEDS).set(feeds as f64);
     gauge!(REGISTRY_USERS).set(users as f64);
+}
+
+/// How long the term's start spent on each part of the store, by phase name.
+pub fn gauge_leader_open(phases: &[(&'static str, std::time::Duration)]) {
+    for (phase, took) in phases {
+        gauge!(LEADER_OPEN_SECONDS, "phase" => *phase).set(took.as_secs_f64());
+    }
 }
 
 /// Whether the plan in force is the one read from the store at the start of the term.

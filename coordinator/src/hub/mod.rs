@@ -36,6 +36,7 @@ mod figures;
 mod health;
 mod limits;
 mod members;
+pub mod open_times;
 mod pacing;
 mod quick;
 mod reports;
@@ -106,8 +107,12 @@ pub struct Hub<B> {
     started_on: Option<(usize, i64)>,
     /// Feeds registered when the term began (before its first round has planned them).
     registered_at_open: usize,
+    /// How long reading the store took at the term's start.
+    open_times: OpenTimes,
     cfg: HubConfig,
 }
+
+pub use open_times::OpenTimes;
 
 impl<B: KvBackend> Hub<B> {
     /// Loads the registry, access statistics and learned state from `store`, and starts
@@ -118,8 +123,15 @@ impl<B: KvBackend> Hub<B> {
             .map_err(|e| anyhow::anyhow!("planner settings: {e}"))?;
         let registry =
             Registry::new(store.clone()).with_private_allowed(cfg.private_allowed.clone());
+        let started = std::time::Instant::now();
+        let mut mark = started;
+        let mut lap = move || {
+            let now = std::time::Instant::now();
+            (now - std::mem::replace(&mut mark, now), now - started)
+        };
         let mut access = AccessStats::new(24, DAY_MS);
         let (users, feeds) = (registry.all_users().await?, registry.all_feeds().await?);
+        let registry_took = lap().0;
         for u in &users {
             access.set_user(&u.id, u.weight as f32);
         }
@@ -140,6 +152,7 @@ impl<B: KvBackend> Hub<B> {
                 "feeds share a URL with another registered feed and are fetched twice; remove one of each pair"
             );
         }
+        let url_index_took = lap().0;
         let mut learned = HashMap::new();
         let prefix = Key::Learned("").prefix()?;
         let mut after = None;
@@ -158,10 +171,14 @@ impl<B: KvBackend> Hub<B> {
                 }
             }
         }
+        let learned_took = lap().0;
         tracing::info!(
             feeds = feeds.len(),
             users = users.len(),
             learned = learned.len(),
+            registry_s = registry_took.as_secs_f64(),
+            url_index_s = url_index_took.as_secs_f64(),
+            learned_s = learned_took.as_secs_f64(),
             "state loaded"
         );
         let epoch = cfg.cluster.epoch.unwrap_or_else(|| {
@@ -200,6 +217,7 @@ impl<B: KvBackend> Hub<B> {
             .collect();
         // The last plan stored: workers get fetch times from it at once, while the first
         // round solves (a failover at 100k feeds would otherwise wait for the round).
+        let before_plan = lap().0;
         let stored = match stored_plan::load(store.as_ref(), &feeds).await {
             Ok(p) => p,
             Err(e) => {
@@ -207,6 +225,7 @@ impl<B: KvBackend> Hub<B> {
                 None
             }
         };
+        let plan_took = lap().0;
         let mut cluster = Cluster::new(cfg.cluster.clone(), epoch);
         let last_members = members::load(store.as_ref(), &mut cluster).await?;
         let (mut budget_per_day, mut first_sights, mut started_on) = (None, HashMap::new(), None);
@@ -228,6 +247,21 @@ impl<B: KvBackend> Hub<B> {
             cluster.set_feeds(specs);
         }
         m::gauge_plan_from_store(started_on.is_some());
+        let (rest, total) = lap();
+        let open_times = OpenTimes {
+            registry: registry_took,
+            url_index: url_index_took,
+            learned: learned_took,
+            plan: plan_took,
+            rest: before_plan + rest,
+            total,
+        };
+        m::gauge_leader_open(&open_times.phases());
+        tracing::info!(
+            total_s = total.as_secs_f64(),
+            plan_s = plan_took.as_secs_f64(),
+            "store read; the term can serve"
+        );
         let actor = Actor::spawn(State {
             cluster,
             feeds: learned,
@@ -262,9 +296,15 @@ impl<B: KvBackend> Hub<B> {
             access_since_ms,
             started_on,
             registered_at_open: feeds.len(),
+            open_times,
             clock,
             cfg,
         })
+    }
+
+    /// How long [`Self::open`] spent on each part of the store.
+    pub fn open_times(&self) -> OpenTimes {
+        self.open_times
     }
 
     /// The stored plan this term started serving (feeds in it, when it was written, Unix
