@@ -7,7 +7,11 @@
 use super::{check_url, decode, FeedRecord, Registry, RegistryError};
 use crate::store::keys::{BadId, Key};
 use crate::store::{KvBackend, Op};
+use futures_util::stream::{self, StreamExt};
 use xxhash_rust::xxh3::xxh3_64;
+
+/// Chunks of the URL index read at once when a hub opens.
+const READS_IN_FLIGHT: usize = 8;
 
 /// What [`Registry::index_urls`] found.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -59,12 +63,20 @@ impl<B: KvBackend> Registry<B> {
             .map(|f| (f.id.as_str(), f.url.as_str()))
             .collect();
         let mut first: std::collections::HashMap<&str, &str> = Default::default();
-        for chunk in feeds.chunks(1000) {
-            let keys = chunk
-                .iter()
-                .map(|f| url_key(&f.url))
-                .collect::<Result<Vec<_>, _>>()?;
-            let found = self.store.get_many(keys.clone()).await?;
+        // Several chunks' reads in flight, taken in order: one after another they were the
+        // largest part of a new leader's start at a million feeds (14 s of 37 on one etcd).
+        let mut chunks = stream::iter(feeds.chunks(1000))
+            .map(|chunk| async move {
+                let keys = chunk
+                    .iter()
+                    .map(|f| url_key(&f.url))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let found = self.store.get_many(keys.clone()).await?;
+                Ok::<_, RegistryError>((chunk, keys, found))
+            })
+            .buffered(READS_IN_FLIGHT);
+        while let Some(read) = chunks.next().await {
+            let (chunk, keys, found) = read?;
             let mut ops = Vec::new();
             for ((f, key), owner) in chunk.iter().zip(keys).zip(found) {
                 match first.entry(f.url.as_str()) {
