@@ -75,13 +75,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .zip(span_days.par_iter_mut())
         .zip(feeds.par_iter())
         .map(|(((c, e), span), feed)| {
-            let t = tally(
-                state_of(&feed.id)?,
-                window_start,
-                now_ms,
-                &w,
-                &mut [0.0; BINS],
-            )?;
+            let t = tally(state_of(&feed.id)?, window_start, now_ms, &w)?;
             (*c, *e, *span) = (t.counts, t.exposure, t.span_days);
             Some(t.n / t.span_days.max(1.0))
         })
@@ -214,9 +208,6 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     };
     let prior = weekly::pooled(&watched);
     let mut hosts: HashMap<&str, u32> = HashMap::new();
-    // The document floors and exploration candidates are kept beside the models, not in
-    // tuples with them: re-collecting a million tuples into models held both vectors at
-    // once at the learner's peak.
     // Each feed's hourly rates, on every core (a posterior per feed under the mixture),
     // moved into its model below: the evidence for its shape is its own hours, and its
     // host's other feeds' weighed as the chosen pseudo-postings.

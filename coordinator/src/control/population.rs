@@ -49,14 +49,12 @@ pub struct Tally {
 }
 
 /// A watched feed's postings and exposure in the window from `window_start`, each weighed
-/// by `w` (recency); its postings are added to `pooled` as they are counted (the round's
-/// pooled shape sums them in this order). `None` for a feed never watched.
+/// by `w` (recency). `None` for a feed never watched.
 pub fn tally(
     st: &FeedState,
     window_start: i64,
     now_ms: i64,
     w: &dyn Fn(i64) -> f64,
-    pooled: &mut [f64; BINS],
 ) -> Option<Tally> {
     let since = st.observed_since_ms?;
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
@@ -65,7 +63,6 @@ pub fn tally(
     for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
         let wt = w(t);
         counts[bin_of(t)] += wt;
-        pooled[bin_of(t)] += wt;
         n += wt;
     }
     for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
@@ -78,7 +75,6 @@ pub fn tally(
         let wt = w(to);
         for (b, e) in share.iter().enumerate() {
             counts[b] += wt * e / total;
-            pooled[b] += wt * e / total;
         }
         n += wt;
     }

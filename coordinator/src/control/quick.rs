@@ -127,8 +127,7 @@ pub fn update(
     let price = basis.prices.for_host(model.host)?;
     let window_start = now_ms - (pop.window_days * DAY_MS as f64) as i64;
     let w = |t: i64| recency::weight(now_ms - t, pop.half_life_days);
-    let mut pooled = [0.0f64; 24];
-    let t = tally(state, window_start, now_ms, &w, &mut pooled)?;
+    let t = tally(state, window_start, now_ms, &w)?;
     let hours = pop.hours(
         &t.counts,
         &t.exposure,
