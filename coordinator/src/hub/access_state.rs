@@ -3,8 +3,10 @@
 //! and the time collection began under `accesssince` (the histograms' exposure: without
 //! it a restarted coordinator would read two weeks of accesses as one day's).
 
+use super::actor::State;
 use super::Hub;
-use crate::access::{AccessStats, StoredAccess};
+use crate::access::{AccessCounts, AccessEvent, AccessStats, StoredAccess};
+use crate::metrics as m;
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op, StoreError};
 
@@ -96,7 +98,7 @@ impl<B: KvBackend> Hub<B> {
     /// Stores the histograms of users with accesses since the last call; returns how many.
     /// On failure they stay marked, for the next call.
     pub async fn persist_access(&self) -> Result<usize, StoreError> {
-        let dirty = self.actor.call(|s| s.access.take_dirty()).await;
+        let dirty = self.actor.ask(super::messages::TakeDirtyAccess).await;
         if dirty.is_empty() {
             return Ok(0);
         }
@@ -114,10 +116,39 @@ impl<B: KvBackend> Hub<B> {
             Ok(()) => Ok(dirty.len()),
             Err(e) => {
                 let users: Vec<String> = dirty.into_iter().map(|(u, _)| u).collect();
-                self.actor.call(move |s| s.access.mark_dirty(users)).await;
+                self.actor
+                    .ask(super::messages::MarkAccessDirty(users))
+                    .await;
                 Err(e)
             }
         }
+    }
+}
+
+/// Reader accesses remembered per user for the missed-postings measure.
+const ACCESSES_PER_USER: usize = 512;
+
+impl State {
+    /// Records the events that can be, remembering each user's latest accesses for the
+    /// missed-postings measure.
+    pub(super) fn record_access(&mut self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
+        let mut seen: Vec<(&str, i64)> = Vec::new();
+        let counts = self
+            .access
+            .record_each(events, now_ms, |e| seen.push((&e.user_id, e.unix_ms)));
+        m::record_access(&counts);
+        if !seen.is_empty() {
+            for (user, t) in &seen {
+                let q = self.recent_access.entry(user.to_string()).or_default();
+                q.push_back(*t);
+                if q.len() > ACCESSES_PER_USER {
+                    q.pop_front();
+                }
+            }
+            self.totals.accesses += seen.len() as u64;
+            metrics::counter!(m::ACCESSES_TOTAL).increment(seen.len() as u64);
+        }
+        counts
     }
 }
 

@@ -3,7 +3,8 @@
 //! host throttles and limits, and the running totals — and everything else reaches it by
 //! message through [`Actor`], a cloneable handle.
 //!
-//! A message is a job run on the owning task with exclusive access to [`State`], and its
+//! Every request is a named message with its reply type ([`Message`]; all of them are in
+//! [`super::messages`]), run on the owning task with exclusive access to [`State`]; its
 //! reply goes back on a oneshot channel. Jobs are synchronous and short: nothing in a job
 //! awaits, reads the store or solves. Store I/O happens in the caller, before (to gather
 //! what a job needs) or after (to make a job's result durable), and the solve runs on the
@@ -95,8 +96,16 @@ impl State {
     }
 }
 
-/// A message: what to run on the state, and where it comes from (the closure's type name,
-/// which names the hub method that sent it) for the slow-message log.
+/// A request the control plane serves: handled on its task with the [`State`] to itself,
+/// answered with `Reply`. Handlers are synchronous and short (see the module's notes).
+pub(super) trait Message: Send + 'static {
+    /// What the sender gets back.
+    type Reply: Send + 'static;
+    /// Runs the request on the state.
+    fn handle(self, state: &mut State) -> Self::Reply;
+}
+
+/// A queued message: its handler, boxed, and its name for the slow-message log.
 struct Job {
     run: Box<dyn FnOnce(&mut State) + Send>,
     from: &'static str,
@@ -143,13 +152,34 @@ impl Actor {
         Actor { tx }
     }
 
-    /// Runs `f` on the owning task and returns its result.
+    /// Sends `m` and waits for its reply.
     ///
     /// # Panics
-    /// If `f` panics (caught and logged on the owning task), the panic is raised again in
-    /// the caller, as a poisoned lock would have; the state stays usable for other callers.
-    pub async fn call<T: Send + 'static, F: FnOnce(&mut State) -> T + Send + 'static>(
+    /// If the handler panics (caught and logged on the owning task), the panic is raised
+    /// again in the caller, as a poisoned lock would have; the state stays usable for other
+    /// callers.
+    pub async fn ask<M: Message>(&self, m: M) -> M::Reply {
+        self.call(name_of::<M>(), move |s| m.handle(s)).await
+    }
+
+    /// Queues `m` without waiting for it to run (for results coming back from the blocking
+    /// pool, which must not block on a full queue).
+    pub fn tell<M: Message<Reply = ()>>(&self, m: M) {
+        self.post(name_of::<M>(), move |s| m.handle(s));
+    }
+
+    /// Runs `f` on the state, from a test (requests in the code are [`Message`]s).
+    #[cfg(test)]
+    pub async fn run_for_test<T: Send + 'static>(
         &self,
+        f: impl FnOnce(&mut State) -> T + Send + 'static,
+    ) -> T {
+        self.call("a test's look inside", f).await
+    }
+
+    async fn call<T: Send + 'static, F: FnOnce(&mut State) -> T + Send + 'static>(
+        &self,
+        from: &'static str,
         f: F,
     ) -> T {
         let (reply, answer) = oneshot::channel();
@@ -157,7 +187,7 @@ impl Actor {
             run: Box::new(move |s| {
                 let _ = reply.send(f(s));
             }),
-            from: std::any::type_name::<F>(),
+            from,
         };
         if self.tx.send(job).await.is_err() {
             // The task ends only when every handle is gone, and `self` is one.
@@ -169,13 +199,11 @@ impl Actor {
         }
     }
 
-    /// Queues `f` without waiting for it to run (for results coming back from the blocking
-    /// pool, which must not block on a full queue).
-    pub fn post<F: FnOnce(&mut State) + Send + 'static>(&self, f: F) {
+    fn post<F: FnOnce(&mut State) + Send + 'static>(&self, from: &'static str, f: F) {
         let tx = self.tx.clone();
         let job = Job {
             run: Box::new(f),
-            from: std::any::type_name::<F>(),
+            from,
         };
         match tx.try_send(job) {
             Ok(()) => {}
@@ -188,6 +216,12 @@ impl Actor {
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
+}
+
+/// A message's name for the log: its type's, without the module path.
+fn name_of<M>() -> &'static str {
+    let full = std::any::type_name::<M>();
+    full.rsplit("::").next().unwrap_or(full)
 }
 
 /// The text of a caught panic.
@@ -225,28 +259,51 @@ mod tests {
         }
     }
 
+    struct CountFetch;
+    impl Message for CountFetch {
+        type Reply = ();
+        fn handle(self, s: &mut State) {
+            s.totals.fetches += 1;
+        }
+    }
+
+    struct Counts;
+    impl Message for Counts {
+        type Reply = (u64, u64);
+        fn handle(self, s: &mut State) -> (u64, u64) {
+            (s.totals.fetches, s.totals.plans)
+        }
+    }
+
+    struct Buggy;
+    impl Message for Buggy {
+        type Reply = ();
+        fn handle(self, s: &mut State) {
+            s.totals.plans = 7;
+            panic!("a bug in one message")
+        }
+    }
+
     #[tokio::test]
     async fn messages_run_in_order_and_a_panicking_one_leaves_the_state_serving() {
         let a = Actor::spawn(state());
         for _ in 0..100 {
-            let b = a.clone();
-            b.post(|s| s.totals.fetches += 1);
+            a.clone().tell(CountFetch);
         }
-        assert_eq!(a.call(|s| s.totals.fetches).await, 100);
+        assert_eq!(a.ask(Counts).await.0, 100);
         let b = a.clone();
-        let failed = tokio::spawn(async move {
-            b.call(|s| {
-                s.totals.plans = 7;
-                panic!("a bug in one message")
-            })
-            .await
-        })
-        .await;
+        let failed = tokio::spawn(async move { b.ask(Buggy).await }).await;
         assert!(failed.is_err(), "the caller of the panicking message fails");
         assert_eq!(
-            a.call(|s| (s.totals.fetches, s.totals.plans)).await,
+            a.ask(Counts).await,
             (100, 7),
             "later messages are served on the same state"
         );
+    }
+
+    #[test]
+    fn a_message_is_logged_by_its_own_name() {
+        assert_eq!(name_of::<Buggy>(), "Buggy");
+        assert_eq!(name_of::<super::super::messages::Heartbeat>(), "Heartbeat");
     }
 }

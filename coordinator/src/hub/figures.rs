@@ -1,6 +1,8 @@
 //! What the live coordinator reports about itself: running totals, the last plan's
 //! figures, the stored planner settings and a feed's view for `InspectFeedPlan`.
 
+use super::actor::State;
+use crate::control::health::HealthPolicy;
 use crate::control::relearn::PlanOutcome;
 use crate::metrics as m;
 use crate::time::DAY_MS;
@@ -273,5 +275,61 @@ impl PlanFigures {
                 gauge!(m::PLAN_WEEK_SHAPE_FEEDS, "shape" => *name).set(n as f64);
             }
         }
+    }
+}
+
+impl State {
+    /// A feed's fetch health now.
+    pub(super) fn feed_health(&self, feed: &str, now_ms: i64, policy: &HealthPolicy) -> HealthView {
+        match self.feeds.get(feed) {
+            Some(st) => HealthView {
+                status: st
+                    .health
+                    .status(st.last_answered_ms.is_some(), now_ms, policy),
+                consecutive_failures: st.health.consecutive_failures,
+                last_error: st.health.last_error.clone(),
+                meta: st.meta.clone(),
+            },
+            None => HealthView {
+                status: "new",
+                ..HealthView::default()
+            },
+        }
+    }
+
+    /// A feed's learned model and plan in force, as InspectFeedPlan shows it.
+    pub(super) fn inspect(
+        &self,
+        feed: &str,
+        now_ms: i64,
+        policy: &HealthPolicy,
+    ) -> Option<FeedView> {
+        let spec = self.cluster.feeds().get(feed)?.clone();
+        let observed = self
+            .feeds
+            .get(feed)
+            .map(|st| st.observed_postings())
+            .unwrap_or(0);
+        let bounds = self.bounds.bounds.get(feed).cloned().unwrap_or_default();
+        let (model, plan) = self.model_of(feed)?;
+        let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
+        let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+        Some(FeedView {
+            posting_rate_per_hour: model.post_bins.iter().map(|&b| b as f64).collect(),
+            access_rate_per_hour: model.access_bins.iter().map(|&b| b as f64).collect(),
+            fetches_per_day: fetches,
+            expected_delay_seconds: if per_day > 0.0 && model.weight > 0.0 {
+                plan.expected_cost / model.weight / per_day
+            } else {
+                0.0
+            },
+            offsets_seconds: spec.offsets_seconds,
+            period_seconds: spec.period_seconds,
+            observed_postings: observed,
+            constraints: bounds.reasons,
+            max_fetches_per_day: bounds.max_per_day,
+            not_before_unix_ms: bounds.not_before_ms.unwrap_or(0),
+            status: self.feed_health(feed, now_ms, policy).status,
+        })
     }
 }

@@ -226,10 +226,9 @@ impl<B: KvBackend> Hub<B> {
     /// Clears a feed's failure state so the next replan plans it again.
     pub async fn resume_feed(&self, feed: &str) -> anyhow::Result<()> {
         let _writer = self.learned_writes.lock().await;
-        let id = feed.to_string();
         let current = self
             .actor
-            .call(move |s| s.feeds.get(&id).map(|st| FeedState::clone(st)))
+            .ask(super::messages::LearnedState(feed.to_string()))
             .await;
         let mut st = current.unwrap_or_default();
         st.health = Health {
@@ -242,10 +241,10 @@ impl<B: KvBackend> Hub<B> {
                 serde_json::to_vec(&st).expect("feed state serializes"),
             )])
             .await?;
-        let id = feed.to_string();
         self.actor
-            .call(move |s| {
-                s.feeds.insert(id, Arc::new(st));
+            .ask(super::messages::InstallLearned {
+                feed: feed.to_string(),
+                state: st,
             })
             .await;
         tracing::info!(feed, "feed resumed by an operator");

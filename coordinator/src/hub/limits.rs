@@ -1,6 +1,7 @@
 //! The hub's side of operators' per-host limits ([`crate::host_limits`]): stored, then
 //! held in memory for the next replan's host caps.
 
+use super::messages::{HostLimits, SetHostLimit};
 use super::Hub;
 use crate::store::KvBackend;
 
@@ -15,14 +16,22 @@ impl<B: KvBackend> Hub<B> {
         let out = crate::host_limits::set(self.store.as_ref(), host, max_fetches_per_day).await?;
         match &out {
             Some(l) => {
-                let (h, max) = (l.host.clone(), l.max_fetches_per_day);
-                self.actor.call(move |s| s.host_limits.insert(h, max)).await;
+                self.actor
+                    .ask(SetHostLimit {
+                        host: l.host.clone(),
+                        max_fetches_per_day: Some(l.max_fetches_per_day),
+                    })
+                    .await;
                 tracing::info!(host = %l.host, max_fetches_per_day = l.max_fetches_per_day, "host limit set");
             }
             None => {
                 let host = host.trim().to_ascii_lowercase();
-                let h = host.clone();
-                self.actor.call(move |s| s.host_limits.remove(&h)).await;
+                self.actor
+                    .ask(SetHostLimit {
+                        host: host.clone(),
+                        max_fetches_per_day: None,
+                    })
+                    .await;
                 tracing::info!(%host, "host limit cleared");
             }
         }
@@ -31,18 +40,7 @@ impl<B: KvBackend> Hub<B> {
 
     /// The operators' host limits in force, by host.
     pub async fn host_limits(&self) -> Vec<crate::host_limits::HostLimit> {
-        let mut out: Vec<_> = self
-            .actor
-            .call(|s| {
-                s.host_limits
-                    .iter()
-                    .map(|(h, &m)| crate::host_limits::HostLimit {
-                        host: h.clone(),
-                        max_fetches_per_day: m,
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .await;
+        let mut out = self.actor.ask(HostLimits).await;
         out.sort_by(|a, b| a.host.cmp(&b.host));
         out
     }

@@ -14,7 +14,6 @@ use super::Hub;
 use crate::control::cluster::{Cluster, Member};
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op};
-use std::time::Instant;
 
 /// Reads the last term's workers and holds their places in `cluster` for two worker leases.
 /// An unreadable record is skipped (said once): the hosts are then dealt as workers come.
@@ -48,7 +47,7 @@ impl<B: KvBackend> Hub<B> {
     /// since.
     pub(super) async fn save_members(&self) {
         let mut saved = self.members_saved.lock().await;
-        let now = self.actor.call(|s| s.cluster.members()).await;
+        let now = self.actor.ask(super::messages::Members).await;
         if *saved == now {
             return;
         }
@@ -64,16 +63,10 @@ impl<B: KvBackend> Hub<B> {
 
     /// Gives up on the last term's workers that have not come back in time.
     pub(super) async fn stop_awaiting(&self) {
-        let now = self.clock.now_ms();
+        let now_ms = self.clock.now_ms();
         let gone = self
             .actor
-            .call(move |s| {
-                let gone = s.cluster.stop_awaiting(Instant::now());
-                if !gone.is_empty() {
-                    s.deal_allowances(now);
-                }
-                gone
-            })
+            .ask(super::messages::StopAwaiting { now_ms })
             .await;
         if !gone.is_empty() {
             tracing::warn!(workers = ?gone, "workers of the last term did not register again within two worker leases; their hosts are dealt to the others");

@@ -3,7 +3,8 @@
 //! the access statistics and the totals, and the store I/O around it (registry, postings,
 //! learned state).
 //!
-//! Every call is a message to the actor and its reply; no lock guards the live state. The
+//! Every call is a named message to the actor and its reply (all of them, with their
+//! handlers, in [`messages`]); no lock guards the live state. The
 //! relearn + plan step runs on the blocking pool with the replanner moved out of the state
 //! and returns its result as a message, so Admin calls stay fast while a 100k-feed round
 //! solves (`benches/admin_latency.rs`). Report ingest writes the postings and the feeds'
@@ -24,9 +25,10 @@ use crate::time::DAY_MS;
 use actor::{Actor, Parked, State};
 use kairos_proto::v1 as pb;
 use kairos_runtime::clock::SimClock;
+use messages as msg;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod access_state;
 mod actor;
@@ -36,6 +38,7 @@ mod figures;
 mod health;
 mod limits;
 mod members;
+mod messages;
 pub mod open_times;
 mod pacing;
 mod quick;
@@ -45,9 +48,6 @@ pub mod stored_plan;
 pub use crate::settings::SettingsRecord;
 use crate::settings::{SettingsError, SettingsPatch};
 pub use figures::{FeedView, HealthView, PlanFigures, Totals};
-
-/// Reader accesses remembered per user for the missed-postings measure.
-const ACCESSES_PER_USER: usize = 512;
 
 /// Settings of the live coordinator.
 #[derive(Clone, Debug)]
@@ -318,7 +318,7 @@ impl<B: KvBackend> Hub<B> {
     /// started without one).
     pub async fn serving_stored_plan(&self) -> Option<(usize, i64)> {
         let started_on = self.started_on?;
-        let plans = self.actor.call(|s| s.totals.plans).await;
+        let plans = self.actor.ask(msg::PlansMade).await;
         (plans == 0).then_some(started_on)
     }
 
@@ -346,19 +346,17 @@ impl<B: KvBackend> Hub<B> {
 
     /// A copy of the running totals.
     pub async fn totals(&self) -> Totals {
-        self.actor.call(|s| s.totals.clone()).await
+        self.actor.ask(msg::GetTotals).await
     }
 
     /// The planner settings in force.
     pub async fn settings(&self) -> PlannerSettings {
-        self.actor.call(|s| s.settings.1.clone()).await
+        self.actor.ask(msg::GetSettings).await
     }
 
     /// The planner settings in force and the feeds in the current plan, in one message.
     pub async fn settings_and_feeds_planned(&self) -> (PlannerSettings, usize) {
-        self.actor
-            .call(|s| (s.settings.1.clone(), s.cluster.feeds().len()))
-            .await
+        self.actor.ask(msg::SettingsAndFeedsPlanned).await
     }
 
     /// Applies `patch` to the settings in force, validates, stores and installs the
@@ -394,50 +392,18 @@ impl<B: KvBackend> Hub<B> {
             .batch(vec![Op::Put(key, value)])
             .await
             .map_err(|e| unavailable(&e))?;
-        let installed = next.clone();
-        self.actor
-            .call(move |s| s.settings = (s.settings.0 + 1, installed))
-            .await;
+        self.actor.ask(msg::InstallSettings(next.clone())).await;
         tracing::info!(settings = ?SettingsRecord::of(&next), "planner settings updated");
         Ok(next)
     }
 
     /// A feed's learned model and plan from the last round.
     pub async fn inspect(&self, feed: &str) -> Option<FeedView> {
-        let (feed, now, policy) = (
-            feed.to_string(),
-            self.clock.now_ms(),
-            self.cfg.health.clone(),
-        );
         self.actor
-            .call(move |s| {
-                let spec = s.cluster.feeds().get(&feed)?.clone();
-                let observed = s
-                    .feeds
-                    .get(&feed)
-                    .map(|st| st.observed_postings())
-                    .unwrap_or(0);
-                let bounds = s.bounds.bounds.get(&feed).cloned().unwrap_or_default();
-                let (model, plan) = s.model_of(&feed)?;
-                let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
-                let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
-                Some(FeedView {
-                    posting_rate_per_hour: model.post_bins.iter().map(|&b| b as f64).collect(),
-                    access_rate_per_hour: model.access_bins.iter().map(|&b| b as f64).collect(),
-                    fetches_per_day: fetches,
-                    expected_delay_seconds: if per_day > 0.0 && model.weight > 0.0 {
-                        plan.expected_cost / model.weight / per_day
-                    } else {
-                        0.0
-                    },
-                    offsets_seconds: spec.offsets_seconds,
-                    period_seconds: spec.period_seconds,
-                    observed_postings: observed,
-                    constraints: bounds.reasons,
-                    max_fetches_per_day: bounds.max_per_day,
-                    not_before_unix_ms: bounds.not_before_ms.unwrap_or(0),
-                    status: s.feed_health(&feed, now, &policy).status,
-                })
+            .ask(msg::Inspect {
+                feed: feed.to_string(),
+                now_ms: self.clock.now_ms(),
+                policy: self.cfg.health.clone(),
             })
             .await
     }
@@ -452,63 +418,46 @@ impl<B: KvBackend> Hub<B> {
 
     /// The fetch health of each of `feeds`, in order, in one message.
     pub async fn feed_health_many(&self, feeds: Vec<String>) -> Vec<HealthView> {
-        let (now, policy) = (self.clock.now_ms(), self.cfg.health.clone());
         self.actor
-            .call(move |s| {
-                feeds
-                    .iter()
-                    .map(|f| s.feed_health(f, now, &policy))
-                    .collect()
+            .ask(msg::FeedHealth {
+                feeds,
+                now_ms: self.clock.now_ms(),
+                policy: self.cfg.health.clone(),
             })
             .await
     }
 
     /// Subscriptions known at the last replan.
     pub async fn subscriptions(&self) -> usize {
-        self.actor
-            .call(|s| s.subscribers.values().map(Vec::len).sum())
-            .await
+        self.actor.ask(msg::Subscriptions).await
     }
 
     /// Feeds in the current plan.
     pub async fn feeds_planned(&self) -> usize {
-        self.actor.call(|s| s.cluster.feeds().len()).await
+        self.actor.ask(msg::FeedsPlanned).await
     }
 
     /// Live worker sessions.
     pub async fn workers(&self) -> Vec<WorkerInfo> {
-        self.actor.call(|s| s.cluster.workers()).await
+        self.actor.ask(msg::Workers).await
     }
 
     /// The planned fetch times of a feed, if it is planned.
     pub async fn feed_spec(&self, feed: &str) -> Option<FeedSpec> {
-        let feed = feed.to_string();
-        self.actor
-            .call(move |s| s.cluster.feeds().get(&feed).cloned())
-            .await
+        let mut one = self.feed_specs(vec![feed.to_string()]).await;
+        one.pop().flatten()
     }
 
     /// The planned fetch times of each of `feeds`, in order, in one message.
     pub async fn feed_specs(&self, feeds: Vec<String>) -> Vec<Option<FeedSpec>> {
-        self.actor
-            .call(move |s| {
-                feeds
-                    .iter()
-                    .map(|f| s.cluster.feeds().get(f).cloned())
-                    .collect()
-            })
-            .await
+        self.actor.ask(msg::FeedSpecs(feeds)).await
     }
 
     /// The daily allowance dealt to worker session `worker`, as its assignment carries it.
     pub async fn allowance(&self, worker: &str) -> Option<kairos_runtime::allowance::Allowance> {
-        let worker = worker.to_string();
         self.actor
-            .call(move |s| {
-                s.cluster
-                    .subscribe(&worker)
-                    .ok()
-                    .and_then(|rx| rx.borrow().allowance)
+            .ask(msg::Allowance {
+                session: worker.to_string(),
             })
             .await
     }
@@ -518,48 +467,28 @@ impl<B: KvBackend> Hub<B> {
     /// postings a day they were seen to publish in all (over each feed's watched span in the learning window, at least a
     /// day): what the store's retention window must hold.
     pub async fn posting_volume(&self) -> (usize, f64) {
-        let now = self.clock.now_ms();
-        let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
-        let registered = self.registered_at_open;
         self.actor
-            .call(move |s| {
-                let per_day = s
-                    .feeds
-                    .values()
-                    .map(|st| {
-                        let since = st.observed_since_ms.unwrap_or(now).max(now - window_ms);
-                        let days = ((now - since) as f64 / DAY_MS as f64).max(1.0);
-                        (st.postings_ms.len() + st.spread_ms.len()) as f64 / days
-                    })
-                    .sum();
-                let feeds = s.cluster.feeds().len().max(s.feeds.len());
-                (feeds.max(registered), per_day)
+            .ask(msg::PostingVolume {
+                now_ms: self.clock.now_ms(),
+                window_ms: (self.cfg.planner.window_days * DAY_MS as f64) as i64,
+                registered_at_open: self.registered_at_open,
             })
             .await
     }
 
     /// A copy of a feed's learned state.
     pub async fn feed_state(&self, feed: &str) -> Option<FeedState> {
-        let feed = feed.to_string();
-        self.actor
-            .call(move |s| s.feeds.get(&feed).map(|st| FeedState::clone(st)))
-            .await
+        self.actor.ask(msg::LearnedState(feed.to_string())).await
     }
 
     /// Opens a worker session; returns (id, epoch).
     pub async fn register(&self, name: &str, capacity: f64) -> Result<(String, u64), ClusterError> {
-        let name = name.to_string();
-        let now = self.clock.now_ms();
         let registered = self
             .actor
-            .call(move |s| {
-                let before = s.cluster.moves_total();
-                let id = s.cluster.register(&name, capacity, Instant::now())?;
-                s.deal_allowances(now);
-                let c = &s.cluster;
-                m::record_membership(c.workers().len(), c.moves_total() - before);
-                tracing::info!(worker = %id, capacity, "worker registered");
-                Ok((id, c.epoch()))
+            .ask(msg::RegisterWorker {
+                name: name.to_string(),
+                capacity,
+                now_ms: self.clock.now_ms(),
             })
             .await;
         if registered.is_ok() {
@@ -592,30 +521,10 @@ impl<B: KvBackend> Hub<B> {
         id: &str,
         observed: crate::control::cluster::Observed,
     ) -> Result<(u64, u64), ClusterError> {
-        let id = id.to_string();
         self.actor
-            .call(move |s| {
-                let c = &mut s.cluster;
-                let v = c.heartbeat(&id, observed, Instant::now())?;
-                let workers = c.workers();
-                let total: u64 = workers.iter().map(|w| w.report_backlog).sum();
-                metrics::gauge!(m::REPORT_BACKLOG).set(total as f64);
-                let in_flight: u64 = workers.iter().map(|w| w.in_flight as u64).sum();
-                metrics::gauge!(m::WORKER_FETCHES_IN_FLIGHT).set(in_flight as f64);
-                // Sessions whose applied assignment trails the desired one.
-                let behind = workers
-                    .iter()
-                    .filter(|w| w.applied_version < w.version)
-                    .count();
-                metrics::gauge!(m::WORKERS_BEHIND).set(behind as f64);
-                let offset = workers
-                    .iter()
-                    .filter_map(|w| w.clock_offset_ms)
-                    .map(i64::unsigned_abs)
-                    .max()
-                    .unwrap_or(0);
-                metrics::gauge!(m::WORKER_CLOCK_OFFSET).set(offset as f64 / 1000.0);
-                Ok((c.epoch(), v))
+            .ask(msg::Heartbeat {
+                session: id.to_string(),
+                observed,
             })
             .await
     }
@@ -625,39 +534,24 @@ impl<B: KvBackend> Hub<B> {
         &self,
         id: &str,
     ) -> Result<(u64, tokio::sync::watch::Receiver<Desired>), ClusterError> {
-        let id = id.to_string();
         self.actor
-            .call(move |s| Ok((s.cluster.epoch(), s.cluster.subscribe(&id)?)))
+            .ask(msg::Subscribe {
+                session: id.to_string(),
+            })
             .await
     }
 
     /// Assignments as sent: each spec plus its feed's validators and recent item ids, in
     /// one message for the whole list.
     pub async fn assignments(&self, specs: Vec<FeedSpec>) -> Vec<pb::FeedAssignment> {
-        self.actor
-            .call(move |s| {
-                specs
-                    .into_iter()
-                    .map(|spec| {
-                        let st = s.feeds.get(&spec.id).map(|a| &**a);
-                        assignment(spec, st)
-                    })
-                    .collect()
-            })
-            .await
+        self.actor.ask(msg::Assignments(specs)).await
     }
 
     /// Exports the next hour's planned fetches against the workers' declared capacity (the
     /// autoscaler's signal) and returns it.
     pub async fn record_capacity(&self) -> crate::control::capacity::Demand {
-        let now = self.clock.now_ms();
-        let d = self
-            .actor
-            .call(move |s| {
-                let capacity: f64 = s.cluster.workers().iter().map(|w| w.capacity).sum();
-                crate::control::capacity::next_hour(s.cluster.feeds().values(), now, capacity)
-            })
-            .await;
+        let now_ms = self.clock.now_ms();
+        let d = self.actor.ask(msg::NextHourDemand { now_ms }).await;
         metrics::gauge!(m::PLAN_FETCHES_NEXT_HOUR).set(d.fetches_next_hour as f64);
         metrics::gauge!(m::PLAN_FETCH_RATE_NEXT_HOUR).set(d.fetches_per_second);
         metrics::gauge!(m::WORKERS_CAPACITY).set(d.capacity_per_second);
@@ -667,19 +561,8 @@ impl<B: KvBackend> Hub<B> {
 
     /// Drops sessions whose lease ran out (their hosts move to the others).
     pub async fn expire_leases(&self) {
-        let now = self.clock.now_ms();
-        self.actor
-            .call(move |s| {
-                let before = s.cluster.moves_total();
-                let gone = s.cluster.expire(Instant::now());
-                if !gone.is_empty() {
-                    s.deal_allowances(now);
-                    let c = &s.cluster;
-                    tracing::warn!(workers = ?gone, "worker leases expired; hosts reassigned");
-                    m::record_membership(c.workers().len(), c.moves_total() - before);
-                }
-            })
-            .await;
+        let now_ms = self.clock.now_ms();
+        self.actor.ask(msg::ExpireLeases { now_ms }).await;
         self.stop_awaiting().await;
         self.save_members().await;
     }
@@ -688,10 +571,8 @@ impl<B: KvBackend> Hub<B> {
     /// skipping and counting the ones that cannot be, and charges the missed-postings
     /// measure later, when the postings are discovered.
     pub async fn record_access(&self, events: Vec<AccessEvent>) -> AccessCounts {
-        let now = self.clock.now_ms();
-        self.actor
-            .call(move |s| s.record_access(&events, now))
-            .await
+        let now_ms = self.clock.now_ms();
+        self.actor.ask(msg::RecordAccess { events, now_ms }).await
     }
 
     /// Records every event of `events` or, when any of them cannot be recorded (unknown
@@ -701,15 +582,9 @@ impl<B: KvBackend> Hub<B> {
         &self,
         events: Vec<AccessEvent>,
     ) -> Result<AccessCounts, AccessCounts> {
-        let now = self.clock.now_ms();
+        let now_ms = self.clock.now_ms();
         self.actor
-            .call(move |s| {
-                let c = s.access.check(&events, now);
-                if c.accepted as usize != events.len() {
-                    return Err(c);
-                }
-                Ok(s.record_access(&events, now))
-            })
+            .ask(msg::RecordAccessAllOrNone { events, now_ms })
             .await
     }
 
@@ -721,8 +596,7 @@ impl<B: KvBackend> Hub<B> {
         weight: f64,
     ) -> Result<FeedRecord, RegistryError> {
         let added = self.registry.add_feed(id, url, weight).await?;
-        let id = added.id.clone();
-        self.actor.call(move |s| s.access.set_feed(&id)).await;
+        self.actor.ask(msg::FeedAdded(added.id.clone())).await;
         metrics::gauge!(m::REGISTRY_FEEDS).increment(1.0);
         Ok(added)
     }
@@ -730,8 +604,7 @@ impl<B: KvBackend> Hub<B> {
     /// Removes a feed (and from the access statistics).
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
         self.registry.remove_feed(id).await?;
-        let id = id.to_string();
-        self.actor.call(move |s| s.access.remove_feed(&id)).await;
+        self.actor.ask(msg::FeedRemoved(id.to_string())).await;
         metrics::gauge!(m::REGISTRY_FEEDS).decrement(1.0);
         Ok(())
     }
@@ -739,8 +612,12 @@ impl<B: KvBackend> Hub<B> {
     /// Registers a user (and in the access statistics).
     pub async fn add_user(&self, id: &str, weight: f64) -> Result<UserRecord, RegistryError> {
         let added = self.registry.add_user(id, weight).await?;
-        let (id, w) = (added.id.clone(), added.weight as f32);
-        self.actor.call(move |s| s.access.set_user(&id, w)).await;
+        self.actor
+            .ask(msg::UserAdded {
+                id: added.id.clone(),
+                weight: added.weight as f32,
+            })
+            .await;
         metrics::gauge!(m::REGISTRY_USERS).increment(1.0);
         Ok(added)
     }
@@ -748,8 +625,7 @@ impl<B: KvBackend> Hub<B> {
     /// Removes a user (and from the access statistics).
     pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
         self.registry.remove_user(id).await?;
-        let id = id.to_string();
-        self.actor.call(move |s| s.access.remove_user(&id)).await;
+        self.actor.ask(msg::UserRemoved(id.to_string())).await;
         metrics::gauge!(m::REGISTRY_USERS).decrement(1.0);
         Ok(())
     }
@@ -762,9 +638,8 @@ impl<B: KvBackend> Hub<B> {
         user: Option<&str>,
     ) -> Result<OpmlImport, RegistryError> {
         let got = self.registry.import_opml(opml, user).await?;
-        let added = got.added_ids.clone();
         self.actor
-            .call(move |s| added.iter().for_each(|f| s.access.set_feed(f)))
+            .ask(msg::FeedsImported(got.added_ids.clone()))
             .await;
         metrics::gauge!(m::REGISTRY_FEEDS).increment(got.added_ids.len() as f64);
         Ok(got)
@@ -776,7 +651,7 @@ impl<B: KvBackend> Hub<B> {
         &self,
         f: impl FnOnce(&mut State) -> T + Send + 'static,
     ) -> T {
-        self.actor.call(f).await
+        self.actor.run_for_test(f).await
     }
 }
 
@@ -798,48 +673,6 @@ fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
         first_fetch_unix_ms: spec.first_fetch_unix_ms,
         skip_hours_mask: spec.skip_hours,
         skip_days_mask: spec.skip_days,
-    }
-}
-
-impl State {
-    /// A feed's fetch health now.
-    fn feed_health(&self, feed: &str, now_ms: i64, policy: &HealthPolicy) -> HealthView {
-        match self.feeds.get(feed) {
-            Some(st) => HealthView {
-                status: st
-                    .health
-                    .status(st.last_answered_ms.is_some(), now_ms, policy),
-                consecutive_failures: st.health.consecutive_failures,
-                last_error: st.health.last_error.clone(),
-                meta: st.meta.clone(),
-            },
-            None => HealthView {
-                status: "new",
-                ..HealthView::default()
-            },
-        }
-    }
-
-    /// Records the events that can be, remembering each user's latest accesses for the
-    /// missed-postings measure.
-    fn record_access(&mut self, events: &[AccessEvent], now_ms: i64) -> AccessCounts {
-        let mut seen: Vec<(&str, i64)> = Vec::new();
-        let counts = self
-            .access
-            .record_each(events, now_ms, |e| seen.push((&e.user_id, e.unix_ms)));
-        m::record_access(&counts);
-        if !seen.is_empty() {
-            for (user, t) in &seen {
-                let q = self.recent_access.entry(user.to_string()).or_default();
-                q.push_back(*t);
-                if q.len() > ACCESSES_PER_USER {
-                    q.pop_front();
-                }
-            }
-            self.totals.accesses += seen.len() as u64;
-            metrics::counter!(m::ACCESSES_TOTAL).increment(seen.len() as u64);
-        }
-        counts
     }
 }
 

@@ -64,7 +64,7 @@ pub(super) struct Found {
 }
 
 /// One feed to re-solve.
-struct Job {
+pub(super) struct Job {
     feed: String,
     model: FeedModel,
     plan: FeedPlan,
@@ -81,7 +81,7 @@ impl State {
     }
 
     /// The fetches of `found` that surprised their feed's model, ready to re-solve.
-    fn surprises(&self, found: Vec<Found>) -> Option<(Arc<Basis>, Vec<Job>)> {
+    pub(super) fn surprises(&self, found: Vec<Found>) -> Option<(Arc<Basis>, Vec<Job>)> {
         let basis = self.quick.basis.clone()?;
         let mut jobs: Vec<Job> = Vec::new();
         for f in found {
@@ -110,7 +110,7 @@ impl State {
     /// Installs updates made at `now_ms`: those that fetch the feed before the next round
     /// is expected (later, the round re-plans it in time, with the budget balanced), and
     /// raises only while their share of the budget lasts.
-    fn apply_quick(&mut self, updates: Vec<(String, Update)>, now_ms: i64) {
+    pub(super) fn apply_quick(&mut self, updates: Vec<(String, Update)>, now_ms: i64) {
         let room = quick::QUICK_SHARE * self.budget_per_day.unwrap_or(0.0);
         let next_round = self.quick.next_round_ms();
         let mut times = Vec::with_capacity(updates.len());
@@ -209,7 +209,7 @@ impl<B: KvBackend> Hub<B> {
         if found.is_empty() || !self.cfg.planner.quick_updates {
             return;
         }
-        let Some((basis, jobs)) = self.actor.call(move |s| s.surprises(found)).await else {
+        let Some((basis, jobs)) = self.actor.ask(super::messages::Surprises(found)).await else {
             return;
         };
         let now = self.clock.now_ms();
@@ -224,7 +224,12 @@ impl<B: KvBackend> Hub<B> {
         .await;
         match solved {
             Ok(updates) if !updates.is_empty() => {
-                self.actor.call(move |s| s.apply_quick(updates, now)).await;
+                self.actor
+                    .ask(super::messages::ApplyQuick {
+                        updates,
+                        now_ms: now,
+                    })
+                    .await;
             }
             Ok(_) => {}
             // A panic in one feed's solve: the round will plan it.

@@ -6,6 +6,7 @@
 
 use super::actor::State;
 use super::figures::outcome_label;
+use super::messages as msg;
 use super::{checks, health, Hub, DAY_MS};
 use crate::access::AccessEvent;
 use crate::control::feedstate::{FeedState, FetchObservation};
@@ -25,7 +26,7 @@ pub(super) struct Accepted {
 }
 
 /// What one accepted report changed, once durable.
-struct Learned {
+pub(super) struct Learned {
     feed: String,
     state: Arc<FeedState>,
     delays_ms: Vec<i64>,
@@ -41,10 +42,13 @@ impl<B: KvBackend> Hub<B> {
         msgs: Vec<pb::ReportMessage>,
     ) -> Result<pb::ReportAck, IngestError> {
         let now = self.clock.now_ms();
-        let who = worker.to_string();
         let (ack, accepted) = self
             .actor
-            .call(move |s| s.check_reports(&who, msgs, now))
+            .ask(msg::CheckReports {
+                session: worker.to_string(),
+                msgs,
+                now_ms: now,
+            })
             .await;
         if accepted.is_empty() {
             return Ok(ack);
@@ -53,14 +57,7 @@ impl<B: KvBackend> Hub<B> {
         let mut ids: Vec<String> = accepted.iter().map(|a| a.report.feed_id.clone()).collect();
         ids.sort();
         ids.dedup();
-        let base: HashMap<String, Arc<FeedState>> = self
-            .actor
-            .call(move |s| {
-                ids.into_iter()
-                    .filter_map(|f| s.feeds.get(&f).map(|st| (f, st.clone())))
-                    .collect()
-            })
-            .await;
+        let base = self.actor.ask(msg::LearnedStates(ids)).await;
         let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
         let refs: Vec<(&str, &[PostingRecord])> = accepted
             .iter()
@@ -162,10 +159,15 @@ impl<B: KvBackend> Hub<B> {
         if !same_slot.is_empty() {
             tracing::debug!(worker, slots = ?same_slot, "planned slots fetched by a second worker");
         }
-        let name = crate::control::cluster::name_of(worker).to_string();
         let moves = self
             .actor
-            .call(move |s| s.install_reports(&name, accepted, learned, counts, same_slot.len()))
+            .ask(msg::InstallReports {
+                worker_name: crate::control::cluster::name_of(worker).to_string(),
+                accepted,
+                learned,
+                counts,
+                same_slot: same_slot.len(),
+            })
             .await;
         drop(_writer);
         for (feed, to) in moves {
@@ -179,7 +181,7 @@ impl<B: KvBackend> Hub<B> {
 impl State {
     /// Checks each message of a batch: fetch reports must be in range and from the feed's
     /// owner; relayed accesses are recorded here and now.
-    fn check_reports(
+    pub(super) fn check_reports(
         &mut self,
         worker: &str,
         msgs: Vec<pb::ReportMessage>,
@@ -263,7 +265,7 @@ impl State {
 
     /// Installs the learned state of durable reports and moves the measures; returns the
     /// permanent redirects to follow in the registry.
-    fn install_reports(
+    pub(super) fn install_reports(
         &mut self,
         worker_name: &str,
         accepted: Vec<Accepted>,

@@ -11,6 +11,7 @@ use super::figures::warn_unspent;
 #[cfg(test)]
 use super::figures::Ledger;
 use super::health::FeedBounds;
+use super::messages as msg;
 use super::{allowances, health, pacing, Hub, PlanFigures, PlanView};
 use crate::control::cluster::Prepared;
 use crate::control::readers;
@@ -62,7 +63,7 @@ fn guarded<T>(
 
 /// What the blocking task hands back besides the replanner: the plan, decorated, with
 /// everything its installation needs prepared, so installing it is a few pointer moves.
-struct Solved {
+pub(super) struct Solved {
     /// The round's time, Unix ms.
     now: i64,
     /// Fetches a day the plan was made for.
@@ -117,39 +118,45 @@ impl<B: KvBackend> Hub<B> {
         // Out of the state only while a round solves: a round whose caller went away may
         // still be solving, and its result message puts the replanner back.
         let parked = loop {
-            if let Some(p) = self.actor.call(|s| s.replanner.take()).await {
+            if let Some(p) = self.actor.ask(msg::TakeReplanner).await {
                 break p;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         // Everything the solve reads, taken in one short message: the states are shared by
         // pointer, the cluster's owners likewise, throttles and limits are small.
-        let (states, (generation, settings), (throttles, limits), shard, old_subs, ledger, given) =
-            self.actor
-                .call(move |s| {
-                    (
-                        s.feeds.clone(),
-                        s.settings.clone(),
-                        s.throttles_for_round(now),
-                        s.cluster.shard_view(),
-                        // Freed here, not on the actor.
-                        std::mem::replace(&mut s.subscribers, subs),
-                        (s.totals.ledger, s.totals.worker_counts_today(now)),
-                        (s.first_sights.clone(), s.paced_day),
-                    )
-                })
-                .await;
-        let (ledger, counted) = ledger;
-        drop(old_subs);
+        let msg::Inputs {
+            states,
+            settings: (generation, settings),
+            throttles,
+            limits,
+            shard,
+            old_subscribers,
+            ledger,
+            counted,
+            first_sights,
+            paced_day,
+        } = self
+            .actor
+            .ask(msg::RoundInputs {
+                now_ms: now,
+                subscribers: subs,
+            })
+            .await;
+        // Freed here, not on the actor.
+        drop(old_subscribers);
         let feeds = Arc::new(feeds);
         let users = Arc::new(users);
         let mut observed = HashMap::with_capacity(feeds.len());
         for start in (0..feeds.len()).step_by(ACCESS_CHUNK) {
-            let (feeds, users) = (feeds.clone(), users.clone());
             let end = (start + ACCESS_CHUNK).min(feeds.len());
             observed.extend(
                 self.actor
-                    .call(move |s| s.feed_access(&feeds[start..end], &users))
+                    .ask(msg::FeedAccess {
+                        feeds: feeds.clone(),
+                        range: start..end,
+                        users: users.clone(),
+                    })
                     .await,
             );
         }
@@ -203,7 +210,15 @@ impl<B: KvBackend> Hub<B> {
                 // day, holding the minimums back left days 0–2 at 0.72–0.78 of their budget
                 // and realized 784.5 min on days 14–55; without it, every day within 2% and
                 // 761.6 min).
-                let paced = pacing::pace(now, per_day, 0.0, &ledger, &pending, &given.0, given.1);
+                let paced = pacing::pace(
+                    now,
+                    per_day,
+                    0.0,
+                    &ledger,
+                    &pending,
+                    &first_sights,
+                    paced_day,
+                );
                 r.set_budget_share(paced.share);
                 let mut outcome = r.plan_with_caps(&feeds, models, caps)?;
                 for (id, spec) in outcome.specs.iter_mut() {
@@ -242,17 +257,17 @@ impl<B: KvBackend> Hub<B> {
             });
             // The result comes back as a message, whether or not the caller still waits:
             // the replanner returns to the state and a plan solved is installed.
-            actor.post(move |s| {
-                s.replanner = Some(Parked {
+            actor.tell(msg::RoundSolved {
+                parked: Parked {
                     generation,
                     replanner,
-                });
-                let result = match out {
-                    Ok(Ok(solved)) => Ok(s.install_plan(solved)),
-                    Ok(Err(e)) => Err(anyhow::anyhow!("planning failed: {e}")),
-                    Err(e) => Err(anyhow::anyhow!("planning failed: {e}")),
-                };
-                let _ = reply.send(result);
+                },
+                solved: match out {
+                    Ok(Ok(solved)) => Ok(solved),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(e) => Err(e),
+                },
+                reply,
             });
         });
         answer.await.map_err(|_| {
@@ -450,7 +465,7 @@ impl<B: KvBackend> Hub<B> {
 impl State {
     /// The weighted access histograms of each feed's subscribers (at the last round), by
     /// feed.
-    fn feed_access(
+    pub(super) fn feed_access(
         &self,
         feeds: &[FeedRecord],
         users: &HashMap<String, f64>,
@@ -484,7 +499,7 @@ impl State {
     /// Installs a solved plan: its view and bounds for inspection, the figures, the fetch
     /// times handed to the cluster. What it replaces is freed on the blocking pool (freeing
     /// 100k specs and models would hold up every other message).
-    fn install_plan(&mut self, solved: Solved) -> PlanOutcome {
+    pub(super) fn install_plan(&mut self, solved: Solved) -> PlanOutcome {
         let Solved {
             now,
             per_day,

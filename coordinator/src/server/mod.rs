@@ -66,6 +66,8 @@ pub struct Running<B> {
     stop: tokio::sync::watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
     loops: tokio::task::JoinHandle<()>,
+    /// The certificate, token-file and store watchers: they end on the stop signal.
+    watchers: Vec<tokio::task::JoinHandle<()>>,
     metrics: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -82,6 +84,9 @@ impl<B: KvBackend> Running<B> {
             }
         }
         let _ = self.loops.await;
+        for w in self.watchers {
+            let _ = w.await;
+        }
         if let Some(m) = self.metrics {
             m.abort();
         }
@@ -122,9 +127,13 @@ impl<B: KvBackend> Running<B> {
                 }
             }
         }
-        tokio::time::timeout_at(deadline + limit, self.loops)
-            .await
-            .is_ok()
+        let stopped = tokio::time::timeout_at(deadline + limit, async {
+            let _ = self.loops.await;
+            for w in self.watchers {
+                let _ = w.await;
+            }
+        });
+        stopped.await.is_ok()
     }
 }
 
@@ -280,18 +289,23 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         serve_on(public_routes, l, "public", false)?;
     }
     serve_on(main, listener, "grpc", client_certs)?;
+    let mut watchers = Vec::new();
     if let Some(c) = certs {
-        tokio::spawn(c.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
+        watchers.push(tokio::spawn(
+            c.watch(std::time::Duration::from_secs(2), stop_rx.clone()),
+        ));
     }
     if let Some(file) = o.guard.token_file() {
-        tokio::spawn(file.watch(std::time::Duration::from_secs(2), stop_rx.clone()));
+        watchers.push(tokio::spawn(
+            file.watch(std::time::Duration::from_secs(2), stop_rx.clone()),
+        ));
     }
-    tokio::spawn(watch_store(
+    watchers.push(tokio::spawn(watch_store(
         store.clone(),
         health.clone(),
         std::time::Duration::from_secs(1),
         stop_rx.clone(),
-    ));
+    )));
     let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
     kairos_runtime::telemetry::set_ready(store.writable());
     // Printed for operators and for tests that asked for port 0.
@@ -302,6 +316,7 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         stop,
         servers,
         loops,
+        watchers,
         metrics,
     })
 }
