@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod etcd;
+pub mod scenario;
 
 /// Path of a workspace binary built in the same profile as the running test.
 pub fn bin(name: &str) -> PathBuf {

@@ -10,94 +10,33 @@
 
 mod common;
 
-use common::{postings_of, wait_for, workers};
+use common::{add_feeds, postings_of, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::ingest_client::IngestClient;
 use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
-use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, TempDir};
-use std::collections::BTreeMap;
+use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
+use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
 use std::time::{Duration, Instant};
 
 const SCALE: f64 = 5760.0;
-const CLOCK_START: &str = "2026-03-02T00:00:00Z";
 const FEEDS: usize = 24;
 /// Simulated days during which the farm posts.
 const POSTING_DAYS: f64 = 0.5;
 
-fn clock_args(anchor: &str) -> Vec<String> {
-    [
-        "--time-scale",
-        &SCALE.to_string(),
-        "--clock-start",
-        CLOCK_START,
-        "--clock-anchor-unix-ms",
-        anchor,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-/// The shared simulated clock's time now (Unix ms).
-fn sim_now(anchor: &str) -> i64 {
-    // 2026-03-02T00:00:00Z
-    let start = 1_772_409_600_000i64;
-    start + ((unix_ms() - anchor.parse::<i64>().unwrap()) as f64 * SCALE) as i64
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     let dir = TempDir::new("cluster");
-    let anchor = unix_ms().to_string();
-    let clock = clock_args(&anchor);
-    let urls_file = dir.path().join("urls.txt");
-    let postings_file = dir.path().join("postings.csv");
-    let mut farm_args = vec![
-        "--feeds".into(),
-        FEEDS.to_string(),
-        "--hosts".into(),
-        "6".into(),
-        "--posts-per-day".into(),
-        "24".into(),
-        "--days".into(),
-        POSTING_DAYS.to_string(),
-        "--items-per-doc".into(),
-        "500".into(),
-        "--seed".into(),
-        "11".into(),
-        "--urls-out".into(),
-        urls_file.display().to_string(),
-        "--postings-out".into(),
-        postings_file.display().to_string(),
-    ];
-    farm_args.extend(clock.iter().cloned());
-    let (_farm, _) = spawn_until(
-        "kairos-farm",
-        &refs(&farm_args),
-        &dir.path().join("farm.log"),
-        &["kairos-farm ready"],
-    );
-    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    assert_eq!(urls.len(), FEEDS);
-    let mut published: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
-    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
-        let (f, t) = line.split_once(',').unwrap();
-        published
-            .entry(f.parse().unwrap())
-            .or_default()
-            .push(t.parse().unwrap());
-    }
-    let total: usize = published.values().map(Vec::len).sum();
+    let sim = Clock::new(SCALE);
+    let clock = sim.args();
+    let spec = FarmSpec {
+        feeds: FEEDS,
+        days: POSTING_DAYS,
+        ..FarmSpec::default()
+    };
+    let farm = Farm::start(dir.path(), &spec, &sim, &[]);
+    let (urls, published, total) = (&farm.urls, &farm.published, farm.postings());
     assert!(total > 100, "the farm publishes enough to test ({total})");
 
     let data = dir.path().join("data");
@@ -120,16 +59,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     coord_args.extend(clock.iter().cloned());
     let coordinator = start_coordinator(&refs(&coord_args), &dir.path().join("coordinator.log"));
     let mut admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
-    for (i, url) in urls.iter().enumerate() {
-        admin
-            .add_feed(pb::AddFeedRequest {
-                feed_id: format!("f{i}"),
-                url: url.clone(),
-                weight: 1.0,
-            })
-            .await
-            .unwrap();
-    }
+    add_feeds(&mut admin, urls).await;
     // A reader subscribed to the first six feeds.
     admin
         .add_user(pb::AddUserRequest {
@@ -150,47 +80,12 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     // w2 is given a dead address first (as a list of replicas): it must move on to the
     // live one.
     let w2_coordinators = format!("http://127.0.0.1:9,{}", coordinator.url);
-    let worker_args = |name: &str| {
-        let mut a: Vec<String> = [
-            "run",
-            "--coordinator",
-            if name == "w2" {
-                &w2_coordinators
-            } else {
-                &coordinator.url
-            },
-            "--name",
-            name,
-            "--allow-private",
-            "127.0.0.0/8",
-            "--host-gap",
-            "5ms",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        a.extend(clock.iter().cloned());
-        a
-    };
-    let start_worker = |name: &str| {
-        let args = worker_args(name);
-        let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
-        cmd.args(&args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap());
-        kairos_tests::Child(cmd.spawn().unwrap())
-    };
     // w1 also takes reader access events at the edge and relays them.
-    let mut w1_args = worker_args("w1");
-    w1_args.extend(["--ingest-listen".to_string(), "127.0.0.1:0".to_string()]);
-    let (mut w1, found) = spawn_until(
-        "kairos-worker",
-        &refs(&w1_args),
-        &dir.path().join("w1.log"),
-        &["kairos-worker ingest on "],
-    );
+    let (mut w1, found) = Worker::new("w1", &coordinator.url, &sim)
+        .with(&["--ingest-listen", "127.0.0.1:0"])
+        .start_until(dir.path(), &["kairos-worker ingest on "]);
     let w1_ingest = format!("http://{}", found[0]);
-    let mut w2 = start_worker("w2");
+    let mut w2 = Worker::new("w2", &w2_coordinators, &sim).start(dir.path());
 
     // Both workers hold hosts once the feeds are planned.
     wait_for(
@@ -319,7 +214,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     .await;
     // Access events through the surviving worker's endpoint reach the coordinator, which
     // accepts the known reader's and counts the unknown one's.
-    let sim_now = sim_now(&anchor);
+    let sim_now = sim.now_ms();
     let ev = |user: &str| pb::AccessEvent {
         user_id: user.into(),
         feed_id: String::new(),
@@ -353,7 +248,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     // Run until the farm has been quiet for a simulated day: every feed is fetched at least
     // once a day (optimal schedules place those fetches where postings are expected, so a
     // quiet feed may wait most of a day), so each has been fetched since its last posting.
-    let end = anchor.parse::<i64>().unwrap() + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
+    let end = sim.anchor_ms + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
     let wait = (end - unix_ms()).max(0) as u64;
     tokio::time::sleep(Duration::from_millis(wait)).await;
 
@@ -361,7 +256,7 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
         .await
         .unwrap();
     let mut found = 0;
-    for (i, times) in &published {
+    for (i, times) in published {
         let got = postings_of(&mut postings, &format!("f{i}")).await;
         let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
         ids.sort_unstable();

@@ -7,23 +7,18 @@
 
 mod common;
 
-use common::{postings_of, wait_for, workers};
-use kairos_proto::v1 as pb;
+use common::{add_feeds, postings_of, wait_for, workers};
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::etcd::EtcdCluster;
-use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, TempDir};
-use std::collections::BTreeMap;
+use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
+use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
 use std::time::{Duration, Instant};
 
 const SCALE: f64 = 5760.0;
 const FEEDS: usize = 24;
 /// Simulated days during which the farm posts.
 const POSTING_DAYS: f64 = 1.0;
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
@@ -32,62 +27,16 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
         return;
     };
     let endpoints = etcd.endpoints.join(",");
-    let anchor = unix_ms().to_string();
-    let clock: Vec<String> = [
-        "--time-scale",
-        &SCALE.to_string(),
-        "--clock-start",
-        "2026-03-02T00:00:00Z",
-        "--clock-anchor-unix-ms",
-        &anchor,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let urls_file = dir.path().join("urls.txt");
-    let postings_file = dir.path().join("postings.csv");
-    let mut farm_args: Vec<String> = [
-        "--feeds",
-        &FEEDS.to_string(),
-        "--hosts",
-        "6",
-        "--posts-per-day",
-        "24",
-        "--days",
-        &POSTING_DAYS.to_string(),
-        "--items-per-doc",
-        "500",
-        "--seed",
-        "13",
-        "--urls-out",
-        &urls_file.display().to_string(),
-        "--postings-out",
-        &postings_file.display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    farm_args.extend(clock.iter().cloned());
-    let (_farm, _) = spawn_until(
-        "kairos-farm",
-        &refs(&farm_args),
-        &dir.path().join("farm.log"),
-        &["kairos-farm ready"],
-    );
-    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    let mut published: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
-    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
-        let (f, t) = line.split_once(',').unwrap();
-        published
-            .entry(f.parse().unwrap())
-            .or_default()
-            .push(t.parse().unwrap());
-    }
-    let total: usize = published.values().map(Vec::len).sum();
+    let sim = Clock::new(SCALE);
+    let clock = sim.args();
+    let spec = FarmSpec {
+        feeds: FEEDS,
+        days: POSTING_DAYS,
+        seed: 13,
+        ..FarmSpec::default()
+    };
+    let farm = Farm::start(dir.path(), &spec, &sim, &[]);
+    let (published, total) = (&farm.published, farm.postings());
     assert!(total > 200, "the farm publishes enough to test ({total})");
 
     let mut coord_args: Vec<String> = [
@@ -112,39 +61,11 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     coord_args.extend(clock.iter().cloned());
     let a = start_coordinator(&refs(&coord_args), &dir.path().join("coordinator.log"));
     let mut admin = AdminClient::connect(a.url.clone()).await.unwrap();
-    for (i, url) in urls.iter().enumerate() {
-        admin
-            .add_feed(pb::AddFeedRequest {
-                feed_id: format!("f{i}"),
-                url: url.clone(),
-                weight: 1.0,
-            })
-            .await
-            .unwrap();
-    }
-    let mut running = Vec::new();
-    for name in ["w1", "w2"] {
-        let mut args: Vec<String> = [
-            "run",
-            "--coordinator",
-            &a.url,
-            "--name",
-            name,
-            "--allow-private",
-            "127.0.0.0/8",
-            "--host-gap",
-            "5ms",
-        ]
+    add_feeds(&mut admin, &farm.urls).await;
+    let _running: Vec<_> = ["w1", "w2"]
         .iter()
-        .map(|s| s.to_string())
+        .map(|name| Worker::new(name, &a.url, &sim).start(dir.path()))
         .collect();
-        args.extend(clock.iter().cloned());
-        let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
-        cmd.args(&args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap());
-        running.push(kairos_tests::Child(cmd.spawn().unwrap()));
-    }
     wait_for(
         "two workers sharing the hosts",
         Duration::from_secs(30),
@@ -162,7 +83,7 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     assert!(before.unwrap_or(0.0) > 0.0, "the workers fetched");
 
     // etcd goes away entirely, for longer than the leader's lease.
-    let lost_at = (unix_ms() - anchor.parse::<i64>().unwrap()) as f64 * SCALE / 86_400_000.0;
+    let lost_at = (unix_ms() - sim.anchor_ms) as f64 * SCALE / 86_400_000.0;
     etcd.kill(0);
     wait_for("the leader steps down", Duration::from_secs(15), || {
         let m = a.metrics.clone();
@@ -203,11 +124,11 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     );
 
     // Run until the farm has been quiet for a simulated day, then count.
-    let end = anchor.parse::<i64>().unwrap() + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
+    let end = sim.anchor_ms + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
     tokio::time::sleep(Duration::from_millis((end - unix_ms()).max(0) as u64)).await;
     let mut postings = PostingsClient::connect(a.url.clone()).await.unwrap();
     let mut found = 0;
-    for (i, times) in &published {
+    for (i, times) in published {
         let got = postings_of(&mut postings, &format!("f{i}")).await;
         let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
         ids.sort_unstable();

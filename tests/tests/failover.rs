@@ -14,11 +14,12 @@
 
 mod common;
 
-use common::{postings_of, wait_for, workers};
+use common::{add_feeds, postings_of, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::etcd::EtcdCluster;
+use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, Child, TempDir};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -27,10 +28,6 @@ const SCALE: f64 = 5760.0;
 const FEEDS: usize = 24;
 /// Simulated days during which the farm posts.
 const POSTING_DAYS: f64 = 1.0;
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -63,55 +60,19 @@ impl Rig {
         let dir = TempDir::new(tag);
         let etcd = EtcdCluster::start(dir.path(), etcd_members)?;
         let endpoints = etcd.endpoints.join(",");
-        let anchor = unix_ms();
-        let clock = strings(&[
-            "--time-scale",
-            &SCALE.to_string(),
-            "--clock-start",
-            "2026-03-02T00:00:00Z",
-            "--clock-anchor-unix-ms",
-            &anchor.to_string(),
-        ]);
-        let urls_file = dir.path().join("urls.txt");
-        let postings_file = dir.path().join("postings.csv");
-        let mut farm_args = strings(&[
-            "--feeds",
-            &FEEDS.to_string(),
-            "--hosts",
-            "6",
-            "--posts-per-day",
-            "24",
-            "--days",
-            &POSTING_DAYS.to_string(),
-            "--items-per-doc",
-            "500",
-            "--seed",
-            "12",
-            "--urls-out",
-            &urls_file.display().to_string(),
-            "--postings-out",
-            &postings_file.display().to_string(),
-        ]);
-        farm_args.extend(clock.iter().cloned());
-        let (farm, _) = spawn_until(
-            "kairos-farm",
-            &refs(&farm_args),
-            &dir.path().join("farm.log"),
-            &["kairos-farm ready"],
-        );
-        let urls: Vec<String> = std::fs::read_to_string(&urls_file)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
-        let mut published: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
-        for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
-            let (f, t) = line.split_once(',').unwrap();
-            published
-                .entry(f.parse().unwrap())
-                .or_default()
-                .push(t.parse().unwrap());
-        }
+        let sim = Clock::new(SCALE);
+        let (anchor, clock) = (sim.anchor_ms, sim.args());
+        let spec = FarmSpec {
+            feeds: FEEDS,
+            days: POSTING_DAYS,
+            seed: 12,
+            ..FarmSpec::default()
+        };
+        let Farm {
+            child: farm,
+            urls,
+            published,
+        } = Farm::start(dir.path(), &spec, &sim, &[]);
         let total: usize = published.values().map(Vec::len).sum();
         assert!(total > 200, "the farm publishes enough to test ({total})");
 
@@ -156,38 +117,14 @@ impl Rig {
         let (b_url, b_metrics) = (format!("http://{}", found[0]), found[1].clone());
 
         let mut admin = AdminClient::connect(a.url.clone()).await.unwrap();
-        for (i, url) in urls.iter().enumerate() {
-            admin
-                .add_feed(pb::AddFeedRequest {
-                    feed_id: format!("f{i}"),
-                    url: url.clone(),
-                    weight: 1.0,
-                })
-                .await
-                .unwrap();
-        }
+        add_feeds(&mut admin, &urls).await;
         // Each worker is told of both replicas (the leader first for some, last for others).
         let both = format!("{},{}", a.url, b_url);
         let reversed = format!("{},{}", b_url, a.url);
         let mut running = Vec::new();
         for (i, name) in worker_names.iter().enumerate() {
-            let mut args = strings(&[
-                "run",
-                "--coordinator",
-                if i == 1 { &reversed } else { &both },
-                "--name",
-                name,
-                "--allow-private",
-                "127.0.0.0/8",
-                "--host-gap",
-                "5ms",
-            ]);
-            args.extend(clock.iter().cloned());
-            let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
-            cmd.args(&args)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap());
-            running.push(Child(cmd.spawn().unwrap()));
+            let replicas = if i == 1 { &reversed } else { &both };
+            running.push(Worker::new(name, replicas, &sim).start(dir.path()));
         }
         let n = worker_names.len();
         wait_for(

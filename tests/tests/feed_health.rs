@@ -5,16 +5,19 @@
 //! (discovery, moving or merging the same way), publisher hints and a throttling host as
 //! bounds on the plan.
 
+mod common;
+
+use common::wait_for;
 use kairos_farm::fixtures::Fixtures;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
-use std::time::{Duration, Instant};
+use kairos_tests::scenario::{Clock, Worker};
+use kairos_tests::{sample, scrape, start_coordinator, TempDir};
+use std::time::Duration;
 use tonic::transport::Channel;
 use tonic::Code;
 
 const SCALE: f64 = 5760.0;
-const CLOCK_START: &str = "2026-03-02T00:00:00Z";
 
 /// A feed with a six-hour `<ttl>` that asks not to be fetched from midnight to 05:59 UTC.
 const HINTED: &str = r#"<?xml version="1.0"?>
@@ -26,21 +29,6 @@ const HINTED: &str = r#"<?xml version="1.0"?>
 /// Kairos must not call it a quiet feed.
 const UNREADABLE: &str = r#"<?xml version="1.0"?><feed xmlns="http://example.org/not-a-feed-format">
 <title>odd</title><entry><title>a</title><id>tag:a</id></entry><entry><title>b</title><id>tag:b</id></entry></feed>"#;
-
-async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 async fn get(admin: &mut AdminClient<Channel>, id: &str) -> Result<pb::Feed, tonic::Status> {
     admin
@@ -85,16 +73,8 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         .unwrap()
         .local_addr()
         .unwrap();
-    let anchor = unix_ms().to_string();
-    let clock = [
-        "--time-scale",
-        &SCALE.to_string(),
-        "--clock-start",
-        CLOCK_START,
-        "--clock-anchor-unix-ms",
-        &anchor,
-    ]
-    .map(String::from);
+    let sim = Clock::new(SCALE);
+    let clock = sim.args();
     let mut args: Vec<String> = [
         "--data-dir",
         dir.path().join("data").to_str().unwrap(),
@@ -154,25 +134,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
         })
         .await
         .unwrap();
-    let mut worker_args: Vec<String> = [
-        "run",
-        "--coordinator",
-        &coordinator.url,
-        "--name",
-        "w1",
-        "--allow-private",
-        "127.0.0.0/8",
-        "--host-gap",
-        "5ms",
-    ]
-    .map(String::from)
-    .to_vec();
-    worker_args.extend(clock.iter().cloned());
-    let mut cmd = std::process::Command::new(kairos_tests::bin("kairos-worker"));
-    cmd.args(&worker_args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("worker.log")).unwrap());
-    let _worker = kairos_tests::Child(cmd.spawn().unwrap());
+    let _worker = Worker::new("w1", &coordinator.url, &sim).start(dir.path());
 
     // The duplicate (301 → 308 onto the registered `ok`) is merged into it: gone from the
     // registry, its subscriber now on `ok`.
@@ -250,7 +212,7 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     // steps that fit in the simulated time actually elapsed (a slow machine stretches it).
     tokio::time::sleep(Duration::from_millis(7_500)).await;
     let broken = get(&mut admin, "broken").await.unwrap();
-    let elapsed_h = (unix_ms() - anchor.parse::<i64>().unwrap()) as f64 * SCALE / 3.6e6;
+    let elapsed_h = (kairos_tests::unix_ms() - sim.anchor_ms) as f64 * SCALE / 3.6e6;
     let (mut at, mut gap, mut allowed) = (0.0, 1.0, 0u32);
     while at <= elapsed_h {
         allowed += 1;

@@ -8,12 +8,12 @@
 
 mod common;
 
-use common::{postings_of, wait_for, workers};
+use common::{add_feeds, postings_of, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::postings_client::PostingsClient;
-use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, Child, TempDir};
-use std::collections::BTreeMap;
+use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
+use kairos_tests::{sample, scrape, start_coordinator, unix_ms, Child, TempDir};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -23,37 +23,11 @@ const HOSTS: u32 = 12;
 /// Simulated days during which the farm posts.
 const POSTING_DAYS: f64 = 1.0;
 
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
 /// Starts a worker; returns it and the address of its metrics endpoint.
-fn start_worker(name: &str, coordinator: &str, clock: &[String], dir: &Path) -> (Child, String) {
-    let mut args: Vec<String> = [
-        "run",
-        "--coordinator",
-        coordinator,
-        "--name",
-        name,
-        "--allow-private",
-        "127.0.0.0/8",
-        "--host-gap",
-        "5ms",
-        "--drain-timeout",
-        "5s",
-        "--metrics-addr",
-        "127.0.0.1:0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(clock.iter().cloned());
-    let (child, found) = spawn_until(
-        "kairos-worker",
-        &refs(&args),
-        &dir.join(format!("{name}.log")),
-        &["kairos-worker metrics on "],
-    );
+fn start_worker(name: &str, coordinator: &str, clock: &Clock, dir: &Path) -> (Child, String) {
+    let (child, found) = Worker::new(name, coordinator, clock)
+        .with(&["--drain-timeout", "5s", "--metrics-addr", "127.0.0.1:0"])
+        .start_until(dir, &["kairos-worker metrics on "]);
     (child, found[0].clone())
 }
 
@@ -95,63 +69,18 @@ async fn dealt(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     let dir = TempDir::new("scaling");
-    let anchor = unix_ms().to_string();
-    let clock: Vec<String> = [
-        "--time-scale",
-        &SCALE.to_string(),
-        "--clock-start",
-        "2026-03-02T00:00:00Z",
-        "--clock-anchor-unix-ms",
-        &anchor,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let sim_day = |ms: i64| (ms - anchor.parse::<i64>().unwrap()) as f64 * SCALE / 86_400_000.0;
-    let urls_file = dir.path().join("urls.txt");
-    let postings_file = dir.path().join("postings.csv");
-    let mut farm_args: Vec<String> = [
-        "--feeds",
-        &FEEDS.to_string(),
-        "--hosts",
-        &HOSTS.to_string(),
-        "--posts-per-day",
-        "24",
-        "--days",
-        &POSTING_DAYS.to_string(),
-        "--items-per-doc",
-        "500",
-        "--seed",
-        "21",
-        "--urls-out",
-        &urls_file.display().to_string(),
-        "--postings-out",
-        &postings_file.display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    farm_args.extend(clock.iter().cloned());
-    let (_farm, _) = spawn_until(
-        "kairos-farm",
-        &refs(&farm_args),
-        &dir.path().join("farm.log"),
-        &["kairos-farm ready"],
-    );
-    let urls: Vec<String> = std::fs::read_to_string(&urls_file)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    let mut published: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
-    for line in std::fs::read_to_string(&postings_file).unwrap().lines() {
-        let (f, t) = line.split_once(',').unwrap();
-        published
-            .entry(f.parse().unwrap())
-            .or_default()
-            .push(t.parse().unwrap());
-    }
-    let total: usize = published.values().map(Vec::len).sum();
+    let sim = Clock::new(SCALE);
+    let clock = sim.args();
+    let sim_day = |ms: i64| (ms - sim.anchor_ms) as f64 * SCALE / 86_400_000.0;
+    let spec = FarmSpec {
+        feeds: FEEDS,
+        hosts: HOSTS as usize,
+        days: POSTING_DAYS,
+        seed: 21,
+        ..FarmSpec::default()
+    };
+    let farm = Farm::start(dir.path(), &spec, &sim, &[]);
+    let (published, total) = (&farm.published, farm.postings());
     assert!(total > 300, "the farm publishes enough to test ({total})");
 
     let data = dir.path().join("data").display().to_string();
@@ -173,21 +102,11 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     coord_args.extend(clock.iter().cloned());
     let coordinator = start_coordinator(&refs(&coord_args), &dir.path().join("coordinator.log"));
     let admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
-    for (i, url) in urls.iter().enumerate() {
-        admin
-            .clone()
-            .add_feed(pb::AddFeedRequest {
-                feed_id: format!("f{i}"),
-                url: url.clone(),
-                weight: 1.0,
-            })
-            .await
-            .unwrap();
-    }
+    add_feeds(&mut admin.clone(), &farm.urls).await;
 
     let mut running: Vec<(Child, String)> = ["w1", "w2", "w3"]
         .iter()
-        .map(|n| start_worker(n, &coordinator.url, &clock, dir.path()))
+        .map(|n| start_worker(n, &coordinator.url, &sim, dir.path()))
         .collect();
     let first = dealt(&admin, 3, &[], 0).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -195,7 +114,7 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     // Scale up: two more workers take a share of the hosts.
     let up_at = sim_day(unix_ms());
     for n in ["w4", "w5"] {
-        running.push(start_worker(n, &coordinator.url, &clock, dir.path()));
+        running.push(start_worker(n, &coordinator.url, &sim, dir.path()));
     }
     // The newcomers take hosts (one of them may stay without: see `dealt`).
     let up = dealt(&admin, 5, &["w4", "w5"], 1).await;
@@ -226,13 +145,13 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     }
 
     // Run until the farm has been quiet for a simulated day, then count.
-    let end = anchor.parse::<i64>().unwrap() + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
+    let end = sim.anchor_ms + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
     tokio::time::sleep(Duration::from_millis((end - unix_ms()).max(0) as u64)).await;
     let mut postings = PostingsClient::connect(coordinator.url.clone())
         .await
         .unwrap();
     let mut found = 0;
-    for (i, times) in &published {
+    for (i, times) in published {
         let got = postings_of(&mut postings, &format!("f{i}")).await;
         let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
         ids.sort_unstable();

@@ -62,6 +62,21 @@ pub fn add(id: &str) -> pb::AddFeedRequest {
     }
 }
 
+/// Registers each of `urls` as feed `f{i}` (its index) through AddFeed: a scenario farm's
+/// feeds ([`kairos_tests::scenario::Farm`]).
+pub async fn add_feeds(admin: &mut AdminClient<Channel>, urls: &[String]) {
+    for (i, url) in urls.iter().enumerate() {
+        admin
+            .add_feed(pb::AddFeedRequest {
+                feed_id: format!("f{i}"),
+                url: url.clone(),
+                weight: 1.0,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("AddFeed f{i} ({url}): {e}"));
+    }
+}
+
 /// Every registered feed id, paging ListFeeds by `page` ids.
 pub async fn feed_ids(
     admin: &mut AdminClient<tonic::transport::Channel>,
