@@ -127,13 +127,19 @@ impl<B: KvBackend> Running<B> {
                 }
             }
         }
-        let stopped = tokio::time::timeout_at(deadline + limit, async {
-            let _ = self.loops.await;
-            for w in self.watchers {
-                let _ = w.await;
+        let stopped = tokio::time::timeout_at(deadline + limit, self.loops)
+            .await
+            .is_ok();
+        // The watchers end on the stop signal; one still waiting on a store that does not
+        // answer is cut off rather than waited for (it holds nothing of the term).
+        for w in self.watchers {
+            let abort = w.abort_handle();
+            if tokio::time::timeout_at(deadline + limit, w).await.is_err() {
+                abort.abort();
+                tracing::debug!("a watcher of the deposed term was cut off");
             }
-        });
-        stopped.await.is_ok()
+        }
+        stopped
     }
 }
 
@@ -338,19 +344,28 @@ async fn watch_store<B: KvBackend>(
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
-        if store.writable() {
-            // Logged by the store when it flips.
-            let _ = store.check().await;
-        }
-        let mut ok = store.writable();
-        if !ok {
-            // The failure itself was logged where it happened; a retry that fails again is
-            // routine until space returns.
-            if let Err(e) = store.recover().await {
-                tracing::debug!(error = %e, "store not writable yet");
+        // A check of a store that does not answer (etcd cut off) can take its whole
+        // request timeout; the stop does not wait for it.
+        let checked = async {
+            if store.writable() {
+                // Logged by the store when it flips.
+                let _ = store.check().await;
             }
-            ok = store.writable();
-        }
+            let mut ok = store.writable();
+            if !ok {
+                // The failure itself was logged where it happened; a retry that fails again
+                // is routine until space returns.
+                if let Err(e) = store.recover().await {
+                    tracing::debug!(error = %e, "store not writable yet");
+                }
+                ok = store.writable();
+            }
+            ok
+        };
+        let ok = tokio::select! {
+            ok = checked => ok,
+            _ = stop.wait_for(|s| *s) => return,
+        };
         if ok == serving {
             continue;
         }
