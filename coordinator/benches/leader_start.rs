@@ -148,6 +148,7 @@ fn state(i: usize, now: i64, a: &Args, rng: &mut Lcg) -> FeedState {
             title: format!("Feed number {i} of the leader-start bench"),
             site_url: format!("http://127.0.0.1/site/{i}"),
             format: "rss-2.0".into(),
+            ..FeedMeta::default()
         },
         ..FeedState::default()
     }

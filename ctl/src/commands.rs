@@ -132,7 +132,7 @@ fn feed_json(f: &pb::Feed) -> Value {
         "feed_id": f.feed_id, "url": f.url, "weight": f.weight, "host": f.host,
         "status": f.status, "consecutive_failures": f.consecutive_failures,
         "last_error": f.last_error, "title": f.title, "site_url": f.site_url,
-        "format": f.format,
+        "format": f.format, "websub_hubs": f.websub_hubs, "websub_topic": f.websub_topic,
     })
 }
 
@@ -200,6 +200,8 @@ pub async fn feeds(admin: &mut Admin, out: Format, c: Feeds) -> Result<(), Failu
                     ("url", f.url.clone()),
                     ("site", f.site_url.clone()),
                     ("format", f.format.clone()),
+                    ("websub hubs", f.websub_hubs.join(" ")),
+                    ("websub topic", f.websub_topic.clone()),
                     ("host", f.host.clone()),
                     ("weight", f.weight.to_string()),
                     ("status", f.status.clone()),

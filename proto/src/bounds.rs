@@ -31,6 +31,10 @@ pub const MAX_LINK_BYTES: usize = 2048;
 pub const MAX_FEED_TITLE_BYTES: usize = 512;
 /// Longest site URL a report carries (dropped when longer).
 pub const MAX_SITE_URL_BYTES: usize = 2048;
+/// WebSub hubs a report names at most, and the longest hub or topic URL it carries
+/// (dropped when longer).
+pub const MAX_WEBSUB_HUBS: usize = 4;
+pub const MAX_WEBSUB_URL_BYTES: usize = 2048;
 /// Longest error text a report carries.
 pub const MAX_ERROR_BYTES: usize = 1024;
 /// Longest validator (`ETag`, `Last-Modified`) a report carries (dropped when longer).
@@ -90,6 +94,12 @@ pub fn clip_fetch_fields(r: &mut pb::FetchReport) -> bool {
     changed |= drop_if_longer(&mut r.last_modified, MAX_VALIDATOR_BYTES);
     changed |= drop_if_longer(&mut r.redirected_to, MAX_REDIRECT_BYTES);
     changed |= clip(&mut r.format, 32);
+    changed |= drop_if_longer(&mut r.websub_topic, MAX_WEBSUB_URL_BYTES);
+    let hubs = r.websub_hubs.len();
+    r.websub_hubs
+        .retain(|h| h.len() <= MAX_WEBSUB_URL_BYTES && !h.is_empty());
+    r.websub_hubs.truncate(MAX_WEBSUB_HUBS);
+    changed |= r.websub_hubs.len() != hubs;
     changed
 }
 
@@ -190,8 +200,12 @@ pub fn check_message(body: &pb::report_message::Body) -> Result<(), String> {
                 (r.last_modified.len(), MAX_VALIDATOR_BYTES),
                 (r.redirected_to.len(), MAX_REDIRECT_BYTES),
                 (r.format.len(), 32),
+                (r.websub_topic.len(), MAX_WEBSUB_URL_BYTES),
+                (r.websub_hubs.len(), MAX_WEBSUB_HUBS),
             ];
-            if fields.iter().any(|&(n, max)| n > max) {
+            if fields.iter().any(|&(n, max)| n > max)
+                || r.websub_hubs.iter().any(|h| h.len() > MAX_WEBSUB_URL_BYTES)
+            {
                 return Err("a report field is over its bound".into());
             }
             Ok(())

@@ -19,9 +19,11 @@ use tonic::Code;
 
 const SCALE: f64 = 5760.0;
 
-/// A feed with a six-hour `<ttl>` that asks not to be fetched from midnight to 05:59 UTC.
+/// A feed with a six-hour `<ttl>` that asks not to be fetched from midnight to 05:59 UTC,
+/// and names a WebSub hub (relative, resolved against the feed's URL) and its topic.
 const HINTED: &str = r#"<?xml version="1.0"?>
-<rss version="2.0"><channel><title>h</title><ttl>360</ttl>
+<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>h</title><ttl>360</ttl>
+<atom:link rel="hub" href="/hub"/><atom:link rel="self" href="https://topic.example/h.xml"/>
 <skipHours><hour>0</hour><hour>1</hour><hour>2</hour><hour>3</hour><hour>4</hour><hour>5</hour></skipHours>
 <item><guid>h1</guid><title>one</title></item></channel></rss>"#;
 
@@ -299,6 +301,11 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     for t in &hinted.fetch_offsets_seconds {
         assert!(t.rem_euclid(86_400.0) >= 6.0 * 3600.0, "{hinted:?}");
     }
+    // WebSub discovery: the hub and topic its document names, as an operator reads them.
+    let h = get(&mut admin, "hinted").await.unwrap();
+    assert_eq!(h.websub_hubs, vec![a.url("/hub")], "{h:?}");
+    assert_eq!(h.websub_topic, "https://topic.example/h.xml");
+    assert!(get(&mut admin, "ok").await.unwrap().websub_hubs.is_empty());
     let ok = inspect(&mut admin, "ok").await.unwrap();
     assert!(
         ok.constraints

@@ -848,8 +848,25 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         hints,
         meta,
         discovered,
+        push,
         ..
     } = doc;
+    // WebSub: the answer's Link headers first, the document's links when they name no hub
+    // (W3C WebSub §4); only on a document that parsed.
+    let push = if meta.is_some() {
+        let base = url::Url::parse(&fetched.final_url).ok();
+        let headed = crate::websub::from_link_headers(
+            fetched.link_headers.iter().map(String::as_str),
+            base.as_ref(),
+        );
+        if headed.is_empty() {
+            push
+        } else {
+            headed
+        }
+    } else {
+        crate::websub::PushLinks::default()
+    };
     let retry_after = match &fetched.outcome {
         Outcome::Throttled { retry_after, .. } => retry_after.map(|d| {
             let (secs, clamped) = clamp_retry_after(d);
@@ -903,6 +920,8 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         format: meta.map(|m| m.2).unwrap_or_default(),
         continuation: false,
         postings_withheld: 0,
+        websub_hubs: push.hubs,
+        websub_topic: push.topic.unwrap_or_default(),
     };
     telemetry::record_fetch(
         report.outcome,

@@ -34,6 +34,9 @@ pub struct Read {
     pub hints: hints::DocHints,
     /// Title, site URL and format as written.
     pub meta: Option<(Option<String>, Option<String>, String)>,
+    /// The WebSub hubs and self the document names in its header (the answer's `Link`
+    /// headers, which come first, are the fetcher's: see [`crate::websub::discover`]).
+    pub push: crate::websub::PushLinks,
     /// A web page's announced feed, when the body was a page and not a feed.
     pub discovered: Option<String>,
     /// Why the body is malformed, if it is.
@@ -125,6 +128,7 @@ pub fn read_now(body: &[u8], requested: &str, final_url: &str) -> Read {
             ));
             out.items = doc.items;
             out.hints = hints::scan(body);
+            out.push = crate::websub::from_document(body, url::Url::parse(final_url).ok().as_ref());
         }
         Err(e) => {
             // A web page where a feed was expected: follow the feed it announces.

@@ -108,7 +108,15 @@ pub struct Fetched {
     pub permanent_redirect: bool,
     /// Wall time spent.
     pub elapsed: Duration,
+    /// The answer's `Link` header values (WebSub discovery, [`crate::websub`]), at most
+    /// [`MAX_LINK_HEADERS`] of at most [`MAX_LINK_HEADER_BYTES`] each.
+    pub link_headers: Vec<String>,
 }
+
+/// `Link` header values kept of one answer at most.
+pub const MAX_LINK_HEADERS: usize = 32;
+/// Longest `Link` header value kept.
+pub const MAX_LINK_HEADER_BYTES: usize = 8192;
 
 /// Why the fetcher could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +170,7 @@ impl Fetcher {
             max_age: None,
             permanent_redirect: false,
             elapsed: Duration::ZERO,
+            link_headers: Vec::new(),
         };
         // Backstop over reqwest's own timeout, in case a body read stalls between chunks.
         let limit = self.cfg.total_timeout + Duration::from_secs(1);
@@ -312,6 +321,14 @@ impl Fetcher {
             etag: header(ETAG),
             last_modified: header(LAST_MODIFIED),
         };
+        out.link_headers = headers
+            .get_all(reqwest::header::LINK)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter(|v| v.len() <= MAX_LINK_HEADER_BYTES)
+            .take(MAX_LINK_HEADERS)
+            .map(str::to_string)
+            .collect();
         Outcome::Ok {
             status: status.as_u16(),
             body,

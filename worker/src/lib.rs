@@ -31,3 +31,4 @@ pub mod reports;
 pub mod target;
 pub mod telemetry;
 pub mod timing;
+pub mod websub;

@@ -71,6 +71,8 @@ impl<B: KvBackend> AdminService<B> {
                 title: h.meta.title,
                 site_url: h.meta.site_url,
                 format: h.meta.format,
+                websub_hubs: h.meta.hubs,
+                websub_topic: h.meta.topic,
             })
             .collect()
     }

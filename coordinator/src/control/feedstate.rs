@@ -123,6 +123,12 @@ pub struct FeedMeta {
     pub site_url: String,
     /// Format and version as written (`rss-2.0`, `atom-0.3`, ...).
     pub format: String,
+    /// The WebSub hubs it named (W3C WebSub §4), in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hubs: Vec<String>,
+    /// The topic URL it named as `self`, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub topic: String,
 }
 
 impl FeedMeta {
@@ -132,7 +138,8 @@ impl FeedMeta {
 
     /// The description a report carries, if any (reports of fetches that read no document
     /// carry none and leave the last one standing).
-    pub fn of_report(title: &str, site_url: &str, format: &str) -> Option<FeedMeta> {
+    pub fn of_report(r: &kairos_proto::v1::FetchReport) -> Option<FeedMeta> {
+        let (title, site_url, format) = (&r.feed_title, &r.site_url, &r.format);
         if format.is_empty() {
             return None;
         }
@@ -147,6 +154,19 @@ impl FeedMeta {
             title: clip(title, Self::MAX_TITLE),
             site_url: clip(site_url, Self::MAX_URL),
             format: clip(format, 32),
+            // Bounded by the report's own checks (`kairos_proto::bounds`); a URL is not cut.
+            hubs: r
+                .websub_hubs
+                .iter()
+                .filter(|h| h.len() <= Self::MAX_URL)
+                .take(kairos_proto::bounds::MAX_WEBSUB_HUBS)
+                .cloned()
+                .collect(),
+            topic: if r.websub_topic.len() <= Self::MAX_URL {
+                r.websub_topic.clone()
+            } else {
+                String::new()
+            },
         })
     }
 }
@@ -602,6 +622,7 @@ mod tests {
                 title: "A feed".into(),
                 site_url: "https://example.org/".into(),
                 format: "rss-2.0".into(),
+                ..FeedMeta::default()
             },
             ..FeedState::default()
         };

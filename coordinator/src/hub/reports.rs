@@ -113,11 +113,7 @@ impl<B: KvBackend> Hub<B> {
                             postings,
                         });
                     }
-                    if let Some(meta) = crate::control::feedstate::FeedMeta::of_report(
-                        &a.report.feed_title,
-                        &a.report.site_url,
-                        &a.report.format,
-                    ) {
+                    if let Some(meta) = crate::control::feedstate::FeedMeta::of_report(&a.report) {
                         st.meta = meta;
                     }
                     let change = st.health.record(
