@@ -18,6 +18,7 @@ pub mod host_limits;
 pub mod hub;
 pub mod ingest;
 pub mod metrics;
+pub mod push;
 pub mod registry;
 pub mod retention;
 pub mod sanitize;

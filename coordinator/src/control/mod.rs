@@ -30,6 +30,7 @@ pub mod models;
 pub mod outages;
 pub mod packed;
 pub mod population;
+pub mod push;
 pub mod quick;
 pub mod readers;
 pub mod recency;
