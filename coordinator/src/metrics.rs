@@ -255,6 +255,11 @@ declare! {
     /// Gauge: fetches a day the updates between rounds add to the last round's plan.
     describe_gauge PLAN_QUICK_EXTRA_PER_DAY = "kairos_plan_quick_extra_fetches_per_day",
         "Fetches a day that updates between rounds add to the last round's plan (at most 5% of the budget).";
+    /// Counter `result`: requests to the WebSub callback listener (verified,
+    /// verification_refused, accepted, unknown_callback, too_large, timed_out, rate_limited,
+    /// and the reasons a delivery was ignored).
+    describe_counter PUSH_REQUESTS_TOTAL = "kairos_push_requests_total",
+        "Requests hubs made to the WebSub callback listener, by result.";
     /// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
     /// counts them.
     describe_gauge ALLOCATOR_ALLOCATED_BYTES = "kairos_allocator_allocated_bytes",
