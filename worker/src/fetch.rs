@@ -183,6 +183,72 @@ impl Fetcher {
         fetched
     }
 
+    /// Sends a WebSub subscription request (`form`: `hub.mode`, `hub.topic`,
+    /// `hub.callback`, …) to `hub` as a form POST (WebSub §5.1), under the same address
+    /// policy, proxy and timeouts as a fetch. A 307 or 308 is followed with the same form
+    /// (§5.1: a hub may move), at most [`FetchConfig::max_redirects`] times; any other
+    /// redirect is an error. Returns the hub that accepted it (2xx) when it is not `hub`.
+    pub async fn hub_request(
+        &self,
+        hub: &str,
+        form: &[(&str, &str)],
+    ) -> Result<Option<String>, String> {
+        let mut current = match Url::parse(hub) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => u,
+            Ok(u) => return Err(format!("hub scheme `{}` is not http or https", u.scheme())),
+            Err(e) => return Err(format!("hub URL: {e}")),
+        };
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        for _ in 0..=self.cfg.max_redirects {
+            if let Some(ip) = literal_ip(&current) {
+                if !self.cfg.policy.permits(ip) {
+                    return Err(format!("hub address {ip} is not allowed"));
+                }
+            }
+            if let Some(refused) = self.refused_behind_proxy(&current).await {
+                return Err(format!("hub not allowed: {refused:?}"));
+            }
+            let resp = self
+                .client
+                .post(current.clone())
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .body(body.clone())
+                .send()
+                .await
+                .map_err(|e| format!("{:?}", classify(&e)))?;
+            let status = resp.status();
+            if status.is_success() {
+                return Ok((current.as_str() != hub).then(|| current.to_string()));
+            }
+            if matches!(status.as_u16(), 307 | 308) {
+                let next = resp
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|l| current.join(l).ok())
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| format!("{status} without a usable Location"))?;
+                current = next;
+                continue;
+            }
+            // The hub's own words, bounded (it says why it refused).
+            let mut why = resp.text().await.unwrap_or_default();
+            why.truncate(
+                (0..=why.len().min(200))
+                    .rev()
+                    .find(|&i| why.is_char_boundary(i))
+                    .unwrap_or(0),
+            );
+            return Err(format!("HTTP {}: {}", status.as_u16(), why.trim()));
+        }
+        Err("too many redirects".into())
+    }
+
     /// With a proxy, the target name's addresses are checked here (the proxy resolves it
     /// again; a name that resolves to a refused address at all is refused).
     async fn refused_behind_proxy(&self, url: &Url) -> Option<Outcome> {
