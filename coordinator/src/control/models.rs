@@ -24,6 +24,17 @@ const BINS: usize = 24;
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
 /// reader accesses per hourly bin per day; `shapes_cache` keeps the population's mixture of
 /// daily shapes between calls ([`shapes::ShapeCache`]).
+/// Most pseudo-days of pooling a feed's rate takes when the budget is below one fetch per
+/// feed per day. The held-out choice ([`shrink::choose`]) scores each held-out day's hourly
+/// counts, and on bursty populations it pools heavily (16 pseudo-days on `bursts`: the pool
+/// forecasts a burst's random hour best); a plan fetching every other day is judged over
+/// its multi-day period instead, where that pooling costs. Live `replay`, 0.5 fetches per
+/// feed per day, days 14 to the end, caps of 4 / 6 / 8 / 10 / 12 / none:
+/// `bursts` 1,117.8 / 1,109.8 / 1,126.2 / 1,144.3 / 1,206.5 / 1,174.1 min; `steady` 864.5
+/// at 4, 845.9 from 8 up (its own choice is 8); `bursts` drawn with seed 2, 8 against none:
+/// 1,195.4 / 1,209.5; `real-commits` 769.4 / 766.4 (docs/RESULTS.md, 2026-11-28).
+pub const SHRINKAGE_CAP_BELOW_DAILY: f64 = 8.0;
+
 pub fn models<S: std::borrow::Borrow<FeedState> + Sync>(
     feeds: &[FeedRecord],
     states: &HashMap<String, S>,
@@ -179,6 +190,13 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     decided.half_life_days = half_life;
     decided.half_life_feeds = chosen.map_or(0, |c| c.1);
     let beta = tuned.map_or(s.shrinkage, |t| t.days).max(1e-3);
+    // Below a daily fetch per feed, the chosen pseudo-days are capped
+    // ([`SHRINKAGE_CAP_BELOW_DAILY`]).
+    let beta = if tuned.is_some() && per_feed_day + 1e-9 < 1.0 {
+        beta.min(SHRINKAGE_CAP_BELOW_DAILY)
+    } else {
+        beta
+    };
     // With shapes pooled by similarity, the shape's prior weighs pseudo-postings chosen
     // apart from the rate's pseudo-days ([`shrink::choose`]).
     let shape_postings = tuned.and_then(|t| t.shape_postings);
