@@ -35,13 +35,8 @@ impl SignatureError {
 pub fn check(header: Option<&str>, secret: &[u8], body: &[u8]) -> Result<(), SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?.trim();
     let (method, hex) = header.split_once('=').ok_or(SignatureError::Malformed)?;
-    let algorithm = match method.trim().to_ascii_lowercase().as_str() {
-        "sha1" => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
-        "sha256" => hmac::HMAC_SHA256,
-        "sha384" => hmac::HMAC_SHA384,
-        "sha512" => hmac::HMAC_SHA512,
-        _ => return Err(SignatureError::Malformed),
-    };
+    let algorithm =
+        algorithm(&method.trim().to_ascii_lowercase()).ok_or(SignatureError::Malformed)?;
     let tag = decode_hex(hex.trim()).ok_or(SignatureError::Malformed)?;
     let key = hmac::Key::new(algorithm, secret);
     hmac::verify(&key, body, &tag).map_err(|_| SignatureError::Mismatch)
@@ -49,16 +44,20 @@ pub fn check(header: Option<&str>, secret: &[u8], body: &[u8]) -> Result<(), Sig
 
 /// The header a hub would send: `METHOD=HEX` (for tests and the test hub).
 pub fn sign(method: &str, secret: &[u8], body: &[u8]) -> Option<String> {
-    let algorithm = match method {
+    let tag = hmac::sign(&hmac::Key::new(algorithm(method)?, secret), body);
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("{method}={hex}"))
+}
+
+/// The HMAC of a signature method's name (lower case), if it is one WebSub allows.
+fn algorithm(method: &str) -> Option<hmac::Algorithm> {
+    Some(match method {
         "sha1" => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
         "sha256" => hmac::HMAC_SHA256,
         "sha384" => hmac::HMAC_SHA384,
         "sha512" => hmac::HMAC_SHA512,
         _ => return None,
-    };
-    let tag = hmac::sign(&hmac::Key::new(algorithm, secret), body);
-    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    Some(format!("{method}={hex}"))
+    })
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
