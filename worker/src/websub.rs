@@ -331,6 +331,16 @@ mod tests {
             ]
         );
         assert_eq!(got.hubs.len(), MAX_HUBS);
+        // 4,000 levels of nesting, as JSON and as XML, and a 3 MB href: nothing, no panic.
+        let deep_json = format!("{}{}", "[".repeat(4000), "]".repeat(4000));
+        let deep_xml = format!("{}{}", "<a>".repeat(4000), "</a>".repeat(4000));
+        let huge = format!(
+            "<feed><link rel=\"hub\" href=\"https://h.example/{}\"/></feed>",
+            "x".repeat(3 << 20)
+        );
+        for doc in [deep_json.as_bytes(), deep_xml.as_bytes(), huge.as_bytes()] {
+            assert_eq!(discover([], doc, PAGE), PushLinks::default());
+        }
         for doc in [
             &b""[..],
             b"not a feed",
