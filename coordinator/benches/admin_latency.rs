@@ -155,6 +155,7 @@ fn main() {
                 tls: None,
                 metrics_addr: None,
                 extra_buckets: Vec::new(),
+                push: None,
                 hub: HubConfig {
                     cluster: ClusterConfig {
                         lease: Duration::from_secs(1 << 30),

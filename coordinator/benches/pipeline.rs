@@ -85,6 +85,7 @@ fn main() {
                 tls: None,
                 metrics_addr: None,
                 extra_buckets: Vec::new(),
+                push: None,
                 hub: HubConfig {
                     cluster: ClusterConfig::default(),
                     health: Default::default(),

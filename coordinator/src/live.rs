@@ -288,6 +288,14 @@ pub struct ServeArgs {
     /// Ingest (reader access events) and Postings on their own address.
     #[arg(long)]
     pub public_listen: Option<SocketAddr>,
+    /// WebSub push: the callback listener hubs call, on its own address (plain HTTP; put
+    /// TLS in front of it). Without it, no feed is subscribed at a hub.
+    #[arg(long)]
+    pub push_listen: Option<SocketAddr>,
+    /// The URL hubs reach the callback listener's `/websub` path at (e.g.
+    /// https://push.example.org/websub); required unless --push-listen is a loopback address.
+    #[arg(long, requires = "push_listen")]
+    pub push_url: Option<String>,
     /// Bearer tokens with scopes, one `name scopes token` per line (see docs/SECURITY.md);
     /// re-read when the file changes.
     #[arg(long)]
@@ -538,6 +546,37 @@ fn guard_for(a: &ServeArgs) -> Result<kairos_coordinator::auth::Guard> {
     }
 }
 
+/// The push listener's options from `--push-listen` and `--push-url`: a URL hubs can
+/// reach is required unless the listener is on loopback (tests, a demo).
+pub fn push_options(
+    listen: Option<SocketAddr>,
+    url: Option<String>,
+) -> Result<Option<kairos_coordinator::server::PushOptions>> {
+    let Some(listen) = listen else {
+        return Ok(None);
+    };
+    if let Some(u) = &url {
+        let parsed = url::Url::parse(u)
+            .map_err(|e| anyhow::anyhow!("--push-url `{u}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            anyhow::bail!("--push-url `{u}` must be an http(s) URL with a host");
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            anyhow::bail!("--push-url `{u}` may not have a query or fragment");
+        }
+    } else if !listen.ip().is_loopback() {
+        anyhow::bail!(
+            "--push-listen {listen} is not loopback: give --push-url, the URL hubs reach it at"
+        );
+    }
+    Ok(Some(kairos_coordinator::server::PushOptions {
+        listen,
+        public_url: url,
+        listener: Default::default(),
+        policy: Default::default(),
+    }))
+}
+
 /// Runs `serve`.
 pub fn serve(a: ServeArgs) -> Result<()> {
     kairos_runtime::process::init_tracing();
@@ -567,6 +606,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         },
         metrics_addr: Some(a.metrics_addr),
         extra_buckets: Vec::new(),
+        push: push_options(a.push_listen, a.push_url.clone())?,
         hub: HubConfig {
             private_allowed: a.allow_private.clone(),
             ..a.plan

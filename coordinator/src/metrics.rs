@@ -260,6 +260,28 @@ declare! {
     /// and the reasons a delivery was ignored).
     describe_counter PUSH_REQUESTS_TOTAL = "kairos_push_requests_total",
         "Requests hubs made to the WebSub callback listener, by result.";
+    /// Gauge `state`: WebSub subscriptions by state (requested, active, renewing, expired,
+    /// denied, failed).
+    describe_gauge PUSH_SUBSCRIPTIONS = "kairos_push_subscriptions",
+        "WebSub subscriptions, by state.";
+    /// Gauge `hub` (the hub's host): the share of its feeds' postings the hub is expected to
+    /// miss, which the plan leaves to polls (1: polled in full).
+    describe_gauge PUSH_HUB_MISS_SHARE = "kairos_push_hub_miss_share",
+        "Share of a WebSub hub's feeds' postings it is expected to miss (what polls must find), by hub host.";
+    /// Counter `by` (push, poll) and `hub`: new postings of subscribed feeds, by what saw them
+    /// first (a poll counts only while the subscription delivers).
+    describe_counter PUSH_FIRST_SEEN_TOTAL = "kairos_push_first_seen_total",
+        "New postings of feeds subscribed at a WebSub hub, by what saw them first (push or poll) and hub host.";
+    /// Histogram: a pushed posting's lag, from its publication date to the delivery.
+    describe_histogram PUSH_LAG_SECONDS = "kairos_push_lag_seconds",
+        "Lag of pushed postings from their publication date to the hub's delivery (simulated seconds).";
+    /// Counter `result`: tasks for workers (hub_request, pushed) and why one was not sent
+    /// (no_owner, no_task_stream, queue_full).
+    describe_counter PUSH_TASKS_TOTAL = "kairos_push_tasks_total",
+        "WebSub tasks handed to workers, and those not sent, by result.";
+    /// Counter `answer`: hubs' answers to subscribe requests (accepted, refused).
+    describe_counter PUSH_HUB_ANSWERS_TOTAL = "kairos_push_hub_answers_total",
+        "Hubs' answers to subscription requests, by answer.";
     /// Gauge: bytes the process has allocated and not freed (its live heap), as its allocator
     /// counts them.
     describe_gauge ALLOCATOR_ALLOCATED_BYTES = "kairos_allocator_allocated_bytes",
@@ -274,6 +296,10 @@ declare! {
 const DELAY_BUCKETS: &[f64] = &[
     60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 43_200.0, 86_400.0,
     172_800.0, 604_800.0,
+];
+/// Buckets of push lag: a second to a day (simulated seconds).
+const PUSH_LAG_BUCKETS: &[f64] = &[
+    1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3_600.0, 14_400.0, 86_400.0,
 ];
 /// Buckets of solve time: 10 ms to 10 min.
 const SOLVE_BUCKETS: &[f64] = &[
@@ -292,6 +318,7 @@ pub fn buckets() -> Vec<(&'static str, &'static [f64])> {
         ),
         (PLAN_SOLVE_SECONDS, SOLVE_BUCKETS),
         (CONTROL_PLANE_MESSAGE_SECONDS, MESSAGE_BUCKETS),
+        (PUSH_LAG_SECONDS, PUSH_LAG_BUCKETS),
     ]
     .into_iter()
     .collect()
@@ -409,6 +436,49 @@ pub fn record_fetch(outcome: &'static str, bytes: u64, lateness_seconds: f64) {
     counter!(FETCHES_TOTAL, "outcome" => outcome).increment(1);
     counter!(FETCH_BYTES_TOTAL).increment(bytes);
     histogram!(FETCH_LATENESS_SECONDS).record(lateness_seconds);
+}
+
+/// WebSub subscriptions by state (every state set, so a state emptied reads 0).
+pub fn gauge_push_subscriptions(by_state: &std::collections::HashMap<&'static str, usize>) {
+    for state in [
+        "requested",
+        "active",
+        "renewing",
+        "expired",
+        "denied",
+        "failed",
+    ] {
+        gauge!(PUSH_SUBSCRIPTIONS, "state" => state)
+            .set(by_state.get(state).copied().unwrap_or(0) as f64);
+    }
+}
+
+/// The host of a hub URL, as a label (hubs are few; the path and query are left out).
+pub fn hub_label(hub: &str) -> String {
+    url::Url::parse(hub)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "unparsed".into())
+}
+
+/// A hub's miss share.
+pub fn gauge_push_hub(hub: &str, miss_share: f64) {
+    gauge!(PUSH_HUB_MISS_SHARE, "hub" => hub_label(hub)).set(miss_share);
+}
+
+/// A WebSub task handed to a worker, or why not.
+pub fn record_push_task(result: &'static str) {
+    counter!(PUSH_TASKS_TOTAL, "result" => result).increment(1);
+}
+
+/// A hub's answer to a subscribe request.
+pub fn record_push_answer(answer: &'static str) {
+    counter!(PUSH_HUB_ANSWERS_TOTAL, "answer" => answer).increment(1);
+}
+
+/// New postings of a subscribed feed first seen by `by` (push or poll) at `hub`.
+pub fn record_push_first_seen(by: &'static str, hub: &str, n: usize) {
+    counter!(PUSH_FIRST_SEEN_TOTAL, "by" => by, "hub" => hub_label(hub)).increment(n as u64);
 }
 
 /// Postings of an ingest batch and the misses they revealed.

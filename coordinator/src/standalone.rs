@@ -234,6 +234,7 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             tls: None,
             metrics_addr: Some(a.metrics_addr),
             extra_buckets: kairos_worker::telemetry::buckets(),
+            push: None,
             hub,
             clock,
         },

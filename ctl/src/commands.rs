@@ -133,6 +133,7 @@ fn feed_json(f: &pb::Feed) -> Value {
         "status": f.status, "consecutive_failures": f.consecutive_failures,
         "last_error": f.last_error, "title": f.title, "site_url": f.site_url,
         "format": f.format, "websub_hubs": f.websub_hubs, "websub_topic": f.websub_topic,
+        "push_state": f.push_state, "push_hub": f.push_hub, "push_poll_share": f.push_poll_share,
     })
 }
 
@@ -202,6 +203,19 @@ pub async fn feeds(admin: &mut Admin, out: Format, c: Feeds) -> Result<(), Failu
                     ("format", f.format.clone()),
                     ("websub hubs", f.websub_hubs.join(" ")),
                     ("websub topic", f.websub_topic.clone()),
+                    (
+                        "push",
+                        if f.push_state.is_empty() {
+                            "-".to_string()
+                        } else {
+                            format!(
+                                "{} at {}; polls planned for {:.1}% of postings",
+                                f.push_state,
+                                f.push_hub,
+                                f.push_poll_share * 100.0
+                            )
+                        },
+                    ),
                     ("host", f.host.clone()),
                     ("weight", f.weight.to_string()),
                     ("status", f.status.clone()),

@@ -55,6 +55,10 @@ pub const MAX_ACCESS_EVENTS_PER_MESSAGE: usize = 2_000;
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 /// The coordinator's decoding limit on WorkerControl messages.
 pub const MAX_DECODE_BYTES: usize = 4 << 20;
+/// Largest pushed document (WebSub content) the coordinator takes and hands to a worker:
+/// under the worker's decoding limit on its task stream ([`MAX_DECODE_BYTES`]) with room
+/// for the task's other fields.
+pub const MAX_PUSHED_BODY_BYTES: usize = 3 << 20;
 
 /// `s` cut to at most `max` bytes at a character boundary.
 pub fn clip(s: &mut String, max: usize) -> bool {
@@ -219,7 +223,30 @@ pub fn check_message(body: &pb::report_message::Body) -> Result<(), String> {
             }
             b.events.iter().try_for_each(check_access)
         }
+        pb::report_message::Body::HubAnswer(a) => {
+            let fields = [
+                (a.feed_id.len(), MAX_ID_BYTES),
+                (a.mode.len(), 16),
+                (a.hub.len(), MAX_WEBSUB_URL_BYTES),
+                (a.accepted_by.len(), MAX_WEBSUB_URL_BYTES),
+                (a.error.len(), MAX_ERROR_BYTES),
+            ];
+            if fields.iter().any(|&(n, max)| n > max) {
+                return Err("a hub answer's field is over its bound".into());
+            }
+            Ok(())
+        }
     }
+}
+
+/// A hub's answer cut to the bounds [`check_message`] holds it to (a URL over its bound is
+/// dropped, text is cut).
+pub fn clip_hub_answer(a: &mut pb::HubAnswer) {
+    clip(&mut a.feed_id, MAX_ID_BYTES);
+    clip(&mut a.mode, 16);
+    drop_if_longer(&mut a.hub, MAX_WEBSUB_URL_BYTES);
+    drop_if_longer(&mut a.accepted_by, MAX_WEBSUB_URL_BYTES);
+    clip(&mut a.error, MAX_ERROR_BYTES);
 }
 
 #[cfg(test)]

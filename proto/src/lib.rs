@@ -39,6 +39,7 @@ pub fn outcome_label(o: i32) -> &'static str {
         F::ForbiddenTarget => "forbidden_target",
         F::NetworkError => "network_error",
         F::EmptyUnrecognized => "empty_unrecognized",
+        F::Pushed => "pushed",
         F::Unspecified => "unspecified",
     }
 }

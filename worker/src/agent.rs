@@ -34,6 +34,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+mod tasks;
+
 /// The coordinator client, with the bearer token on every call.
 type Client = WorkerControlClient<InterceptedService<Channel, Bearer>>;
 
@@ -202,6 +204,8 @@ pub async fn run(
 ) -> Result<(), AgentError> {
     let endpoints = coordinator_endpoints(&cfg.credentials, &cfg.coordinator)?;
     let fetcher = Fetcher::new(cfg.fetch.clone())?;
+    // The same client (pool, address policy, proxy) sends WebSub requests to hubs.
+    let hub_client = fetcher.clone();
     let gap_ms = (cfg.host_gap.as_secs_f64() * 1000.0 * cfg.clock.scale()) as i64;
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -246,7 +250,7 @@ pub async fn run(
     let finished_draining = 'sessions: loop {
         let (address, endpoint) = &endpoints[at];
         let ended = {
-            let sess = session(endpoint, &cfg, &shared);
+            let sess = session(endpoint, &cfg, &shared, &hub_client);
             tokio::pin!(sess);
             loop {
                 tokio::select! {
@@ -360,11 +364,12 @@ pub fn coordinator_endpoints(
 /// connection but is paused must not hold the worker: the next address is tried).
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(4);
 
-/// One session: register, then assignments, reports and heartbeats until one fails.
+/// One session: register, then assignments, reports, tasks and heartbeats until one fails.
 async fn session(
     endpoint: &Endpoint,
     cfg: &AgentConfig,
     shared: &Arc<Shared>,
+    fetcher: &Fetcher,
 ) -> Result<(), tonic::Status> {
     let channel = endpoint.connect().await.map_err(|e| {
         tonic::Status::unavailable(format!(
@@ -376,7 +381,9 @@ async fn session(
         .credentials
         .bearer()
         .map_err(tonic::Status::unauthenticated)?;
-    let mut client = WorkerControlClient::with_interceptor(channel, Bearer(bearer));
+    // Pushed documents come on the task stream, up to the coordinator's bound on them.
+    let mut client = WorkerControlClient::with_interceptor(channel, Bearer(bearer))
+        .max_decoding_message_size(bounds::MAX_DECODE_BYTES);
     let reg = tokio::time::timeout(
         REGISTER_TIMEOUT,
         client.register(pb::RegisterRequest {
@@ -406,6 +413,7 @@ async fn session(
     tokio::select! {
         r = assignments(client.clone(), &id, reg.epoch, shared) => r,
         r = reports(client.clone(), &id, reg.epoch, shared) => r,
+        r = tasks::tasks(client.clone(), &id, shared, fetcher.clone()) => r,
         r = heartbeats(client, &id, hb, shared) => r,
     }
 }
@@ -930,8 +938,7 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         (started - planned_ms) as f64 / 1000.0 / shared.clock.scale(),
         report.body_bytes,
     );
-    let (mut withheld, mut clipped) = (0u64, 0u64);
-    {
+    let (withheld, clipped) = {
         let mut st = shared.state.lock().expect("worker state");
         let Some(info) = st.feeds.get_mut(feed) else {
             return; // Revoked while fetching: the new owner reports it.
@@ -951,29 +958,60 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
         }
         report.etag = info.validators.etag.clone().unwrap_or_default();
         report.last_modified = info.validators.last_modified.clone().unwrap_or_default();
-        for it in items {
-            if info.seen.contains(&it.id_hash) {
-                continue;
-            }
-            if report.new_postings.len() == bounds::MAX_POSTINGS_PER_FETCH {
-                // Left unseen, so a later fetch reports it.
-                withheld += 1;
-                continue;
-            }
-            info.remember(it.id_hash);
-            let mut p = pb::Posting {
-                item_id_hash: it.id_hash,
-                link: it.link.unwrap_or_default(),
-                title: it.title.unwrap_or_default(),
-                published_unix_ms: it.published_unix_ms,
-                discovered_unix_ms: finished,
-            };
-            if bounds::clip_posting(&mut p) {
-                clipped += 1;
-            }
-            report.new_postings.push(p);
+        take_new(info, items, finished, &mut report)
+    };
+    shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(
+        feed,
+        outcome = ?outcome,
+        planned_ms,
+        started,
+        new = report.new_postings.len(),
+        error = %report.error,
+        "fetched"
+    );
+    send_report(shared, report, withheld, clipped).await;
+}
+
+/// Moves the items `info` has not seen into `report` as new postings discovered at
+/// `finished` (at most [`bounds::MAX_POSTINGS_PER_FETCH`]; the rest are left unseen for a
+/// later fetch); returns (withheld, clipped).
+fn take_new(
+    info: &mut FeedInfo,
+    items: Vec<crate::parse::Item>,
+    finished: i64,
+    report: &mut pb::FetchReport,
+) -> (u64, u64) {
+    let (mut withheld, mut clipped) = (0u64, 0u64);
+    for it in items {
+        if info.seen.contains(&it.id_hash) {
+            continue;
         }
+        if report.new_postings.len() == bounds::MAX_POSTINGS_PER_FETCH {
+            // Left unseen, so a later fetch reports it.
+            withheld += 1;
+            continue;
+        }
+        info.remember(it.id_hash);
+        let mut p = pb::Posting {
+            item_id_hash: it.id_hash,
+            link: it.link.unwrap_or_default(),
+            title: it.title.unwrap_or_default(),
+            published_unix_ms: it.published_unix_ms,
+            discovered_unix_ms: finished,
+        };
+        if bounds::clip_posting(&mut p) {
+            clipped += 1;
+        }
+        report.new_postings.push(p);
     }
+    (withheld, clipped)
+}
+
+/// Queues a fetch's (or a delivery's) report, split within the bounds, and counts what the
+/// bounds withheld or clipped.
+async fn send_report(shared: &Shared, mut report: pb::FetchReport, withheld: u64, clipped: u64) {
+    let feed = report.feed_id.clone();
     report.postings_withheld = withheld.min(u32::MAX as u64) as u32;
     if withheld > 0 {
         metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "withheld").increment(withheld);
@@ -987,16 +1025,6 @@ async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i
     if clipped > 0 {
         metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "clipped").increment(clipped);
     }
-    shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
-    tracing::debug!(
-        feed,
-        outcome = ?outcome,
-        planned_ms,
-        started,
-        new = report.new_postings.len(),
-        error = %report.error,
-        "fetched"
-    );
     let parts = bounds::split_fetch(report);
     if parts.len() > 1 {
         metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "parts")

@@ -34,6 +34,10 @@ pub const DOCUMENTS_OVER_BUDGET_TOTAL: &str = "kairos_worker_documents_over_budg
 pub const REPORT_BOUNDS_TOTAL: &str = "kairos_worker_report_bounds_total";
 /// Report messages the coordinator refused, each logged with its reason.
 pub const REPORTS_REFUSED_TOTAL: &str = "kairos_worker_reports_refused_total";
+/// WebSub tasks from the coordinator, by `task` (`hub_request`, `pushed`) and `result`
+/// (`accepted`, `refused` for hub requests; `reported`, `nothing_new`, `unreadable`,
+/// `not_owned` for pushed documents).
+pub const PUSH_TASKS_TOTAL: &str = "kairos_worker_push_tasks_total";
 /// DNS resolution time of feed hosts, by `result`.
 pub const DNS_SECONDS: &str = "kairos_worker_dns_seconds";
 /// Time to open a connection to a feed host (DNS, TCP and, for https, the TLS handshake),
@@ -62,6 +66,10 @@ const CONNECT_BUCKETS: &[f64] = &[
 /// scrape.
 pub fn describe() {
     describe_counter!(FETCHES_TOTAL, "Fetches by outcome.");
+    describe_counter!(
+        PUSH_TASKS_TOTAL,
+        "WebSub tasks from the coordinator (hub requests, pushed documents), by task and result."
+    );
     describe_histogram!(
         FETCH_DURATION_SECONDS,
         metrics::Unit::Seconds,

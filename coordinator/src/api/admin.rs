@@ -73,6 +73,9 @@ impl<B: KvBackend> AdminService<B> {
                 format: h.meta.format,
                 websub_hubs: h.meta.hubs,
                 websub_topic: h.meta.topic,
+                push_state: h.push.0,
+                push_hub: h.push.1,
+                push_poll_share: h.push.2,
             })
             .collect()
     }

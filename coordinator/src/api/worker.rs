@@ -280,6 +280,21 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         Ok(Response::new(Box::pin(outbox)))
     }
 
+    type TasksStream = BoxStream<pb::WorkerTask>;
+
+    async fn tasks(
+        &self,
+        r: Request<pb::TasksRequest>,
+    ) -> Result<Response<Self::TasksStream>, Status> {
+        own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
+        let id = r.into_inner().worker_id;
+        let rx = self.hub.open_tasks(&id).await.ok_or_else(|| {
+            Status::not_found(format!("worker session `{id}` is unknown or expired"))
+        })?;
+        let stream = ReceiverStream::new(rx).map(Ok::<_, Status>);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
     type ReportStream = BoxStream<pb::ReportAck>;
 
     async fn report(

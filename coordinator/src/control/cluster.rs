@@ -495,6 +495,17 @@ impl Cluster {
             .ok_or_else(|| ClusterError::UnknownWorker(id.to_string()))
     }
 
+    /// Whether session `id` is live.
+    pub fn has_session(&self, id: &str) -> bool {
+        self.sessions.contains_key(id)
+    }
+
+    /// The session that owns `feed`'s host now, if any.
+    pub fn owner_of_feed(&self, feed: &str) -> Option<&str> {
+        let spec = self.feeds.get(feed)?;
+        self.owner.get(&spec.host).map(String::as_str)
+    }
+
     /// Whether session `worker` may report for `feed` (it owns the feed's host now).
     pub fn check_owner(&self, worker: &str, feed: &str) -> Result<(), String> {
         if !self.sessions.contains_key(worker) {

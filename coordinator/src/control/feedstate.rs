@@ -365,6 +365,44 @@ impl FeedState {
         }
     }
 
+    /// Folds in new postings a WebSub hub pushed (received at `o.finished_ms`): each is
+    /// placed at its date when that is plausible (not after its arrival, not more than a
+    /// day before it), else at its arrival; no fetch is counted and the validators, the
+    /// answered times and the document's capacity stay as the polls left them. A posting
+    /// dated after the last poll has a trusted delay: its arrival less its date.
+    pub fn observe_pushed(&mut self, o: &FetchObservation, window_ms: i64) -> Observed {
+        let mut out = Observed::default();
+        let window_start = o.finished_ms - window_ms;
+        let mut times = Vec::with_capacity(o.new_items.len());
+        for &(id, published) in &o.new_items {
+            self.recent_items.push_back(id);
+            let dated =
+                published.filter(|&p| p <= o.finished_ms && p > o.finished_ms - PUSH_DATE_SLACK_MS);
+            if let Some(p) = dated.filter(|&p| self.last_answered_ms.is_none_or(|l| p > l)) {
+                out.trusted_delays_ms.push(o.finished_ms - p);
+            }
+            let t = dated.unwrap_or(o.finished_ms);
+            if t >= window_start {
+                times.push(t);
+            }
+        }
+        while self.recent_items.len() > RECENT_ITEMS {
+            self.recent_items.pop_front();
+        }
+        if !times.is_empty() {
+            out.model_changed = true;
+            let mut all: Vec<i64> = self.postings_ms.drain(..).chain(times).collect();
+            all.sort_unstable();
+            self.postings_ms = all.into();
+            while self.postings_ms.len() + self.spread_ms.len() > MAX_OBSERVATIONS {
+                if self.postings_ms.pop_front().is_none() {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
     /// Postings observed in the learning window (dated and spread).
     pub fn observed_postings(&self) -> usize {
         self.postings_ms.len() + self.spread_ms.len()
@@ -387,6 +425,9 @@ impl FeedState {
         self.last_answered_ms.map(|a| a.min(now_ms))
     }
 }
+
+/// How far before its arrival a pushed posting's date is believed ([`FeedState::observe_pushed`]).
+const PUSH_DATE_SLACK_MS: i64 = 86_400_000;
 
 #[cfg(test)]
 mod tests {

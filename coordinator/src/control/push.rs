@@ -38,6 +38,9 @@ pub struct PushPolicy {
     pub retry_max_ms: i64,
     /// Wait after a hub denied a subscription, ms.
     pub denied_retry_ms: i64,
+    /// Half-life of a hub's measured reliability ([`HubRecord`]), ms: what it did this
+    /// long ago counts half as much as what it does now.
+    pub reliability_half_life_ms: i64,
 }
 
 impl Default for PushPolicy {
@@ -50,12 +53,13 @@ impl Default for PushPolicy {
             retry_min_ms: 5 * 60_000,
             retry_max_ms: 24 * HOUR,
             denied_retry_ms: 24 * HOUR,
+            reliability_half_life_ms: 6 * HOUR,
         }
     }
 }
 
 /// Where a subscription stands.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Phase {
     /// Asked at `at_ms`, awaiting the hub's verification; `delivering_until_ms` is the
     /// lease still running from before (a renewal), if any.
@@ -76,8 +80,8 @@ pub enum Phase {
     },
 }
 
-/// One feed's subscription.
-#[derive(Clone, Debug, PartialEq)]
+/// One feed's subscription (stored as JSON: a new leader keeps the callbacks and secrets).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Subscription {
     /// The feed.
     pub feed: String,
@@ -454,6 +458,77 @@ impl Subscription {
                 true
             }
         }
+    }
+}
+
+/// How well a hub delivers, measured on its feeds' new postings: each was first seen
+/// either pushed or polled (a poll finding a posting first, while the feed's subscription
+/// was delivering, is one the hub missed or was late with). Both counts decay with
+/// [`PushPolicy::reliability_half_life_ms`], so a hub that goes silent loses its credit
+/// within hours and its feeds go back to full polling.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HubRecord {
+    /// Postings first seen pushed, decayed to `at_ms`.
+    pub pushed: f64,
+    /// Postings first seen polled while the hub should have delivered, decayed to `at_ms`.
+    pub polled: f64,
+    /// When the decayed counts were last brought up to date.
+    pub at_ms: i64,
+    /// Postings first seen pushed and polled, all time.
+    pub pushed_total: u64,
+    pub polled_total: u64,
+    /// Deliveries taken, and the last one's time.
+    pub deliveries: u64,
+    pub last_delivery_ms: Option<i64>,
+    /// Requests to it that failed or were denied, all time.
+    pub failures: u64,
+}
+
+/// Pseudo-counts of the reliability before anything is measured: one posting each way,
+/// so a hub nobody has watched yet saves half of a feed's polling, and a few postings
+/// either way move it.
+const PRIOR_PUSHED: f64 = 1.0;
+const PRIOR_POLLED: f64 = 1.0;
+
+/// The lowest miss share a plan uses (the polls stay a check: at 1/400 of a feed's rate,
+/// polls spend about 1/20 of what the feed had, since a plan's fetches grow with the square
+/// root of the rate).
+pub const MIN_MISS_SHARE: f64 = 1.0 / 400.0;
+
+impl HubRecord {
+    fn decay(&mut self, now_ms: i64, half_life_ms: i64) {
+        if now_ms > self.at_ms && half_life_ms > 0 {
+            let f = 0.5f64.powf((now_ms - self.at_ms) as f64 / half_life_ms as f64);
+            self.pushed *= f;
+            self.polled *= f;
+        }
+        self.at_ms = self.at_ms.max(now_ms);
+    }
+
+    /// `n` new postings first seen by a delivery at `now_ms`.
+    pub fn saw_pushed(&mut self, n: usize, now_ms: i64, half_life_ms: i64) {
+        self.decay(now_ms, half_life_ms);
+        self.pushed += n as f64;
+        self.pushed_total += n as u64;
+        self.deliveries += 1;
+        self.last_delivery_ms = Some(self.last_delivery_ms.unwrap_or(now_ms).max(now_ms));
+    }
+
+    /// `n` new postings first seen by a poll at `now_ms` while the hub should have
+    /// delivered them.
+    pub fn saw_polled(&mut self, n: usize, now_ms: i64, half_life_ms: i64) {
+        self.decay(now_ms, half_life_ms);
+        self.polled += n as f64;
+        self.polled_total += n as u64;
+    }
+
+    /// The share of a pushed feed's postings the hub is expected to miss (what its polls
+    /// must still find), at `now_ms`: in [`MIN_MISS_SHARE`, 1].
+    pub fn miss_share(&self, now_ms: i64, half_life_ms: i64) -> f64 {
+        let mut r = self.clone();
+        r.decay(now_ms, half_life_ms);
+        let share = (r.polled + PRIOR_POLLED) / (r.pushed + r.polled + PRIOR_PUSHED + PRIOR_POLLED);
+        share.clamp(MIN_MISS_SHARE, 1.0)
     }
 }
 

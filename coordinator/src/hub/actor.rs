@@ -75,6 +75,8 @@ pub(super) struct State {
     pub budget_per_day: Option<f64>,
     /// Feeds re-solved since the last round ([`super::quick`]).
     pub quick: super::quick::Quick,
+    /// WebSub subscriptions, hubs' reliability and the workers' task streams.
+    pub push: super::push::PushState,
 }
 
 impl State {
@@ -256,6 +258,7 @@ mod tests {
             paced_day: Default::default(),
             budget_per_day: None,
             quick: Default::default(),
+            push: Default::default(),
         }
     }
 

@@ -243,6 +243,9 @@ pub struct HealthView {
     pub last_error: String,
     /// What the feed's last parsed document said of itself.
     pub meta: crate::control::feedstate::FeedMeta,
+    /// Its WebSub subscription's state and hub (empty: none), and the share of its
+    /// postings its polls must find (1 without push delivering).
+    pub push: (String, String, f64),
 }
 
 pub(super) use kairos_proto::outcome_label;
@@ -289,9 +292,11 @@ impl State {
                 consecutive_failures: st.health.consecutive_failures,
                 last_error: st.health.last_error.clone(),
                 meta: st.meta.clone(),
+                push: self.push_view(feed, now_ms),
             },
             None => HealthView {
                 status: "new",
+                push: (String::new(), String::new(), 1.0),
                 ..HealthView::default()
             },
         }
@@ -314,6 +319,18 @@ impl State {
         let (model, plan) = self.model_of(feed)?;
         let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
         let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
+        let mut constraints = bounds.reasons;
+        let (push_state, hub, share) = self.push_view(feed, now_ms);
+        if !push_state.is_empty() {
+            constraints.push(if share < 1.0 {
+                format!(
+                    "websub push {push_state} at {hub}: polls are a check, planned for the {:.1}% of postings the hub is expected to miss",
+                    share * 100.0
+                )
+            } else {
+                format!("websub push {push_state} at {hub}: polled in full until it delivers")
+            });
+        }
         Some(FeedView {
             posting_rate_per_hour: model.post_bins.iter().map(|&b| b as f64).collect(),
             access_rate_per_hour: model.access_bins.iter().map(|&b| b as f64).collect(),
@@ -326,7 +343,7 @@ impl State {
             offsets_seconds: spec.offsets_seconds,
             period_seconds: spec.period_seconds,
             observed_postings: observed,
-            constraints: bounds.reasons,
+            constraints,
             max_fetches_per_day: bounds.max_per_day,
             not_before_unix_ms: bounds.not_before_ms.unwrap_or(0),
             status: self.feed_health(feed, now_ms, policy).status,

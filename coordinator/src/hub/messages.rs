@@ -20,6 +20,8 @@
 //! - **reports** (check, then install once durable): [`CheckReports`], [`InstallReports`],
 //!   [`InstallLearned`];
 //! - **between rounds**: [`Surprises`], [`ApplyQuick`];
+//! - **WebSub push**: [`EnablePush`], [`PushTick`], [`OpenTasks`], [`PushIntent`],
+//!   [`PushTarget`] (hubs' answers to requests come in [`CheckReports`]);
 //! - **rounds** (take the replanner and inputs, hand back the solve): [`TakeReplanner`],
 //!   [`RoundInputs`], [`FeedAccess`], [`RoundSolved`].
 //!
@@ -608,6 +610,8 @@ pub(super) struct Inputs {
     pub counted: BTreeMap<String, u64>,
     pub first_sights: HashMap<String, i64>,
     pub paced_day: super::pacing::Steering,
+    /// The share of each pushed feed's postings its polls must find ([`super::push`]).
+    pub push_shares: HashMap<String, f64>,
 }
 
 impl Message for RoundInputs {
@@ -626,6 +630,7 @@ impl Message for RoundInputs {
             counted: s.totals.worker_counts_today(now),
             first_sights: s.first_sights.clone(),
             paced_day: s.paced_day,
+            push_shares: s.push_miss_shares(now),
         }
     }
 }
@@ -660,5 +665,69 @@ impl Message for RoundSolved {
             Err(e) => Err(anyhow::anyhow!("planning failed: {e}")),
         };
         let _ = self.reply.send(result);
+    }
+}
+
+// ---- WebSub push ([`super::push`]) ----
+
+/// Turns push on with the stored subscriptions and hub records.
+pub(super) struct EnablePush {
+    pub config: super::push::PushConfig,
+    pub subs: Vec<crate::control::push::Subscription>,
+    pub hubs: HashMap<String, crate::control::push::HubRecord>,
+}
+impl Message for EnablePush {
+    type Reply = ();
+    fn handle(self, s: &mut State) {
+        s.push.subs = crate::control::push::Subscriptions::from_stored(self.subs);
+        s.push.hubs = self.hubs;
+        s.push.config = Some(self.config);
+    }
+}
+
+/// Drives the subscriptions; returns what to store.
+pub(super) struct PushTick {
+    pub now_ms: i64,
+}
+impl Message for PushTick {
+    type Reply = super::push::PushWrites;
+    fn handle(self, s: &mut State) -> super::push::PushWrites {
+        s.push_tick(self.now_ms)
+    }
+}
+
+/// Opens a worker session's task stream.
+pub(super) struct OpenTasks {
+    pub session: String,
+}
+impl Message for OpenTasks {
+    type Reply = Option<tokio::sync::mpsc::Receiver<pb::WorkerTask>>;
+    fn handle(self, s: &mut State) -> Self::Reply {
+        s.open_tasks(&self.session)
+    }
+}
+
+/// A hub's verification of intent or denial.
+pub(super) struct PushIntent {
+    pub callback: String,
+    pub intent: crate::push::listener::Intent,
+    pub now_ms: i64,
+}
+impl Message for PushIntent {
+    type Reply = bool;
+    fn handle(self, s: &mut State) -> bool {
+        s.push_intent(&self.callback, self.intent, self.now_ms)
+    }
+}
+
+/// Where a delivery to a callback goes.
+pub(super) struct PushTarget {
+    pub callback: String,
+    pub now_ms: i64,
+}
+impl Message for PushTarget {
+    type Reply = super::push::Target;
+    fn handle(self, s: &mut State) -> super::push::Target {
+        s.push_target(&self.callback, self.now_ms)
     }
 }

@@ -41,6 +41,7 @@ mod members;
 mod messages;
 pub mod open_times;
 mod pacing;
+pub mod push;
 mod quick;
 mod reports;
 mod rounds;
@@ -282,6 +283,7 @@ impl<B: KvBackend> Hub<B> {
             paced_day: Default::default(),
             budget_per_day,
             quick: Default::default(),
+            push: Default::default(),
         });
         Ok(Hub {
             store: store.clone(),

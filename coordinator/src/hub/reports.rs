@@ -32,6 +32,13 @@ pub(super) struct Learned {
     delays_ms: Vec<i64>,
     overflowed: bool,
     change: Change,
+    /// Postings this report saw first (not ingested before).
+    fresh: usize,
+}
+
+/// Whether a report is a hub's delivery rather than a fetch.
+fn pushed(r: &pb::FetchReport) -> bool {
+    r.outcome == pb::FetchOutcome::Pushed as i32
 }
 
 impl<B: KvBackend> Hub<B> {
@@ -78,6 +85,7 @@ impl<B: KvBackend> Hub<B> {
                             .map(|s| FeedState::clone(s))
                             .unwrap_or_default()
                     });
+                    let fresh_n = flags.iter().filter(|&&f| f).count();
                     let o = FetchObservation {
                         finished_ms: a.report.finished_unix_ms,
                         answered: matches!(outcome_label(a.report.outcome), "ok" | "not_modified"),
@@ -93,10 +101,28 @@ impl<B: KvBackend> Hub<B> {
                             .collect(),
                         items_in_document: a.report.items_in_document as usize,
                     };
+                    if pushed(&a.report) {
+                        // A hub's delivery: postings, no fetch, nothing of the feed's health.
+                        let observed = st.observe_pushed(&o, window_ms);
+                        steps.push((
+                            feed,
+                            observed.trusted_delays_ms,
+                            false,
+                            Change::default(),
+                            fresh_n,
+                        ));
+                        continue;
+                    }
                     if a.report.continuation {
                         // More postings of a fetch already folded in: no second fetch.
                         let observed = st.observe_more(&o, window_ms);
-                        steps.push((feed, observed.trusted_delays_ms, false, Change::default()));
+                        steps.push((
+                            feed,
+                            observed.trusted_delays_ms,
+                            false,
+                            Change::default(),
+                            fresh_n,
+                        ));
                         continue;
                     }
                     if st.record_slot(a.report.scheduled_unix_ms, worker) {
@@ -127,6 +153,7 @@ impl<B: KvBackend> Hub<B> {
                         observed.trusted_delays_ms,
                         observed.overflowed,
                         change,
+                        fresh_n,
                     ));
                 }
                 let mut ops = Vec::with_capacity(next.len());
@@ -139,13 +166,14 @@ impl<B: KvBackend> Hub<B> {
                 // Every report of a feed in this batch ends at the feed's last state.
                 let finals: HashMap<&str, Arc<FeedState>> =
                     next.into_iter().map(|(f, st)| (f, Arc::new(st))).collect();
-                for (feed, delays_ms, overflowed, change) in steps {
+                for (feed, delays_ms, overflowed, change, fresh) in steps {
                     learned.push(Learned {
                         feed: feed.to_string(),
                         state: finals[feed].clone(),
                         delays_ms,
                         overflowed,
                         change,
+                        fresh,
                     });
                 }
                 Ok(ops)
@@ -239,6 +267,7 @@ impl State {
                         unix_ms: e.unix_ms,
                     }))
                 }
+                Some(pb::report_message::Body::HubAnswer(a)) => self.hub_answered(a, now_ms),
                 None => ack.rejected.push(pb::RejectedReport {
                     seq: msg.seq,
                     reason: "empty report message".into(),
@@ -287,8 +316,16 @@ impl State {
                     r.finished_unix_ms,
                 ));
             }
-            if r.continuation {
-                continue; // More postings of a fetch counted with its first part.
+            if pushed(r) {
+                for &d in &l.delays_ms {
+                    metrics::histogram!(m::PUSH_LAG_SECONDS).record(d as f64 / 1000.0);
+                }
+            }
+            // What saw the postings first, for the hub's reliability (a continuation's
+            // postings are a poll's).
+            self.push_first_seen(&r.feed_id, l.fresh, pushed(r), r.finished_unix_ms);
+            if r.continuation || pushed(r) {
+                continue; // More postings of a fetch counted with its first part, or no fetch.
             }
             if l.overflowed {
                 m::record_document_overflow();
@@ -308,7 +345,7 @@ impl State {
             let r = &a.report;
             t.delay_count += l.delays_ms.len() as u64;
             t.delay_sum_ms += l.delays_ms.iter().map(|&d| d as f64).sum::<f64>();
-            if r.continuation {
+            if r.continuation || pushed(r) {
                 continue;
             }
             let label = outcome_label(r.outcome);
@@ -331,7 +368,7 @@ impl State {
             .iter()
             .map(|a| &a.report)
             .zip(learned.iter().map(|l| l.change))
-            .filter(|(r, _)| !r.continuation)
+            .filter(|(r, _)| !r.continuation && !pushed(r))
             .collect();
         self.after_fetches(&done)
     }

@@ -136,6 +136,7 @@ impl<B: KvBackend> Hub<B> {
             counted,
             first_sights,
             paced_day,
+            push_shares,
         } = self
             .actor
             .ask(msg::RoundInputs {
@@ -193,6 +194,9 @@ impl<B: KvBackend> Hub<B> {
                 let access_bins =
                     |feed: &str| -> Vec<f32> { rates.get(feed).cloned().unwrap_or_default() };
                 let (mut models, counts) = r.models(&feeds, &states, &access_bins, now);
+                // A pushed feed's polls are a check: they must find only what its hub
+                // misses, so the plan sees that share of its postings.
+                super::push::scale_pushed(&feeds, &mut models, &push_shares);
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
                 // Feeds with no state yet get a first fetch at sight, off the plan, paced
@@ -283,8 +287,15 @@ impl<B: KvBackend> Hub<B> {
     pub async fn run_loops(self: Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
         let replans = tokio::spawn(self.clone().replan_loop(stop.clone()));
         let upkeep = tokio::spawn(self.clone().upkeep_loop(stop.clone()));
+        // WebSub subscriptions: every simulated minute, within 0.2–5 s of wall time.
+        let every = Duration::from_secs_f64((60.0 / self.clock.scale()).clamp(0.2, 5.0));
+        let push = tokio::spawn(self.clone().push_loop(every, stop.clone()));
         self.clone().session_loop(stop).await;
-        for (name, task) in [("replan", replans), ("store upkeep", upkeep)] {
+        for (name, task) in [
+            ("replan", replans),
+            ("store upkeep", upkeep),
+            ("push", push),
+        ] {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "the {name} loop ended abnormally");
             }

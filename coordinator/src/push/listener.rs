@@ -72,9 +72,13 @@ pub trait PushEndpoint: Send + Sync + 'static {
     fn leading(&self) -> bool;
     /// A verification of intent or a denial for `callback`: true to confirm (200), false to
     /// refuse (404).
-    fn intent(&self, callback: &str, intent: Intent) -> bool;
+    fn intent(
+        &self,
+        callback: &str,
+        intent: Intent,
+    ) -> impl std::future::Future<Output = bool> + Send;
     /// A content delivery.
-    fn deliver(&self, delivery: Delivery) -> Taken;
+    fn deliver(&self, delivery: Delivery) -> impl std::future::Future<Output = Taken> + Send;
 }
 
 /// Bounds of the listener.
@@ -226,7 +230,7 @@ async fn handle<E: PushEndpoint + ?Sized>(
                     topic: topic.clone(),
                     reason: query.get("hub.reason").cloned().unwrap_or_default(),
                 };
-                return if endpoint.intent(&callback, intent) {
+                return if endpoint.intent(&callback, intent).await {
                     answer(StatusCode::OK, "")
                 } else {
                     answer(StatusCode::NOT_FOUND, "")
@@ -243,7 +247,7 @@ async fn handle<E: PushEndpoint + ?Sized>(
                 topic: topic.clone(),
                 lease_seconds: query.get("hub.lease_seconds").and_then(|l| l.parse().ok()),
             };
-            if endpoint.intent(&callback, intent) {
+            if endpoint.intent(&callback, intent).await {
                 super::record("verified");
                 answer(StatusCode::OK, challenge)
             } else {
@@ -298,7 +302,7 @@ async fn handle<E: PushEndpoint + ?Sized>(
                 body,
                 from: peer,
             };
-            match endpoint.deliver(delivery) {
+            match endpoint.deliver(delivery).await {
                 Taken::Accepted => {
                     super::record("accepted");
                     answer(StatusCode::ACCEPTED, "")
@@ -359,7 +363,7 @@ mod tests {
         fn leading(&self) -> bool {
             !self.standby
         }
-        fn intent(&self, callback: &str, intent: Intent) -> bool {
+        async fn intent(&self, callback: &str, intent: Intent) -> bool {
             self.intents
                 .lock()
                 .unwrap()
@@ -371,7 +375,7 @@ mod tests {
             };
             callback == "cb1" && topic == "https://a/feed"
         }
-        fn deliver(&self, d: Delivery) -> Taken {
+        async fn deliver(&self, d: Delivery) -> Taken {
             let known = d.callback == "cb1";
             let signed = d.signature.is_some();
             self.delivered.lock().unwrap().push(d);

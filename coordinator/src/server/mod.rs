@@ -55,6 +55,31 @@ pub struct ServerOptions {
     pub hub: HubConfig,
     /// The clock of the whole system.
     pub clock: SimClock,
+    /// WebSub push: the callback listener and how hubs reach it; `None`: no push.
+    pub push: Option<PushOptions>,
+}
+
+/// WebSub push's listener (docs/WEBSUB.md).
+#[derive(Clone, Debug)]
+pub struct PushOptions {
+    /// Where the callback listener listens (plain HTTP/1.1: TLS ends in front of it).
+    pub listen: SocketAddr,
+    /// The URL of its `/websub` path as hubs reach it (the Ingress's); `None`:
+    /// `http://ADDRESS/websub` of the address bound.
+    pub public_url: Option<String>,
+    /// The listener's bounds.
+    pub listener: crate::push::listener::ListenerConfig,
+    /// Subscription timing and the hubs' reliability.
+    pub policy: crate::control::push::PushPolicy,
+}
+
+impl PushOptions {
+    /// The callback base hubs are given, for a listener bound at `bound`.
+    pub fn callback_base(&self, bound: SocketAddr) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}/websub"))
+    }
 }
 
 /// A running coordinator: the hub, its loops and its gRPC server.
@@ -312,6 +337,22 @@ pub async fn start<B: KvBackend>(store: Arc<B>, o: ServerOptions) -> Result<Runn
         std::time::Duration::from_secs(1),
         stop_rx.clone(),
     )));
+    if let Some(p) = &o.push {
+        let listener = bind(p.listen).await?;
+        let bound = listener.local_addr()?;
+        hub.enable_push(crate::hub::push::PushConfig {
+            callback_base: p.callback_base(bound),
+            policy: p.policy.clone(),
+        })
+        .await?;
+        println!("kairos-coordinator push on {bound}");
+        watchers.push(tokio::spawn(crate::push::listener::serve(
+            listener,
+            Arc::new(crate::hub::push::LeaderPush::new(hub.clone())),
+            p.listener.clone(),
+            stop_rx.clone(),
+        )));
+    }
     let loops = tokio::spawn(hub.clone().run_loops(stop_rx));
     kairos_runtime::telemetry::set_ready(store.writable());
     // Printed for operators and for tests that asked for port 0.
@@ -454,6 +495,9 @@ async fn serve_elected(
         let standby = Standby::start(&o, leader.clone()).await?;
         // The leader binds the same ports (port 0 resolved once).
         (o.listen, o.admin_listen, o.public_listen) = standby.bound;
+        if let (Some(p), Some(b)) = (o.push.as_mut(), standby.push_bound) {
+            p.listen = b;
+        }
         println!("kairos-coordinator standby on {}", o.listen);
         let advertise = election
             .advertise

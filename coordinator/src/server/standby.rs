@@ -62,6 +62,9 @@ pub struct Standby {
     servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
     /// The addresses bound (main, admin, public), to be bound again by the leader.
     pub bound: (SocketAddr, Option<SocketAddr>, Option<SocketAddr>),
+    /// The WebSub callback listener's address (it answers hubs 503), if push is on.
+    pub push_bound: Option<SocketAddr>,
+    push: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Standby {
@@ -125,10 +128,26 @@ impl Standby {
             Some(a) => Some(serve(super::bind_again(a).await?, "public", false)?),
             None => None,
         };
+        let (push_bound, push) = match &o.push {
+            Some(p) => {
+                let listener = super::bind_again(p.listen).await?;
+                let bound = listener.local_addr()?;
+                let task = tokio::spawn(crate::push::listener::serve(
+                    listener,
+                    std::sync::Arc::new(crate::hub::push::NotLeading),
+                    p.listener.clone(),
+                    stop_rx.clone(),
+                ));
+                (Some(bound), Some(task))
+            }
+            None => (None, None),
+        };
         Ok(Standby {
             stop,
             servers,
             bound: (main, admin, public),
+            push_bound,
+            push,
         })
     }
 
@@ -137,6 +156,9 @@ impl Standby {
         let _ = self.stop.send(true);
         for s in self.servers {
             let _ = s.await;
+        }
+        if let Some(p) = self.push {
+            let _ = p.await;
         }
     }
 }

@@ -53,6 +53,10 @@ pub enum Key<'a> {
     Members,
     /// One chunk of the stored plan of a generation (feeds in id order).
     PlanChunk(u64, u32),
+    /// A feed's WebSub subscription (its callback id and secret included).
+    Push(&'a str),
+    /// Every WebSub hub's measured reliability.
+    PushHubs,
 }
 
 /// A key part that would break the layout.
@@ -94,6 +98,8 @@ impl Key<'_> {
             Key::Members => "members".to_string(),
             Key::PlanMeta => "planmeta".to_string(),
             Key::PlanChunk(g, i) => format!("plan/{g:016x}/{i:08x}"),
+            Key::Push(f) => format!("push/{}", check(f)?),
+            Key::PushHubs => "pushhubs".to_string(),
         }
         .into_bytes())
     }
@@ -123,6 +129,8 @@ impl Key<'_> {
             Key::Members => "members",
             Key::PlanMeta => "planmeta",
             Key::PlanChunk(..) => "plan/",
+            Key::Push(_) => "push/",
+            Key::PushHubs => "pushhubs",
         };
         kind.as_bytes().to_vec()
     }
@@ -152,6 +160,8 @@ impl Key<'_> {
             Key::Members => b"members".to_vec(),
             Key::PlanMeta => b"planmeta".to_vec(),
             Key::PlanChunk(g, _) => format!("plan/{g:016x}/").into_bytes(),
+            Key::Push(_) => b"push/".to_vec(),
+            Key::PushHubs => b"pushhubs".to_vec(),
         })
     }
 }
