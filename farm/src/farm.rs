@@ -125,6 +125,8 @@ pub struct Farm {
     served: Served,
     /// Per feed: simulated time of the last 200 or 304 (0 = never), for `/farm/fetched`.
     last_ok: Vec<AtomicI64>,
+    /// The WebSub hub some feeds name, and which ([`crate::hub`]).
+    hub: std::sync::OnceLock<(String, Vec<bool>)>,
 }
 
 /// Daily shapes: weight of each hour.
@@ -202,6 +204,7 @@ impl Farm {
             bursts,
             served: Served::default(),
             last_ok,
+            hub: Default::default(),
         }
     }
 
@@ -219,6 +222,11 @@ impl Farm {
         (minutes, all.count())
     }
 
+    /// The clock the farm publishes on.
+    pub fn clock(&self) -> &SimClock {
+        &self.clock
+    }
+
     /// The feeds.
     pub fn feeds(&self) -> &[FarmFeed] {
         &self.feeds
@@ -231,9 +239,28 @@ impl Farm {
 
     /// The served document of feed `i` at simulated time `now_ms`, and its ETag.
     pub fn document(&self, i: usize, now_ms: i64) -> (String, String) {
-        let f = &self.feeds[i];
         let n = self.published_by(i, now_ms);
         let from = n.saturating_sub(self.cfg.items_per_doc);
+        (self.document_of(i, from, n, now_ms), format!("\"{i}-{n}\""))
+    }
+
+    /// Names `hub` (a WebSub hub's URL) in the documents of the feeds `on_hub` lists.
+    pub fn set_hub(&self, hub: String, on_hub: Vec<bool>) {
+        let _ = self.hub.set((hub, on_hub));
+    }
+
+    /// The hub feed `i`'s documents name, if any.
+    pub fn hub_of(&self, i: usize) -> Option<&str> {
+        let (hub, on) = self.hub.get()?;
+        on.get(i).copied().unwrap_or(false).then_some(hub.as_str())
+    }
+
+    /// Feed `i`'s document holding its postings `from..n` (newest first), as of `now_ms`.
+    pub fn document_of(&self, i: usize, from: usize, n: usize, now_ms: i64) -> String {
+        let f = &self.feeds[i];
+        let n = n.min(f.postings.len());
+        let from = from.min(n);
+        let hub = self.hub_of(i);
         let pad = "x".repeat(self.cfg.pad_bytes);
         let mut doc = String::with_capacity(512 + (n - from) * (200 + pad.len()));
         let date = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
@@ -242,6 +269,9 @@ impl Farm {
                 "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\"><title>Farm feed {i}</title><id>urn:kairos-farm:{i}</id><updated>{}</updated>\n",
                 date(now_ms).to_rfc3339()
             ));
+            if let Some(h) = hub {
+                doc.push_str(&format!("<link rel=\"hub\" href=\"{h}\"/>\n"));
+            }
             for k in (from..n).rev() {
                 doc.push_str(&format!(
                     "<entry><id>urn:kairos-farm:{i}:{k}</id><title>Post {k} of feed {i}</title><link href=\"http://farm.invalid/f/{i}/{k}\"/><published>{}</published><updated>{}</updated><summary>{pad}</summary></entry>\n",
@@ -252,8 +282,11 @@ impl Farm {
             doc.push_str("</feed>\n");
         } else {
             doc.push_str(&format!(
-                "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<rss version=\"2.0\"><channel><title>Farm feed {i}</title><link>http://farm.invalid/f/{i}</link><description>synthetic</description>\n"
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>Farm feed {i}</title><link>http://farm.invalid/f/{i}</link><description>synthetic</description>\n"
             ));
+            if let Some(h) = hub {
+                doc.push_str(&format!("<atom:link rel=\"hub\" href=\"{h}\"/>\n"));
+            }
             for k in (from..n).rev() {
                 doc.push_str(&format!(
                     "<item><guid isPermaLink=\"false\">kairos-farm-{i}-{k}</guid><title>Post {k} of feed {i}</title><link>http://farm.invalid/f/{i}/{k}</link><pubDate>{}</pubDate><description>{pad}</description></item>\n",
@@ -262,7 +295,7 @@ impl Farm {
             }
             doc.push_str("</channel></rss>\n");
         }
-        (doc, format!("\"{i}-{n}\""))
+        doc
     }
 
     /// Binds one listener per host on [`host_ip`] (ephemeral ports) and serves until

@@ -56,6 +56,33 @@ struct FarmArgs {
     /// How long a held request is held (wall time) before a 503.
     #[arg(long, default_value = "60s")]
     fault_hang: humantime::Duration,
+    /// Share of feeds whose documents name a WebSub hub the farm serves (0: no hub).
+    #[arg(long, default_value_t = 0.0)]
+    hub_share: f64,
+    /// The hub falls silent this many simulated days after the start (never by default).
+    #[arg(long)]
+    hub_silent_after_days: Option<f64>,
+    /// The hub delivers each posting this many simulated minutes after its publication.
+    #[arg(long, default_value_t = 0.0)]
+    hub_lag_minutes: f64,
+    /// The hub grants this lease (seconds) whatever is asked.
+    #[arg(long)]
+    hub_lease_seconds: Option<u64>,
+    /// The hub denies every subscription.
+    #[arg(long)]
+    hub_deny: bool,
+    /// Share of subscription requests the hub answers 503.
+    #[arg(long, default_value_t = 0.0)]
+    hub_unavailable_share: f64,
+    /// The hub signs deliveries with a wrong key.
+    #[arg(long)]
+    hub_bad_signature: bool,
+    /// The hub names another topic in its deliveries.
+    #[arg(long)]
+    hub_wrong_topic: bool,
+    /// The hub pushes only the new items, not the whole document.
+    #[arg(long)]
+    hub_partial: bool,
     /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
     #[arg(long)]
     fixtures_dir: Option<PathBuf>,
@@ -121,6 +148,28 @@ async fn farm(a: FarmArgs) -> Result<()> {
         }
         None => None,
     };
+    let hub = if a.hub_share > 0.0 {
+        let on = kairos_farm::hub::pick(farm.feeds().len(), a.hub_share.min(1.0), a.seed);
+        let faults = kairos_farm::hub::HubFaults {
+            silent_from_ms: a
+                .hub_silent_after_days
+                .map(|d| clock.now_ms() + (d * 86_400_000.0) as i64),
+            lag_ms: (a.hub_lag_minutes.max(0.0) * 60_000.0) as i64,
+            lease_seconds: a.hub_lease_seconds,
+            deny: a.hub_deny,
+            unavailable_share: a.hub_unavailable_share.clamp(0.0, 1.0),
+            bad_signature: a.hub_bad_signature,
+            wrong_topic: a.hub_wrong_topic,
+            partial: a.hub_partial,
+        };
+        let h = kairos_farm::hub::TestHub::start(farm.clone(), &serving.urls, on, faults)
+            .await
+            .context("binding the hub")?;
+        println!("kairos-farm hub on {}", h.url);
+        Some(h)
+    } else {
+        None
+    };
     if let Some(p) = &a.urls_out {
         std::fs::write(p, serving.urls.join("\n") + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
@@ -143,6 +192,7 @@ async fn farm(a: FarmArgs) -> Result<()> {
         serving.hosts.len()
     );
     shutdown_signal().await;
+    drop(hub);
     drop(fixtures);
     drop(serving);
     Ok(())

@@ -100,6 +100,8 @@ pub struct Farm {
     pub urls: Vec<String>,
     /// Each feed's publication times (simulated Unix ms), by feed index.
     pub published: BTreeMap<usize, Vec<i64>>,
+    /// The URL of its WebSub hub, when `--hub-share` was among the extra flags.
+    pub hub: Option<String>,
 }
 
 impl Farm {
@@ -128,12 +130,14 @@ impl Farm {
         ];
         args.extend(clock.args());
         args.extend(extra.iter().map(|s| s.to_string()));
-        let (child, _) = spawn_until(
-            "kairos-farm",
-            &refs(&args),
-            &dir.join("farm.log"),
-            &["kairos-farm ready"],
-        );
+        let with_hub = extra.contains(&"--hub-share");
+        let wait: &[&str] = if with_hub {
+            &["kairos-farm ready", "kairos-farm hub on "]
+        } else {
+            &["kairos-farm ready"]
+        };
+        let (child, found) = spawn_until("kairos-farm", &refs(&args), &dir.join("farm.log"), wait);
+        let hub = found.get(1).cloned();
         let urls: Vec<String> = std::fs::read_to_string(&urls_file)
             .expect("the farm wrote its URLs")
             .lines()
@@ -155,6 +159,7 @@ impl Farm {
             child,
             urls,
             published,
+            hub,
         }
     }
 

@@ -1,0 +1,316 @@
+//! WebSub push through the real binaries: `kairos-farm` serves feeds of which about half
+//! name its hub, `serve --push-listen` subscribes them through the worker, the hub verifies
+//! and pushes, and pushed postings must reach the store within a few simulated minutes
+//! while the feeds' polls turn into a check. A hub that signs with the wrong key must have
+//! every delivery ignored, and lose nothing: the polls find those postings.
+
+mod common;
+
+use common::{add_feeds, postings_of, wait_for};
+use kairos_proto::v1 as pb;
+use kairos_proto::v1::admin_client::AdminClient;
+use kairos_proto::v1::postings_client::PostingsClient;
+use kairos_tests::scenario::{Clock, Farm, FarmSpec, Worker};
+use kairos_tests::{http_get, sample, scrape, start_coordinator, TempDir};
+use std::time::Duration;
+use tonic::transport::Channel;
+
+/// One simulated day in a minute of wall time.
+const SCALE: f64 = 1440.0;
+const SEED: u64 = 11;
+const FEEDS: usize = 16;
+
+/// The hub's counter `name` from `/hub/stats`.
+fn hub_stat(hub: &str, name: &str) -> u64 {
+    let addr = hub
+        .trim_start_matches("http://")
+        .trim_end_matches("/hub")
+        .to_string();
+    let answer = http_get(&addr, "/hub/stats").unwrap_or_default();
+    answer
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn feed(admin: &mut AdminClient<Channel>, id: &str) -> pb::Feed {
+    admin
+        .get_feed(pb::GetFeedRequest { feed_id: id.into() })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+struct Setup {
+    _dir: TempDir,
+    farm: Farm,
+    coordinator: kairos_tests::Coordinator,
+    _worker: kairos_tests::Child,
+    on_hub: Vec<bool>,
+    hub: String,
+    admin: AdminClient<Channel>,
+    clock: Clock,
+}
+
+async fn setup(name: &str, hub_flags: &[&str]) -> Setup {
+    let dir = TempDir::new(name);
+    let clock = Clock::new(SCALE);
+    let spec = FarmSpec {
+        feeds: FEEDS,
+        hosts: 4,
+        posts_per_day: 24.0,
+        days: 2.0,
+        seed: SEED,
+        ..FarmSpec::default()
+    };
+    let mut extra = vec!["--hub-share", "0.5"];
+    extra.extend_from_slice(hub_flags);
+    let farm = Farm::start(dir.path(), &spec, &clock, &extra);
+    let hub = farm.hub.clone().expect("the farm serves a hub");
+    let on_hub = kairos_farm::hub::pick(FEEDS, 0.5, SEED);
+    assert!(
+        on_hub.iter().filter(|&&h| h).count() >= 3 && on_hub.iter().any(|&h| !h),
+        "the draw puts some feeds on the hub and some off it: {on_hub:?}"
+    );
+    let mut args: Vec<String> = [
+        "--data-dir",
+        dir.path().join("data").to_str().unwrap(),
+        "--fetches-per-feed-per-day",
+        "4",
+        "--replan-interval",
+        "500ms",
+        "--push-listen",
+        "127.0.0.1:0",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(clock.args());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let coordinator = start_coordinator(&refs, &dir.path().join("coordinator.log"));
+    let mut admin = AdminClient::connect(coordinator.url.clone()).await.unwrap();
+    add_feeds(&mut admin, &farm.urls).await;
+    let worker = Worker::new("w1", &coordinator.url, &clock).start(dir.path());
+    Setup {
+        _dir: dir,
+        farm,
+        coordinator,
+        _worker: worker,
+        on_hub,
+        hub,
+        admin,
+        clock,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
+    let mut s = setup("websub-push", &[]).await;
+    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    // Every feed naming the hub is subscribed and verified through the worker.
+    wait_for(
+        "every hubbed feed's subscription",
+        Duration::from_secs(60),
+        || {
+            let hub = s.hub.clone();
+            let n = hubbed.len() as u64;
+            async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
+        },
+    )
+    .await;
+    wait_for(
+        "the subscriptions shown active",
+        Duration::from_secs(30),
+        || {
+            let mut admin = s.admin.clone();
+            let hubbed = hubbed.clone();
+            async move {
+                for &i in &hubbed {
+                    let f = feed(&mut admin, &format!("f{i}")).await;
+                    if f.push_state != "active" {
+                        return None;
+                    }
+                    assert_eq!(
+                        f.push_hub, f.websub_hubs[0],
+                        "subscribed at the hub the feed names"
+                    );
+                }
+                Some(())
+            }
+        },
+    )
+    .await;
+    // Postings published from ten simulated minutes after this are judged.
+    let since_sim = s.clock.now_ms() + 10 * 60_000;
+    // Feeds off the hub have no subscription.
+    for i in (0..FEEDS).filter(|&i| !s.on_hub[i]) {
+        let f = feed(&mut s.admin, &format!("f{i}")).await;
+        assert_eq!(f.push_state, "", "f{i} names no hub");
+        assert_eq!(f.push_poll_share, 1.0);
+    }
+    // Half a simulated day of deliveries.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(hub_stat(&s.hub, "deliveries") > 0, "the hub delivered");
+    let metrics = scrape(&s.coordinator.metrics);
+    assert!(
+        sample(&metrics, "kairos_push_requests_total{result=\"accepted\"}").unwrap_or(0.0) > 0.0,
+        "deliveries accepted"
+    );
+    // Pushed postings: published after the subscriptions were active, in the store within
+    // a few simulated minutes (the hub checks every 20 ms of wall time: 29 s simulated).
+    let mut postings = PostingsClient::connect(s.coordinator.url.clone())
+        .await
+        .unwrap();
+    let (mut pushed_delays, mut polled_delays) = (Vec::new(), Vec::new());
+    for i in 0..FEEDS {
+        for p in postings_of(&mut postings, &format!("f{i}")).await {
+            let Some(published) = p.published_unix_ms else {
+                continue;
+            };
+            if published < since_sim {
+                continue;
+            }
+            let delay = p.discovered_unix_ms - published;
+            if s.on_hub[i] {
+                pushed_delays.push(delay);
+            } else {
+                polled_delays.push(delay);
+            }
+        }
+    }
+    pushed_delays.sort_unstable();
+    assert!(
+        pushed_delays.len() >= 5,
+        "enough postings pushed to judge: {}",
+        pushed_delays.len()
+    );
+    let p95 = pushed_delays[pushed_delays.len() * 95 / 100];
+    assert!(
+        p95 <= 5 * 60_000,
+        "pushed postings reach the store within 5 simulated minutes at p95 (got {} s; all: {pushed_delays:?})",
+        p95 / 1000
+    );
+    let mean = |v: &[i64]| v.iter().sum::<i64>() as f64 / v.len().max(1) as f64;
+    assert!(
+        mean(&polled_delays) > 10.0 * mean(&pushed_delays).max(1000.0),
+        "polled postings wait far longer than pushed ones ({} s against {} s)",
+        mean(&polled_delays) / 1000.0,
+        mean(&pushed_delays) / 1000.0
+    );
+    // The hub delivers: its feeds' polls are planned for a small share of their postings,
+    // and InspectFeedPlan says so.
+    let i = hubbed[0];
+    let f = feed(&mut s.admin, &format!("f{i}")).await;
+    assert!(
+        f.push_poll_share < 0.2,
+        "a hub that delivers leaves its feeds' polls a check (poll share {})",
+        f.push_poll_share
+    );
+    let view = s
+        .admin
+        .inspect_feed_plan(pb::InspectFeedPlanRequest {
+            feed_id: format!("f{i}"),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        view.constraints
+            .iter()
+            .any(|c| c.starts_with("websub push active") && c.contains("polls are a check")),
+        "InspectFeedPlan shows push: {:?}",
+        view.constraints
+    );
+    let metrics = scrape(&s.coordinator.metrics);
+    assert!(
+        sample(&metrics, "kairos_push_subscriptions{state=\"active\"}").unwrap_or(0.0)
+            >= hubbed.len() as f64
+    );
+    assert!(s.farm.postings() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_signed_with_the_wrong_key_are_ignored_and_the_polls_lose_nothing() {
+    let mut s = setup("websub-bad-signature", &["--hub-bad-signature"]).await;
+    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    wait_for("the subscriptions", Duration::from_secs(60), || {
+        let hub = s.hub.clone();
+        let n = hubbed.len() as u64;
+        async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
+    })
+    .await;
+    wait_for("deliveries", Duration::from_secs(60), || {
+        let hub = s.hub.clone();
+        async move { (hub_stat(&hub, "deliveries") >= 3).then_some(()) }
+    })
+    .await;
+    let metrics = scrape(&s.coordinator.metrics);
+    assert_eq!(
+        sample(&metrics, "kairos_push_requests_total{result=\"accepted\"}"),
+        None,
+        "no delivery with a wrong signature is taken"
+    );
+    assert!(
+        sample(
+            &metrics,
+            "kairos_push_requests_total{result=\"signature_mismatch\"}"
+        )
+        .unwrap_or(0.0)
+            >= 3.0,
+        "each is counted as a mismatch"
+    );
+    // The polls still find every posting of the hubbed feeds: what was published half a
+    // simulated day ago is all in the store.
+    let mut postings = PostingsClient::connect(s.coordinator.url.clone())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    // Every posting the hubbed feeds published before their last poll is in the store:
+    // the polls found what the refused deliveries carried.
+    let fetched = s.clock.now_ms() - 86_400_000 / 2;
+    for &i in &hubbed {
+        let stored = postings_of(&mut postings, &format!("f{i}")).await.len();
+        let due = s
+            .farm
+            .published
+            .get(&i)
+            .map_or(0, |p| p.iter().filter(|&&t| t <= fetched).count());
+        assert!(
+            stored >= due,
+            "f{i}: {stored} postings stored, {due} published half a simulated day ago"
+        );
+    }
+    // The hub earns no credit: nothing was first seen pushed, what the polls found first
+    // counts against it, and its feeds' polls are planned for more than the prior's half.
+    let metrics = scrape(&s.coordinator.metrics);
+    let host = url_host(&s.hub);
+    assert_eq!(
+        sample(
+            &metrics,
+            &format!("kairos_push_first_seen_total{{by=\"push\",hub=\"{host}\"}}")
+        ),
+        None
+    );
+    assert!(
+        sample(
+            &metrics,
+            &format!("kairos_push_first_seen_total{{by=\"poll\",hub=\"{host}\"}}")
+        )
+        .unwrap_or(0.0)
+            > 0.0
+    );
+    let f = feed(&mut s.admin, &format!("f{}", hubbed[0])).await;
+    assert!(
+        f.push_poll_share > 0.5,
+        "a hub whose deliveries are all refused earns no credit (poll share {})",
+        f.push_poll_share
+    );
+}
+
+/// The host of a URL `http://HOST:PORT/...`.
+fn url_host(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .split([':', '/'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
