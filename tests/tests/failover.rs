@@ -72,6 +72,7 @@ impl Rig {
             child: farm,
             urls,
             published,
+            ..
         } = Farm::start(dir.path(), &spec, &sim, &[]);
         let total: usize = published.values().map(Vec::len).sum();
         assert!(total > 200, "the farm publishes enough to test ({total})");
