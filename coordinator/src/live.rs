@@ -514,6 +514,13 @@ pub struct StandaloneArgs {
     /// Demo: random seed.
     #[arg(long, default_value_t = 1)]
     pub demo_seed: u64,
+    /// Demo: share of the farm's feeds that name a WebSub hub the farm serves (0: none);
+    /// the coordinator subscribes them and takes their pushes on loopback.
+    #[arg(long, default_value_t = 0.0)]
+    pub demo_hub_share: f64,
+    /// Demo: the hub falls silent this many simulated days after the start.
+    #[arg(long, requires = "demo_hub_share")]
+    pub demo_hub_silent_after_days: Option<f64>,
     #[command(flatten)]
     pub plan: LivePlanArgs,
     #[command(flatten)]

@@ -12,6 +12,7 @@ mod baselines;
 mod cli;
 #[cfg(feature = "standalone")]
 mod demo;
+mod demo_push;
 mod live;
 mod plot;
 mod replay;

@@ -65,6 +65,8 @@ struct DemoFarm {
     farm: Arc<Farm>,
     _serving: RunningFarm,
     start_ms: i64,
+    /// The WebSub hub of `--demo-hub-share`.
+    hub: Option<crate::demo_push::DemoHub>,
 }
 
 /// Ignores "already exists" (a restarted run on the same data dir), fails on the rest.
@@ -103,6 +105,21 @@ async fn setup_demo<B: KvBackend>(
         .serve()
         .await
         .context("serving the demo feed farm on loopback")?;
+    // Started before any feed is fetched, so the feeds name it from their first document.
+    let hub = if a.demo_hub_share > 0.0 {
+        Some(
+            crate::demo_push::start(
+                &farm,
+                &serving.urls,
+                a.demo_hub_share,
+                a.demo_seed,
+                a.demo_hub_silent_after_days,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     // The demo's farm is ours, on loopback.
     let registry = Registry::new(store.clone()).with_private_allowed(vec![loopback()]);
     for (i, url) in serving.urls.iter().enumerate() {
@@ -140,6 +157,7 @@ async fn setup_demo<B: KvBackend>(
         farm,
         _serving: serving,
         start_ms: clock.now_ms(),
+        hub,
     })
 }
 
@@ -234,7 +252,16 @@ async fn run_with<B: KvBackend>(store: Arc<B>, a: StandaloneArgs, clock: SimCloc
             tls: None,
             metrics_addr: Some(a.metrics_addr),
             extra_buckets: kairos_worker::telemetry::buckets(),
-            push: None,
+            // The demo's hub calls back on loopback.
+            push: demo
+                .as_ref()
+                .and_then(|d| d.hub.as_ref())
+                .map(|_| serve::PushOptions {
+                    listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                    public_url: None,
+                    listener: Default::default(),
+                    policy: Default::default(),
+                }),
             hub,
             clock,
         },
@@ -393,8 +420,15 @@ async fn print_line<B: KvBackend>(
     let when = chrono::DateTime::from_timestamp_millis(now)
         .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_default();
+    let push = match demo.and_then(|d| d.hub.as_ref()) {
+        Some(h) => {
+            let (on, off) = crate::demo_push::planned(hub, h).await;
+            format!(" | planned/feed/day: hub's {on:.2}, others {off:.2}")
+        }
+        None => String::new(),
+    };
     println!(
-        "[{when} sim, day {days:.2}] feeds {} | workers {}/{workers} | fetches {} (budget {:.0}) | delay {delay}{} | last day {last_day}{} | missed/access {:.3} | postings {} new, {} dup",
+        "[{when} sim, day {days:.2}] feeds {} | workers {}/{workers} | fetches {} (budget {:.0}) | delay {delay}{} | last day {last_day}{} | missed/access {:.3} | postings {} new, {} dup{push}",
         planned,
         live,
         t.fetches,
@@ -589,6 +623,12 @@ async fn summarize<B: KvBackend>(
                 "uniform_avg_delay_seconds".into(),
                 uniform.unwrap_or(0.0).into(),
             );
+            if let Some(h) = &d.hub {
+                obj.insert(
+                    "push".into(),
+                    crate::demo_push::summary(hub, &d.farm, h, d.start_ms, now).await?,
+                );
+            }
         }
         None => {
             obj.insert("postings_ingested".into(), t.postings_new.into());

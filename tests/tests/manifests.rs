@@ -139,10 +139,10 @@ fn every_overlay_builds_validates_and_passes_the_lint() {
         return;
     }
     for (overlay, core_objects, operator_objects) in [
-        ("base", 11, 0),
-        ("overlays/dev", 11, 0),
-        ("overlays/prod", 16, 3),
-        ("overlays/prod-tls", 16, 3),
+        ("base", 12, 0),
+        ("overlays/dev", 12, 0),
+        ("overlays/prod", 17, 3),
+        ("overlays/prod-tls", 17, 3),
     ] {
         let text = render(overlay);
         assert_eq!(
@@ -164,6 +164,15 @@ fn every_overlay_builds_validates_and_passes_the_lint() {
             "{overlay}"
         );
         assert!(!text.contains("--insecure-loopback"), "{overlay}");
+        // WebSub: the callback listener behind an Ingress, its port open in the policy.
+        assert!(
+            text.contains("--push-listen=0.0.0.0:7704") && text.contains("--push-url=https://"),
+            "{overlay}"
+        );
+        assert!(
+            kinds(&text).iter().any(|x| x == "Ingress"),
+            "{overlay}: no Ingress"
+        );
         for k in [
             "StatefulSet",
             "Deployment",

@@ -615,21 +615,35 @@ impl<B: KvBackend> PushEndpoint for LeaderPush<B> {
     }
 }
 
+/// Polls a pushed feed gets at least while its hub delivers, a day: a weekly check
+/// (the document floor, set from the feed's whole rate, still keeps its document from
+/// overflowing between two polls should the hub fall silent).
+pub const PUSH_CHECK_PER_DAY: f64 = 1.0 / 7.0;
+
 /// Scales each pushed feed's posting rate by the share its polls must still find (the
-/// plan then spends on it what finding those is worth, and the rest on other feeds).
+/// plan then spends on it what finding those is worth, and the rest on other feeds); while
+/// its hub delivers (share under a half), its floor drops from the configured minimum
+/// (`configured_min`) to [`PUSH_CHECK_PER_DAY`] (`days_per_period` converts it).
 pub(super) fn scale_pushed(
     feeds: &[crate::registry::FeedRecord],
     models: &mut [crate::plan::planner::FeedModel],
     shares: &HashMap<String, f64>,
+    configured_min: crate::plan::alloc::Level,
+    days_per_period: f64,
 ) {
     if shares.is_empty() {
         return;
     }
+    let check = crate::plan::alloc::ceil_level(PUSH_CHECK_PER_DAY * days_per_period);
     for (f, m) in feeds.iter().zip(models.iter_mut()) {
         if let Some(&share) = shares.get(&f.id) {
-            let share = share.clamp(0.0, 1.0) as f32;
+            let share = share.clamp(0.0, 1.0);
             for b in &mut m.post_bins {
-                *b *= share;
+                *b *= share as f32;
+            }
+            // A raised floor (the document's, exploration) stays.
+            if share < 0.5 && m.min_level <= configured_min {
+                m.min_level = m.min_level.min(check);
             }
         }
     }

@@ -196,7 +196,13 @@ impl<B: KvBackend> Hub<B> {
                 let (mut models, counts) = r.models(&feeds, &states, &access_bins, now);
                 // A pushed feed's polls are a check: they must find only what its hub
                 // misses, so the plan sees that share of its postings.
-                super::push::scale_pushed(&feeds, &mut models, &push_shares);
+                super::push::scale_pushed(
+                    &feeds,
+                    &mut models,
+                    &push_shares,
+                    r.settings().levels().0,
+                    r.settings().days_per_period(),
+                );
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
                 // Feeds with no state yet get a first fetch at sight, off the plan, paced
