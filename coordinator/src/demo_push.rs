@@ -20,6 +20,11 @@ pub struct DemoHub {
     pub on_hub: Vec<bool>,
     /// When it falls silent (simulated Unix ms), if it does.
     pub silent_from_ms: Option<i64>,
+    /// The fetches a day the first plan gave each of the hub's feeds (before any was
+    /// subscribed: their allocation without push).
+    pub first_planned: std::sync::Mutex<Option<f64>>,
+    /// Each feed's fetches when the subscriptions had settled (half a day in), and when.
+    pub settled: std::sync::Mutex<Option<(i64, std::collections::BTreeMap<String, u64>)>>,
 }
 
 /// Starts the hub for `share` of the farm's feeds (at `urls`), silent from
@@ -61,7 +66,27 @@ pub async fn start(
         _running: running,
         on_hub,
         silent_from_ms,
+        first_planned: Default::default(),
+        settled: Default::default(),
     })
+}
+
+/// Fetches a day the plan gives the hub's feeds and the others, per feed, noted for the
+/// summary: the first plan's, and each feed's fetches once half a day has passed.
+pub async fn observe<B: KvBackend>(hub: &Hub<B>, d: &DemoHub, start_ms: i64) -> (f64, f64) {
+    let (on, off) = planned(hub, d).await;
+    if on > 0.0 {
+        d.first_planned.lock().expect("demo hub").get_or_insert(on);
+    }
+    let now = hub.clock().now_ms();
+    if now >= start_ms + DAY_MS / 2 && d.settled.lock().expect("demo hub").is_none() {
+        let counts = hub.totals().await.fetches_per_feed;
+        d.settled
+            .lock()
+            .expect("demo hub")
+            .get_or_insert((now, counts.into_iter().collect()));
+    }
+    (on, off)
 }
 
 /// Fetches a day the plan gives the hub's feeds and the others, per feed.
@@ -130,7 +155,36 @@ pub async fn summary<B: KvBackend>(
         }
     }
     let (planned_on, planned_off) = planned(hub, d).await;
+    // Fetches a day of each group from half a day in to the end.
+    let since = d.settled.lock().expect("demo hub").clone();
+    let settled_rates = since.map(|(at, before)| {
+        let days = ((now_ms - at) as f64 / DAY_MS as f64).max(1e-9);
+        let (mut on, mut off) = (0u64, 0u64);
+        for (i, &h) in d.on_hub.iter().enumerate() {
+            let id = format!("farm-{i}");
+            let n = t.fetches_per_feed.get(&id).copied().unwrap_or(0)
+                - before.get(&id).copied().unwrap_or(0);
+            if h {
+                on += n;
+            } else {
+                off += n;
+            }
+        }
+        (
+            on as f64 / n_on.max(1) as f64 / days,
+            off as f64 / n_off.max(1) as f64 / days,
+        )
+    });
+    let first = *d.first_planned.lock().expect("demo hub");
+    let ids: Vec<String> = d
+        .on_hub
+        .iter()
+        .enumerate()
+        .filter(|(_, &h)| h)
+        .map(|(i, _)| format!("farm-{i}"))
+        .collect();
     Ok(serde_json::json!({
+        "hub_feed_ids": ids,
         "hub_feeds": n_on,
         "other_feeds": n_off,
         "delivering": quantiles(&mut delivering),
@@ -138,6 +192,9 @@ pub async fn summary<B: KvBackend>(
         "hub_feeds_fetches_per_feed_per_day": polls_on as f64 / n_on.max(1) as f64 / days,
         "other_feeds_fetches_per_feed_per_day": polls_off as f64 / n_off.max(1) as f64 / days,
         "hub_feeds_planned_fetches_per_day_at_end": planned_on,
+        "hub_feeds_planned_fetches_per_day_first_plan": first,
+        "hub_feeds_fetches_per_feed_per_day_from_half_a_day": settled_rates.map(|r| r.0),
+        "other_feeds_fetches_per_feed_per_day_from_half_a_day": settled_rates.map(|r| r.1),
         "other_feeds_planned_fetches_per_day_at_end": planned_off,
     }))
 }

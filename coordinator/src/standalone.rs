@@ -422,7 +422,7 @@ async fn print_line<B: KvBackend>(
         .unwrap_or_default();
     let push = match demo.and_then(|d| d.hub.as_ref()) {
         Some(h) => {
-            let (on, off) = crate::demo_push::planned(hub, h).await;
+            let (on, off) = crate::demo_push::observe(hub, h, start_ms).await;
             format!(" | planned/feed/day: hub's {on:.2}, others {off:.2}")
         }
         None => String::new(),
@@ -622,6 +622,11 @@ async fn summarize<B: KvBackend>(
             obj.insert(
                 "uniform_avg_delay_seconds".into(),
                 uniform.unwrap_or(0.0).into(),
+            );
+            // Per feed, so runs with and without push compare the same feeds.
+            obj.insert(
+                "fetches_per_feed".into(),
+                serde_json::to_value(&t.fetches_per_feed)?,
             );
             if let Some(h) = &d.hub {
                 obj.insert(

@@ -136,6 +136,9 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
             "127.0.0.1:0",
             "--replan-interval",
             "2s",
+            // Push's panels need a hub.
+            "--demo-hub-share",
+            "0.3",
         ],
         &dir.path().join("standalone.log"),
         &["kairos-coordinator metrics on "],

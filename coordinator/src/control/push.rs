@@ -538,6 +538,43 @@ mod tests {
 
     const H: i64 = 3_600_000;
 
+    #[test]
+    fn a_hub_earns_credit_by_pushing_first_and_loses_it_within_hours_of_silence() {
+        let half = PushPolicy::default().reliability_half_life_ms;
+        let mut r = HubRecord::default();
+        assert_eq!(r.miss_share(0, half), 0.5, "unmeasured: the prior's half");
+        // A day of deliveries, 10 postings an hour, one posting an hour found by a poll first.
+        for h in 0..24 {
+            r.saw_pushed(10, h * H, half);
+            r.saw_polled(1, h * H + 1, half);
+        }
+        let share = r.miss_share(24 * H, half);
+        assert!(
+            (share - 1.0 / 11.0).abs() < 0.01,
+            "about one in eleven missed: {share}"
+        );
+        assert_eq!(
+            (r.pushed_total, r.polled_total, r.deliveries),
+            (240, 24, 24)
+        );
+        // Silence: only polls find postings, and the pushes' credit halves every 6 hours.
+        for h in 24..36 {
+            r.saw_polled(10, h * H, half);
+        }
+        let share = r.miss_share(36 * H, half);
+        assert!(
+            share > 0.75,
+            "twelve silent hours put it back near full polling: {share}"
+        );
+        // A perfect hub is bounded below: its polls stay a check.
+        let mut perfect = HubRecord::default();
+        perfect.saw_pushed(100_000, 0, half);
+        assert_eq!(perfect.miss_share(0, half), MIN_MISS_SHARE);
+        // Time alone (no polls, no pushes) moves the share back toward the prior's half.
+        let later = perfect.miss_share(30 * 24 * H, half);
+        assert!((later - 0.5).abs() < 0.01, "{later}");
+    }
+
     fn wanted(pairs: &[(&str, &str, &str)]) -> HashMap<String, (String, String)> {
         pairs
             .iter()

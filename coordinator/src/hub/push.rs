@@ -615,36 +615,136 @@ impl<B: KvBackend> PushEndpoint for LeaderPush<B> {
     }
 }
 
-/// Polls a pushed feed gets at least while its hub delivers, a day: a weekly check
-/// (the document floor, set from the feed's whole rate, still keeps its document from
-/// overflowing between two polls should the hub fall silent).
+/// Polls a pushed feed gets at least while its hub delivers, a day: a weekly check.
 pub const PUSH_CHECK_PER_DAY: f64 = 1.0 / 7.0;
 
+/// What [`scale_pushed`] needs of the round.
+pub(super) struct PushPlanning<'a> {
+    /// The share of each pushed feed's postings its polls must find.
+    pub shares: &'a HashMap<String, f64>,
+    /// The feeds' learned states (their documents' sizes).
+    pub states: &'a HashMap<String, Arc<crate::control::feedstate::FeedState>>,
+    /// The plan's settings (period, slots, metric) for the document floor.
+    pub plan: &'a crate::plan::planner::PlanConfig,
+    /// Periods are this many days.
+    pub days_per_period: f64,
+}
+
 /// Scales each pushed feed's posting rate by the share its polls must still find (the
-/// plan then spends on it what finding those is worth, and the rest on other feeds); while
-/// its hub delivers (share under a half), its floor drops from the configured minimum
-/// (`configured_min`) to [`PUSH_CHECK_PER_DAY`] (`days_per_period` converts it).
+/// plan then spends on it what finding those is worth, and the rest on other feeds). While
+/// its hub delivers (share under a half) its floor is recomputed for that share: a weekly
+/// check ([`PUSH_CHECK_PER_DAY`]), or more where even the share the hub misses would
+/// overflow its document between two polls; the floors set from its whole rate (the
+/// configured minimum, the document's, exploration's) come back at the round after its
+/// share rises, as a hub falling silent makes it.
 pub(super) fn scale_pushed(
     feeds: &[crate::registry::FeedRecord],
     models: &mut [crate::plan::planner::FeedModel],
-    shares: &HashMap<String, f64>,
-    configured_min: crate::plan::alloc::Level,
-    days_per_period: f64,
+    p: &PushPlanning<'_>,
 ) {
-    if shares.is_empty() {
+    if p.shares.is_empty() {
         return;
     }
-    let check = crate::plan::alloc::ceil_level(PUSH_CHECK_PER_DAY * days_per_period);
+    let check = crate::plan::alloc::ceil_level(PUSH_CHECK_PER_DAY * p.days_per_period);
     for (f, m) in feeds.iter().zip(models.iter_mut()) {
-        if let Some(&share) = shares.get(&f.id) {
-            let share = share.clamp(0.0, 1.0);
-            for b in &mut m.post_bins {
-                *b *= share as f32;
-            }
-            // A raised floor (the document's, exploration) stays.
-            if share < 0.5 && m.min_level <= configured_min {
-                m.min_level = m.min_level.min(check);
-            }
+        let Some(&share) = p.shares.get(&f.id) else {
+            continue;
+        };
+        let share = share.clamp(0.0, 1.0);
+        for b in &mut m.post_bins {
+            *b *= share as f32;
         }
+        if share >= 0.5 {
+            continue;
+        }
+        let document = p
+            .states
+            .get(&f.id)
+            .filter(|st| st.doc_capacity >= 2)
+            .map(|st| {
+                crate::plan::planner::document_level(
+                    m,
+                    p.plan,
+                    crate::control::models::DOCUMENT_FILL * st.doc_capacity as f64,
+                    true,
+                )
+            })
+            .unwrap_or(check);
+        m.min_level = m.min_level.min(check.max(document)).min(m.max_level);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::alloc::ceil_level;
+    use crate::plan::planner::FeedModel;
+    use crate::registry::FeedRecord;
+
+    fn feed(id: &str) -> FeedRecord {
+        FeedRecord {
+            id: id.into(),
+            url: format!("https://{id}.example/feed"),
+            host: format!("{id}.example"),
+            weight: 1.0,
+        }
+    }
+
+    fn model(min_level: i32) -> FeedModel {
+        FeedModel {
+            weight: 1.0,
+            post_bins: vec![1.0; 24],
+            access_bins: vec![1.0; 24],
+            min_level,
+            max_level: 96,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn a_pushed_feed_is_planned_for_what_its_hub_misses_with_a_weekly_check() {
+        use crate::control::feedstate::FeedState;
+        let feeds = [feed("pushed"), feed("silent"), feed("polled"), feed("busy")];
+        // Each posts 24 a day; "busy" 2,400 a day with a 20-item document.
+        let mut models = vec![model(1), model(1), model(1), model(3)];
+        models[3].post_bins = vec![100.0; 24];
+        let shares: HashMap<String, f64> = [
+            ("pushed".to_string(), 0.01),
+            ("silent".to_string(), 0.8),
+            ("busy".to_string(), 0.01),
+        ]
+        .into();
+        let states: HashMap<String, Arc<FeedState>> = [(
+            "busy".to_string(),
+            Arc::new(FeedState {
+                doc_capacity: 20,
+                ..FeedState::default()
+            }),
+        )]
+        .into();
+        let plan = crate::control::relearn::PlannerSettings::default().plan_config(4);
+        scale_pushed(
+            &feeds,
+            &mut models,
+            &PushPlanning {
+                shares: &shares,
+                states: &states,
+                plan: &plan,
+                days_per_period: 1.0,
+            },
+        );
+        assert!((models[0].post_bins[0] - 0.01).abs() < 1e-6);
+        assert_eq!(models[0].min_level, ceil_level(1.0 / 7.0), "a weekly check");
+        assert!((models[1].post_bins[0] - 0.8).abs() < 1e-6);
+        assert_eq!(models[1].min_level, 1, "a hub that misses keeps the floor");
+        assert_eq!(models[2].post_bins[0], 1.0, "no push, no change");
+        assert_eq!(models[2].min_level, 1);
+        // 24 postings a day missed by the hub overflow 10 items of the document within
+        // half a day: at least two polls a day.
+        assert!(
+            (2..=3).contains(&models[3].min_level),
+            "the document floor of what the hub misses: {}",
+            models[3].min_level
+        );
     }
 }

@@ -199,9 +199,12 @@ impl<B: KvBackend> Hub<B> {
                 super::push::scale_pushed(
                     &feeds,
                     &mut models,
-                    &push_shares,
-                    r.settings().levels().0,
-                    r.settings().days_per_period(),
+                    &super::push::PushPlanning {
+                        shares: &push_shares,
+                        states: &states,
+                        plan: &r.settings().plan_config(feeds.len()),
+                        days_per_period: r.settings().days_per_period(),
+                    },
                 );
                 let days = r.settings().days_per_period();
                 let caps = health::bound_models(&feeds, &mut models, &bounds, &caps, days);
