@@ -314,3 +314,116 @@ fn url_host(url: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
+    let mut s = setup("websub-deny", &["--hub-deny"]).await;
+    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    wait_for("every denial", Duration::from_secs(60), || {
+        let hub = s.hub.clone();
+        let n = hubbed.len() as u64;
+        async move { (hub_stat(&hub, "denied") >= n).then_some(()) }
+    })
+    .await;
+    wait_for("the denials shown", Duration::from_secs(30), || {
+        let mut admin = s.admin.clone();
+        let hubbed = hubbed.clone();
+        async move {
+            for &i in &hubbed {
+                let f = feed(&mut admin, &format!("f{i}")).await;
+                if f.push_state != "denied" {
+                    return None;
+                }
+                assert_eq!(f.push_poll_share, 1.0, "a denied feed is polled in full");
+            }
+            Some(())
+        }
+    })
+    .await;
+    assert_eq!(hub_stat(&s.hub, "verified"), 0);
+    // The gauge follows at the next tick of the subscriptions.
+    wait_for(
+        "the gauge of denied subscriptions",
+        Duration::from_secs(10),
+        || {
+            let metrics = scrape(&s.coordinator.metrics);
+            let n = hubbed.len() as f64;
+            async move {
+                (sample(&metrics, "kairos_push_subscriptions{state=\"denied\"}").unwrap_or(0.0)
+                    >= n)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_for_another_topic_are_ignored() {
+    let s = setup("websub-wrong-topic", &["--hub-wrong-topic"]).await;
+    wait_for("deliveries", Duration::from_secs(90), || {
+        let hub = s.hub.clone();
+        async move { (hub_stat(&hub, "deliveries") >= 3).then_some(()) }
+    })
+    .await;
+    let metrics = scrape(&s.coordinator.metrics);
+    assert!(
+        sample(
+            &metrics,
+            "kairos_push_requests_total{result=\"wrong_topic\"}"
+        )
+        .unwrap_or(0.0)
+            >= 3.0
+    );
+    assert_eq!(
+        sample(&metrics, "kairos_push_requests_total{result=\"accepted\"}"),
+        None,
+        "content for another topic is never taken"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_leases_are_renewed_and_a_busy_hub_is_asked_again() {
+    // Leases of two simulated hours (5 s of wall time), renewed when one is left; a third
+    // of the requests answered 503 and retried after the back-off.
+    let mut s = setup(
+        "websub-leases",
+        &[
+            "--hub-lease-seconds",
+            "7200",
+            "--hub-unavailable-share",
+            "0.3",
+        ],
+    )
+    .await;
+    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    let n = hubbed.len() as u64;
+    wait_for("renewals", Duration::from_secs(90), || {
+        let hub = s.hub.clone();
+        async move { (hub_stat(&hub, "verified") >= 3 * n).then_some(()) }
+    })
+    .await;
+    let metrics = scrape(&s.coordinator.metrics);
+    assert!(
+        sample(
+            &metrics,
+            "kairos_push_hub_answers_total{answer=\"refused\"}"
+        )
+        .unwrap_or(0.0)
+            >= 1.0,
+        "some requests met a 503"
+    );
+    // Every hubbed feed is delivering: active, or renewing within its lease.
+    for &i in &hubbed {
+        let f = feed(&mut s.admin, &format!("f{i}")).await;
+        assert!(
+            matches!(f.push_state.as_str(), "active" | "renewing" | "failed"),
+            "f{i}: {}",
+            f.push_state
+        );
+    }
+    assert!(
+        hub_stat(&s.hub, "subscriptions") >= n - 1,
+        "the hub holds live leases"
+    );
+}

@@ -350,16 +350,40 @@ impl State {
         self.push.changed.insert(a.feed_id);
     }
 
-    /// New postings first seen for `feed`: `pushed` by a delivery, else by a poll (which
-    /// counts against the feed's hub only while its subscription delivers).
-    pub(super) fn push_first_seen(&mut self, feed: &str, n: usize, pushed: bool, at_ms: i64) {
+    /// New postings first seen for `feed` (their publication dates): by a delivery
+    /// (`pushed`), else by a poll at `at_ms`. A poll's count against the hub only while the
+    /// subscription delivers, and only postings the hub should have delivered by then:
+    /// dated after the subscription was verified and at least
+    /// [`crate::control::push::DELIVERY_GRACE_MS`] before the poll.
+    pub(super) fn push_first_seen(
+        &mut self,
+        feed: &str,
+        dates: &[Option<i64>],
+        pushed: bool,
+        at_ms: i64,
+    ) {
         let Some(cfg) = &self.push.config else {
             return;
         };
         let Some(s) = self.push.subs.of_feed(feed) else {
             return;
         };
-        if n == 0 || (!pushed && !s.delivering(at_ms)) {
+        let n = if pushed {
+            dates.len()
+        } else {
+            let Some(since) = s.verified_at_ms() else {
+                return;
+            };
+            if !s.delivering(at_ms) {
+                return;
+            }
+            let due = at_ms - crate::control::push::DELIVERY_GRACE_MS;
+            dates
+                .iter()
+                .filter(|d| d.is_some_and(|t| t > since && t <= due))
+                .count()
+        };
+        if n == 0 {
             return;
         }
         let half = cfg.policy.reliability_half_life_ms;

@@ -32,8 +32,8 @@ pub(super) struct Learned {
     delays_ms: Vec<i64>,
     overflowed: bool,
     change: Change,
-    /// Postings this report saw first (not ingested before).
-    fresh: usize,
+    /// The publication dates of the postings this report saw first (not ingested before).
+    fresh: Vec<Option<i64>>,
 }
 
 /// Whether a report is a hub's delivery rather than a fetch.
@@ -85,7 +85,15 @@ impl<B: KvBackend> Hub<B> {
                             .map(|s| FeedState::clone(s))
                             .unwrap_or_default()
                     });
-                    let fresh_n = flags.iter().filter(|&&f| f).count();
+                    // The dates of the postings this report saw first (what a hub's
+                    // reliability is measured on).
+                    let fresh_n: Vec<Option<i64>> = a
+                        .postings
+                        .iter()
+                        .zip(flags)
+                        .filter(|(_, &f)| f)
+                        .map(|(p, _)| p.published_unix_ms)
+                        .collect();
                     let o = FetchObservation {
                         finished_ms: a.report.finished_unix_ms,
                         answered: matches!(outcome_label(a.report.outcome), "ok" | "not_modified"),
@@ -323,7 +331,7 @@ impl State {
             }
             // What saw the postings first, for the hub's reliability (a continuation's
             // postings are a poll's).
-            self.push_first_seen(&r.feed_id, l.fresh, pushed(r), r.finished_unix_ms);
+            self.push_first_seen(&r.feed_id, &l.fresh, pushed(r), r.finished_unix_ms);
             if r.continuation || pushed(r) {
                 continue; // More postings of a fetch counted with its first part, or no fetch.
             }
