@@ -317,7 +317,7 @@ fn url_host(url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
-    let mut s = setup("websub-deny", &["--hub-deny"]).await;
+    let s = setup("websub-deny", &["--hub-deny"]).await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
     wait_for("every denial", Duration::from_secs(60), || {
         let hub = s.hub.clone();
