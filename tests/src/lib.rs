@@ -98,6 +98,8 @@ pub struct Coordinator {
     pub url: String,
     /// Metrics endpoint, `host:port`.
     pub metrics: String,
+    /// The WebSub callback listener, `host:port`, when `--push-listen` was given.
+    pub push: Option<String>,
 }
 
 /// Starts binary `name` with `args` (stderr to `log`) and waits, up to 30 s, until its
@@ -175,19 +177,19 @@ pub fn start_coordinator(args: &[&str], log: &Path) -> Coordinator {
     if !args.contains(&"--allow-private") {
         all.extend(["--allow-private", "127.0.0.0/8"]);
     }
-    let (child, found) = spawn_until(
-        "kairos-coordinator",
-        &all,
-        log,
-        &[
-            "kairos-coordinator listening on ",
-            "kairos-coordinator metrics on ",
-        ],
-    );
+    let mut wait = vec![
+        "kairos-coordinator listening on ",
+        "kairos-coordinator metrics on ",
+    ];
+    if args.contains(&"--push-listen") {
+        wait.push("kairos-coordinator push on ");
+    }
+    let (child, found) = spawn_until("kairos-coordinator", &all, log, &wait);
     Coordinator {
         child,
         url: format!("http://{}", found[0]),
         metrics: found[1].clone(),
+        push: found.get(2).cloned(),
     }
 }
 

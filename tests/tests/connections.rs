@@ -126,6 +126,7 @@ fn silent_connections_are_closed_and_a_flood_never_takes_the_probes() {
         child,
         url: format!("http://{}", found[0]),
         metrics: found[1].clone(),
+        push: None,
     };
     let grpc = host_of(&c.url).to_string();
 

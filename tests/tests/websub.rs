@@ -427,3 +427,130 @@ async fn short_leases_are_renewed_and_a_busy_hub_is_asked_again() {
         "the hub holds live leases"
     );
 }
+
+/// The status of one raw HTTP/1.1 request to `addr` (0 when no status line came back).
+fn raw(addr: &str, request: &str) -> u16 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(request.as_bytes());
+    let mut head = [0u8; 64];
+    let n = s.read(&mut head).unwrap_or(0);
+    std::str::from_utf8(&head[..n])
+        .ok()
+        .and_then(|h| h.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_to_the_callback_listener_are_refused_counted_and_store_nothing() {
+    let dir = TempDir::new("websub-hostile");
+    let coordinator = start_coordinator(
+        &[
+            "--data-dir",
+            dir.path().join("data").to_str().unwrap(),
+            "--push-listen",
+            "127.0.0.1:0",
+        ],
+        &dir.path().join("coordinator.log"),
+    );
+    let push = coordinator
+        .push
+        .clone()
+        .expect("the push listener's address");
+    // Content for a callback nobody was given: 410, so a hub drops it.
+    let body = "<feed/>";
+    assert_eq!(
+        raw(
+            &push,
+            &format!(
+                "POST /websub/nobody HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nX-Hub-Signature: sha256=00\r\n\r\n{body}",
+                body.len()
+            )
+        ),
+        410
+    );
+    // A 100 MB body is refused from its declared length, before any of it is read.
+    assert_eq!(
+        raw(
+            &push,
+            "POST /websub/nobody HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n"
+        ),
+        413
+    );
+    // A verification of intent for a subscription never asked for: 404, the challenge not
+    // echoed.
+    assert_eq!(
+        raw(
+            &push,
+            "GET /websub/abc?hub.mode=subscribe&hub.topic=https%3A%2F%2Fa.example%2F&hub.challenge=zz HTTP/1.1\r\nHost: x\r\n\r\n"
+        ),
+        404
+    );
+    // Nor an unsubscription nobody asked for, nor a path outside /websub/<id>.
+    assert_eq!(
+        raw(
+            &push,
+            "GET /websub/abc?hub.mode=unsubscribe&hub.topic=https%3A%2F%2Fa.example%2F&hub.challenge=zz HTTP/1.1\r\nHost: x\r\n\r\n"
+        ),
+        404
+    );
+    assert_eq!(
+        raw(
+            &push,
+            "GET /websub/../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"
+        ),
+        404
+    );
+    // A flood from one address: past its rate, 429.
+    let mut limited = 0;
+    for _ in 0..400 {
+        if raw(
+            &push,
+            "POST /websub/nobody HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        ) == 429
+        {
+            limited += 1;
+        }
+    }
+    assert!(
+        limited > 100,
+        "a flood from one address is limited ({limited} of 400)"
+    );
+    let metrics = scrape(&coordinator.metrics);
+    for (result, at_least) in [
+        ("unknown_callback", 1.0),
+        ("too_large", 1.0),
+        ("verification_refused", 2.0),
+        ("rate_limited", 100.0),
+    ] {
+        let n = sample(
+            &metrics,
+            &format!("kairos_push_requests_total{{result=\"{result}\"}}"),
+        )
+        .unwrap_or(0.0);
+        assert!(n >= at_least, "{result}: {n}");
+    }
+    // Nothing was subscribed or stored.
+    for state in [
+        "requested",
+        "active",
+        "renewing",
+        "expired",
+        "denied",
+        "failed",
+    ] {
+        assert_eq!(
+            sample(
+                &metrics,
+                &format!("kairos_push_subscriptions{{state=\"{state}\"}}")
+            )
+            .unwrap_or(0.0),
+            0.0,
+            "{state}"
+        );
+    }
+}

@@ -97,7 +97,8 @@ pub struct ListenerConfig {
 impl Default for ListenerConfig {
     fn default() -> Self {
         ListenerConfig {
-            max_body_bytes: 10 << 20,
+            // What the leader hands a worker at most: a larger body could not be parsed.
+            max_body_bytes: kairos_proto::bounds::MAX_PUSHED_BODY_BYTES,
             per_source_per_second: 50.0,
             max_connections: 512,
             body_timeout: Duration::from_secs(30),
