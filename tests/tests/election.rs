@@ -56,6 +56,9 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         "/election/",
         "--leader-lease-ttl",
         "3s",
+        // WebSub's callback listener: only the leader answers hubs.
+        "--push-listen",
+        "127.0.0.1:0",
     ];
     // A is alone: it is elected and serves.
     let a = start_coordinator(&args, &dir.path().join("coordinator-a.log"));
@@ -84,9 +87,18 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         &[
             "kairos-coordinator standby on ",
             "kairos-coordinator metrics on ",
+            "kairos-coordinator standby push on ",
         ],
     );
     let (b_url, b_metrics) = (format!("http://{}", found[0]), found[1].clone());
+    let b_push = found[2].clone();
+    // Hubs calling the standby are told to come back (503); the leader answers them (a
+    // request without hub.mode: 400).
+    assert_eq!(http_status(&b_push, "/websub/abc"), Some(503));
+    assert_eq!(
+        http_status(a.push.as_deref().expect("A's push listener"), "/websub/abc"),
+        Some(400)
+    );
     wait_health(
         &b_url,
         "",
@@ -136,6 +148,8 @@ async fn one_leader_fenced_failover_and_a_clean_handover() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(http_status(&b_metrics, "/readyz"), Some(200));
+    // B, leading now, answers hubs on the port it stood by on.
+    assert_eq!(http_status(&b_push, "/websub/abc"), Some(400));
     let mut admin_b = AdminClient::connect(b_url.clone()).await.unwrap();
     assert_eq!(
         feed_ids(&mut admin_b, 100).await,

@@ -226,6 +226,28 @@ async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
             >= hubbed.len() as f64
     );
     assert!(s.farm.postings() > 0);
+    // A feed removed is unsubscribed at its hub, which verifies it with us and stops.
+    let gone = hubbed[1];
+    s.admin
+        .remove_feed(pb::RemoveFeedRequest {
+            feed_id: format!("f{gone}"),
+        })
+        .await
+        .unwrap();
+    wait_for(
+        "the removed feed's unsubscription",
+        Duration::from_secs(30),
+        || {
+            let hub = s.hub.clone();
+            async move { (hub_stat(&hub, "unsubscribed") >= 1).then_some(()) }
+        },
+    )
+    .await;
+    assert_eq!(
+        hub_stat(&s.hub, "subscriptions"),
+        hubbed.len() as u64 - 1,
+        "the hub holds the others' subscriptions only"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

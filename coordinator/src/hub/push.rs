@@ -218,15 +218,26 @@ impl State {
         }
     }
 
-    /// Queues `task` for the session that owns `feed`.
+    /// Queues `task` for the session that owns `feed`; a request to a hub for a feed no
+    /// session owns (one removed from the plan, unsubscribed) goes to any session with a
+    /// task stream, since any worker can send it.
     fn send_task(&mut self, feed: &str, task: pb::WorkerTask) -> Result<(), &'static str> {
-        let owner = self.cluster.owner_of_feed(feed).ok_or("no_owner")?;
-        let outbox = self.push.outboxes.get(owner).ok_or("no_task_stream")?;
+        let owner = match self.cluster.owner_of_feed(feed) {
+            Some(o) => o.to_string(),
+            None if matches!(task.task, Some(pb::worker_task::Task::HubRequest(_))) => self
+                .push
+                .outboxes
+                .keys()
+                .min()
+                .cloned()
+                .ok_or("no_task_stream")?,
+            None => return Err("no_owner"),
+        };
+        let outbox = self.push.outboxes.get(&owner).ok_or("no_task_stream")?;
         match outbox.try_send(task) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => Err("queue_full"),
             Err(mpsc::error::TrySendError::Closed(_)) => {
-                let owner = owner.to_string();
                 self.push.outboxes.remove(&owner);
                 Err("no_task_stream")
             }

@@ -132,6 +132,7 @@ impl Standby {
             Some(p) => {
                 let listener = super::bind_again(p.listen).await?;
                 let bound = listener.local_addr()?;
+                println!("kairos-coordinator standby push on {bound}");
                 let task = tokio::spawn(crate::push::listener::serve(
                     listener,
                     std::sync::Arc::new(crate::hub::push::NotLeading),
