@@ -35,6 +35,7 @@ pub mod quick;
 pub mod readers;
 pub mod recency;
 pub mod relearn;
+pub mod reliability;
 pub mod shapes;
 pub mod shrink;
 pub mod siblings;

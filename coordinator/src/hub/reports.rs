@@ -109,21 +109,14 @@ impl<B: KvBackend> Hub<B> {
                             .collect(),
                         items_in_document: a.report.items_in_document as usize,
                     };
-                    if pushed(&a.report) {
-                        // A hub's delivery: postings, no fetch, nothing of the feed's health.
-                        let observed = st.observe_pushed(&o, window_ms);
-                        steps.push((
-                            feed,
-                            observed.trusted_delays_ms,
-                            false,
-                            Change::default(),
-                            fresh_n,
-                        ));
-                        continue;
-                    }
-                    if a.report.continuation {
-                        // More postings of a fetch already folded in: no second fetch.
-                        let observed = st.observe_more(&o, window_ms);
+                    if pushed(&a.report) || a.report.continuation {
+                        // A hub's delivery (postings, no fetch, nothing of the feed's
+                        // health), or more postings of a fetch already folded in.
+                        let observed = if pushed(&a.report) {
+                            st.observe_pushed(&o, window_ms)
+                        } else {
+                            st.observe_more(&o, window_ms)
+                        };
                         steps.push((
                             feed,
                             observed.trusted_delays_ms,
