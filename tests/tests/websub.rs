@@ -576,3 +576,60 @@ async fn hostile_requests_to_the_callback_listener_are_refused_counted_and_store
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_partial_deliveries_are_taken_once_and_dated_by_their_postings() {
+    // The hub pushes only the new items, twenty simulated minutes after their publication.
+    let s = setup(
+        "websub-late-partial",
+        &["--hub-partial", "--hub-lag-minutes", "20"],
+    )
+    .await;
+    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    wait_for("the subscriptions", Duration::from_secs(60), || {
+        let hub = s.hub.clone();
+        let n = hubbed.len() as u64;
+        async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
+    })
+    .await;
+    let since = s.clock.now_ms() + 10 * 60_000;
+    wait_for("deliveries", Duration::from_secs(60), || {
+        let hub = s.hub.clone();
+        async move { (hub_stat(&hub, "delivered_postings") >= 10).then_some(()) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let mut postings = PostingsClient::connect(s.coordinator.url.clone())
+        .await
+        .unwrap();
+    let mut delays = Vec::new();
+    for &i in &hubbed {
+        let stored = postings_of(&mut postings, &format!("f{i}")).await;
+        let mut ids: Vec<u64> = stored.iter().map(|p| p.item_id_hash).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), stored.len(), "f{i}: each posting stored once");
+        for p in &stored {
+            if let Some(t) = p.published_unix_ms.filter(|&t| t >= since) {
+                delays.push(p.discovered_unix_ms - t);
+            }
+        }
+    }
+    assert!(
+        delays.len() >= 5,
+        "enough late deliveries to judge: {}",
+        delays.len()
+    );
+    let pushed = delays
+        .iter()
+        .filter(|&&d| (20 * 60_000..=30 * 60_000).contains(&d))
+        .count();
+    assert!(
+        pushed * 2 >= delays.len(),
+        "most postings come with the late push, 20 to 30 simulated minutes after publication: {delays:?}"
+    );
+    let metrics = scrape(&s.coordinator.metrics);
+    assert!(
+        sample(&metrics, "kairos_push_requests_total{result=\"accepted\"}").unwrap_or(0.0) >= 1.0
+    );
+}
