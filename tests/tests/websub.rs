@@ -33,6 +33,15 @@ fn hub_stat(hub: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Waits until the hub's counter `name` reaches `at_least`, for `what`.
+async fn hub_reaches(hub: &str, name: &'static str, at_least: u64, what: &str, secs: u64) {
+    wait_for(what, Duration::from_secs(secs), || {
+        let hub = hub.to_string();
+        async move { (hub_stat(&hub, name) >= at_least).then_some(()) }
+    })
+    .await;
+}
+
 async fn feed(admin: &mut AdminClient<Channel>, id: &str) -> pb::Feed {
     admin
         .get_feed(pb::GetFeedRequest { feed_id: id.into() })
@@ -107,14 +116,13 @@ async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
     let mut s = setup("websub-push", &[]).await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
     // Every feed naming the hub is subscribed and verified through the worker.
-    wait_for(
+    let n = hubbed.len() as u64;
+    hub_reaches(
+        &s.hub,
+        "verified",
+        n,
         "every hubbed feed's subscription",
-        Duration::from_secs(60),
-        || {
-            let hub = s.hub.clone();
-            let n = hubbed.len() as u64;
-            async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
-        },
+        60,
     )
     .await;
     wait_for(
@@ -234,13 +242,12 @@ async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
         })
         .await
         .unwrap();
-    wait_for(
+    hub_reaches(
+        &s.hub,
+        "unsubscribed",
+        1,
         "the removed feed's unsubscription",
-        Duration::from_secs(30),
-        || {
-            let hub = s.hub.clone();
-            async move { (hub_stat(&hub, "unsubscribed") >= 1).then_some(()) }
-        },
+        30,
     )
     .await;
     assert_eq!(
@@ -254,17 +261,15 @@ async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
 async fn deliveries_signed_with_the_wrong_key_are_ignored_and_the_polls_lose_nothing() {
     let mut s = setup("websub-bad-signature", &["--hub-bad-signature"]).await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
-    wait_for("the subscriptions", Duration::from_secs(60), || {
-        let hub = s.hub.clone();
-        let n = hubbed.len() as u64;
-        async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
-    })
+    hub_reaches(
+        &s.hub,
+        "verified",
+        hubbed.len() as u64,
+        "the subscriptions",
+        60,
+    )
     .await;
-    wait_for("deliveries", Duration::from_secs(60), || {
-        let hub = s.hub.clone();
-        async move { (hub_stat(&hub, "deliveries") >= 3).then_some(()) }
-    })
-    .await;
+    hub_reaches(&s.hub, "deliveries", 3, "deliveries", 60).await;
     let metrics = scrape(&s.coordinator.metrics);
     assert_eq!(
         sample(&metrics, "kairos_push_requests_total{result=\"accepted\"}"),
@@ -341,12 +346,7 @@ fn url_host(url: &str) -> String {
 async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
     let s = setup("websub-deny", &["--hub-deny"]).await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
-    wait_for("every denial", Duration::from_secs(60), || {
-        let hub = s.hub.clone();
-        let n = hubbed.len() as u64;
-        async move { (hub_stat(&hub, "denied") >= n).then_some(()) }
-    })
-    .await;
+    hub_reaches(&s.hub, "denied", hubbed.len() as u64, "every denial", 60).await;
     wait_for("the denials shown", Duration::from_secs(30), || {
         let mut admin = s.admin.clone();
         let hubbed = hubbed.clone();
@@ -383,11 +383,7 @@ async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_for_another_topic_are_ignored() {
     let s = setup("websub-wrong-topic", &["--hub-wrong-topic"]).await;
-    wait_for("deliveries", Duration::from_secs(90), || {
-        let hub = s.hub.clone();
-        async move { (hub_stat(&hub, "deliveries") >= 3).then_some(()) }
-    })
-    .await;
+    hub_reaches(&s.hub, "deliveries", 3, "deliveries", 90).await;
     let metrics = scrape(&s.coordinator.metrics);
     assert!(
         sample(
@@ -420,11 +416,7 @@ async fn short_leases_are_renewed_and_a_busy_hub_is_asked_again() {
     .await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
     let n = hubbed.len() as u64;
-    wait_for("renewals", Duration::from_secs(90), || {
-        let hub = s.hub.clone();
-        async move { (hub_stat(&hub, "verified") >= 3 * n).then_some(()) }
-    })
-    .await;
+    hub_reaches(&s.hub, "verified", 3 * n, "renewals", 90).await;
     let metrics = scrape(&s.coordinator.metrics);
     assert!(
         sample(
@@ -586,18 +578,16 @@ async fn late_partial_deliveries_are_taken_once_and_dated_by_their_postings() {
     )
     .await;
     let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
-    wait_for("the subscriptions", Duration::from_secs(60), || {
-        let hub = s.hub.clone();
-        let n = hubbed.len() as u64;
-        async move { (hub_stat(&hub, "verified") >= n).then_some(()) }
-    })
+    hub_reaches(
+        &s.hub,
+        "verified",
+        hubbed.len() as u64,
+        "the subscriptions",
+        60,
+    )
     .await;
     let since = s.clock.now_ms() + 10 * 60_000;
-    wait_for("deliveries", Duration::from_secs(60), || {
-        let hub = s.hub.clone();
-        async move { (hub_stat(&hub, "delivered_postings") >= 10).then_some(()) }
-    })
-    .await;
+    hub_reaches(&s.hub, "delivered_postings", 10, "deliveries", 60).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let mut postings = PostingsClient::connect(s.coordinator.url.clone())
         .await
