@@ -70,6 +70,10 @@ pub struct ReplayLog {
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
     /// the replans of each simulated day: what the model promised, next to what happened.
     pub expected_delay_min_by_day: Vec<f64>,
+    /// Each replan's time (ms since the trace's start) and every feed's expected delay per
+    /// posting under it (seconds, by feed index; NaN: not planned): what the plan in force
+    /// promised each posting, to weigh by the postings that came.
+    pub expected_by_replan: Vec<(i64, Vec<f64>)>,
 }
 
 fn item_id(feed: usize, index: usize) -> u64 {
@@ -109,6 +113,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     )
     .await?;
     let ids: Vec<String> = trace.feeds.iter().map(|f| f.id.clone()).collect();
+    let id_list = Arc::new(ids.clone());
     for (f, row) in trace.feeds.iter().enumerate() {
         // One politeness group per feed unless the trace names hosts.
         let host = row.host.clone().unwrap_or_else(|| format!("h{f}"));
@@ -178,6 +183,10 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             hub.heartbeat(&worker, 0).await?;
             hub.replan().await?;
             log.replans += 1;
+            if cfg.planner.metric == kairos_coordinator::plan::Metric::Delay {
+                let per_feed = hub.expected_delays(id_list.clone()).await;
+                log.expected_by_replan.push((t, per_feed));
+            }
             if let Some(p) = hub.totals().await.last_plan {
                 let day = (t / 86_400_000) as usize;
                 log.shrinkage_by_day.resize(day + 1, f64::NAN);

@@ -151,8 +151,40 @@ struct DayRow {
     half_life_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
+    /// The same promise weighed by the postings that came: each of the day's postings
+    /// counted at its feed's expected delay under the plan in force when it was published
+    /// (`delay` metric). It differs from `expected_delay_min` by which feeds posted; what
+    /// is left between it and the live delay is the plans' error for those feeds.
+    expected_delay_min_given_postings: Option<f64>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
     peers: Vec<(String, Realized)>,
+}
+
+/// The average, over the postings published in `[s, e)` (trace seconds), of their feed's
+/// expected delay per posting under the plan in force at their publication (minutes);
+/// None without a planned feed among them.
+fn expected_given_postings(
+    trace: &Trace,
+    by_replan: &[(i64, Vec<f64>)],
+    s: f64,
+    e: f64,
+) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for (f, times) in trace.postings.iter().enumerate() {
+        for &t in times.iter().filter(|&&t| t >= s && t < e) {
+            let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
+            let Some(expected) = k
+                .checked_sub(1)
+                .and_then(|k| by_replan[k].1.get(f).copied())
+                .filter(|x| x.is_finite())
+            else {
+                continue;
+            };
+            sum += expected;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| sum / n as f64 / 60.0)
 }
 
 /// Postings lost to the document's size, per plan (see [`scrolled_off`]).
@@ -409,6 +441,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .then(|| log.expected_delay_min_by_day.get(d).copied())
                     .flatten()
                     .filter(|v| v.is_finite()),
+                expected_delay_min_given_postings: expected_given_postings(
+                    &trace,
+                    &log.expected_by_replan,
+                    s,
+                    e,
+                ),
                 peers: peer_logs
                     .iter()
                     .map(|p| (p.label(), window(&trace, &p.log, s, e)))
@@ -726,5 +764,40 @@ fn print_windows(
             print!("{:>12.3}", table[0].1[k] / table[2].1[k]);
         }
         println!();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_coordinator::trace::FeedRow;
+
+    #[test]
+    fn each_posting_counts_at_its_feed_promise_under_the_plan_in_force() {
+        let feed = |id: &str| FeedRow {
+            id: id.into(),
+            weight: 1.0,
+            host: None,
+        };
+        let trace = Trace {
+            feeds: vec![feed("busy"), feed("quiet"), feed("unplanned")],
+            // Day 0: three postings of the busy feed, one of the quiet one (one before the
+            // second plan, one after), one of an unplanned feed.
+            postings: vec![vec![100.0, 200.0, 50_000.0], vec![60_000.0], vec![300.0]],
+            users: Vec::new(),
+            subscriptions: Vec::new(),
+            accesses: Vec::new(),
+            end_ts: 2.0 * DAY,
+        };
+        // Plans at 0 and at 40,000 s: the busy feed promised 600 s then 1,200 s a posting,
+        // the quiet one 6,000 s then 12,000 s; the third is never planned.
+        let plans = vec![
+            (0, vec![600.0, 6_000.0, f64::NAN]),
+            (40_000_000, vec![1_200.0, 12_000.0, f64::NAN]),
+        ];
+        let got = expected_given_postings(&trace, &plans, 0.0, DAY).unwrap();
+        let want = (600.0 + 600.0 + 1_200.0 + 12_000.0) / 4.0 / 60.0;
+        assert!((got - want).abs() < 1e-9, "{got} against {want}");
+        assert_eq!(expected_given_postings(&trace, &plans, DAY, 2.0 * DAY), None);
     }
 }

@@ -302,6 +302,14 @@ impl State {
         }
     }
 
+    /// The expected delay per posting (seconds) of a feed's plan in force, by its own
+    /// model; None when it is not planned or expects no postings.
+    pub(super) fn expected_delay_seconds(&self, feed: &str) -> Option<f64> {
+        let (model, plan) = self.model_of(feed)?;
+        let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
+        (per_day > 0.0 && model.weight > 0.0).then(|| plan.expected_cost / model.weight / per_day)
+    }
+
     /// A feed's learned model and plan in force, as InspectFeedPlan shows it.
     pub(super) fn inspect(
         &self,
@@ -316,8 +324,7 @@ impl State {
             .map(|st| st.observed_postings())
             .unwrap_or(0);
         let bounds = self.bounds.bounds.get(feed).cloned().unwrap_or_default();
-        let (model, plan) = self.model_of(feed)?;
-        let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
+        let (model, _) = self.model_of(feed)?;
         let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
         let mut constraints = bounds.reasons;
         let (push_state, hub, share) = self.push_view(feed, now_ms);
@@ -335,11 +342,7 @@ impl State {
             posting_rate_per_hour: model.post_bins.iter().map(|&b| b as f64).collect(),
             access_rate_per_hour: model.access_bins.iter().map(|&b| b as f64).collect(),
             fetches_per_day: fetches,
-            expected_delay_seconds: if per_day > 0.0 && model.weight > 0.0 {
-                plan.expected_cost / model.weight / per_day
-            } else {
-                0.0
-            },
+            expected_delay_seconds: self.expected_delay_seconds(feed).unwrap_or(0.0),
             offsets_seconds: spec.offsets_seconds,
             period_seconds: spec.period_seconds,
             observed_postings: observed,

@@ -101,6 +101,18 @@ impl Message for Inspect {
     }
 }
 
+/// Each of `feeds`' plan-in-force expected delay per posting, seconds (NaN: not planned).
+pub(super) struct ExpectedDelays(pub Arc<Vec<String>>);
+impl Message for ExpectedDelays {
+    type Reply = Vec<f64>;
+    fn handle(self, s: &mut State) -> Vec<f64> {
+        self.0
+            .iter()
+            .map(|f| s.expected_delay_seconds(f).unwrap_or(f64::NAN))
+            .collect()
+    }
+}
+
 /// The fetch health of each feed, in order.
 pub(super) struct FeedHealth {
     pub feeds: Vec<String>,

@@ -410,6 +410,12 @@ impl<B: KvBackend> Hub<B> {
             .await
     }
 
+    /// The expected delay per posting (seconds) of each of `feeds`' plans in force, in
+    /// order (NaN: not planned): what the plans promise each feed's postings.
+    pub async fn expected_delays(&self, feeds: Arc<Vec<String>>) -> Vec<f64> {
+        self.actor.ask(msg::ExpectedDelays(feeds)).await
+    }
+
     /// A feed's fetch health.
     pub async fn feed_health(&self, feed: &str) -> HealthView {
         self.feed_health_many(vec![feed.to_string()])
