@@ -798,6 +798,9 @@ mod tests {
         let got = expected_given_postings(&trace, &plans, 0.0, DAY).unwrap();
         let want = (600.0 + 600.0 + 1_200.0 + 12_000.0) / 4.0 / 60.0;
         assert!((got - want).abs() < 1e-9, "{got} against {want}");
-        assert_eq!(expected_given_postings(&trace, &plans, DAY, 2.0 * DAY), None);
+        assert_eq!(
+            expected_given_postings(&trace, &plans, DAY, 2.0 * DAY),
+            None
+        );
     }
 }
