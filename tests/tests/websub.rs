@@ -61,6 +61,28 @@ struct Setup {
     clock: Clock,
 }
 
+impl Setup {
+    /// The feeds naming the hub.
+    fn hubbed(&self) -> Vec<usize> {
+        (0..FEEDS).filter(|&i| self.on_hub[i]).collect()
+    }
+
+    /// The feeds naming the hub, once the hub has verified a subscription for each.
+    async fn subscribed(&self) -> Vec<usize> {
+        let hubbed = self.hubbed();
+        let n = hubbed.len() as u64;
+        hub_reaches(
+            &self.hub,
+            "verified",
+            n,
+            "every hubbed feed's subscription",
+            60,
+        )
+        .await;
+        hubbed
+    }
+}
+
 async fn setup(name: &str, hub_flags: &[&str]) -> Setup {
     let dir = TempDir::new(name);
     let clock = Clock::new(SCALE);
@@ -114,17 +136,8 @@ async fn setup(name: &str, hub_flags: &[&str]) -> Setup {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
     let mut s = setup("websub-push", &[]).await;
-    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
     // Every feed naming the hub is subscribed and verified through the worker.
-    let n = hubbed.len() as u64;
-    hub_reaches(
-        &s.hub,
-        "verified",
-        n,
-        "every hubbed feed's subscription",
-        60,
-    )
-    .await;
+    let hubbed = s.subscribed().await;
     wait_for(
         "the subscriptions shown active",
         Duration::from_secs(30),
@@ -260,15 +273,7 @@ async fn pushed_postings_arrive_within_minutes_and_the_polls_become_a_check() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_signed_with_the_wrong_key_are_ignored_and_the_polls_lose_nothing() {
     let mut s = setup("websub-bad-signature", &["--hub-bad-signature"]).await;
-    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
-    hub_reaches(
-        &s.hub,
-        "verified",
-        hubbed.len() as u64,
-        "the subscriptions",
-        60,
-    )
-    .await;
+    let hubbed = s.subscribed().await;
     hub_reaches(&s.hub, "deliveries", 3, "deliveries", 60).await;
     let metrics = scrape(&s.coordinator.metrics);
     assert_eq!(
@@ -345,7 +350,7 @@ fn url_host(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
     let s = setup("websub-deny", &["--hub-deny"]).await;
-    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    let hubbed = s.hubbed();
     hub_reaches(&s.hub, "denied", hubbed.len() as u64, "every denial", 60).await;
     wait_for("the denials shown", Duration::from_secs(30), || {
         let mut admin = s.admin.clone();
@@ -414,7 +419,7 @@ async fn short_leases_are_renewed_and_a_busy_hub_is_asked_again() {
         ],
     )
     .await;
-    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
+    let hubbed = s.hubbed();
     let n = hubbed.len() as u64;
     hub_reaches(&s.hub, "verified", 3 * n, "renewals", 90).await;
     let metrics = scrape(&s.coordinator.metrics);
@@ -577,15 +582,7 @@ async fn late_partial_deliveries_are_taken_once_and_dated_by_their_postings() {
         &["--hub-partial", "--hub-lag-minutes", "20"],
     )
     .await;
-    let hubbed: Vec<usize> = (0..FEEDS).filter(|&i| s.on_hub[i]).collect();
-    hub_reaches(
-        &s.hub,
-        "verified",
-        hubbed.len() as u64,
-        "the subscriptions",
-        60,
-    )
-    .await;
+    let hubbed = s.subscribed().await;
     let since = s.clock.now_ms() + 10 * 60_000;
     hub_reaches(&s.hub, "delivered_postings", 10, "deliveries", 60).await;
     tokio::time::sleep(Duration::from_secs(10)).await;

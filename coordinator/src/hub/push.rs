@@ -412,38 +412,45 @@ impl State {
     /// The share of each pushed feed's postings its polls must still find: its hub's miss
     /// share while its subscription delivers (feeds absent: 1, polled in full).
     pub(super) fn push_miss_shares(&self, now_ms: i64) -> HashMap<String, f64> {
-        let Some(cfg) = &self.push.config else {
-            return HashMap::new();
-        };
-        let half = cfg.policy.reliability_half_life_ms;
+        // Each hub's share once, however many feeds it serves.
+        let mut by_hub: HashMap<&str, f64> = HashMap::new();
         self.push
             .subs
             .all()
             .filter(|s| s.delivering(now_ms))
             .map(|s| {
-                let share = self
-                    .push
-                    .hubs
-                    .get(&s.hub)
-                    .cloned()
-                    .unwrap_or_default()
-                    .miss_share(now_ms, half);
+                let share = *by_hub
+                    .entry(s.hub.as_str())
+                    .or_insert_with(|| self.hub_miss_share(&s.hub, now_ms));
                 (s.feed.clone(), share)
             })
             .collect()
     }
 
+    /// A hub's miss share now (an unmeasured hub's is the prior's).
+    fn hub_miss_share(&self, hub: &str, now_ms: i64) -> f64 {
+        let half = self
+            .push
+            .config
+            .as_ref()
+            .map_or(0, |c| c.policy.reliability_half_life_ms);
+        match self.push.hubs.get(hub) {
+            Some(r) => r.miss_share(now_ms, half),
+            None => HubRecord::default().miss_share(now_ms, half),
+        }
+    }
+
     /// A feed's push view: its subscription's state and hub, and the share of its postings
-    /// its polls must find (1 without push).
+    /// its polls must find (1 without push delivering).
     pub(super) fn push_view(&self, feed: &str, now_ms: i64) -> (String, String, f64) {
         let Some(s) = self.push.subs.of_feed(feed) else {
             return (String::new(), String::new(), 1.0);
         };
-        let share = self
-            .push_miss_shares(now_ms)
-            .get(feed)
-            .copied()
-            .unwrap_or(1.0);
+        let share = if self.push.config.is_some() && s.delivering(now_ms) {
+            self.hub_miss_share(&s.hub, now_ms)
+        } else {
+            1.0
+        };
         (s.state(now_ms).to_string(), s.hub.clone(), share)
     }
 }
