@@ -38,7 +38,9 @@ pub async fn start(
 ) -> Result<DemoHub> {
     let on_hub = kairos_farm::hub::pick(urls.len(), share.clamp(0.0, 1.0), seed);
     let now = farm.clock().now_ms();
-    let silent_from_ms = silent_after_days.map(|d| now + (d * DAY_MS as f64) as i64);
+    // Any number given: NaN reads as now, a huge one as never.
+    let silent_from_ms =
+        silent_after_days.map(|d| now.saturating_add((d.max(0.0) * DAY_MS as f64) as i64));
     let running = TestHub::start(
         farm.clone(),
         urls,

@@ -257,7 +257,7 @@ impl TestHub {
                     feed,
                     topic,
                     secret,
-                    until_ms: now + lease as i64 * 1000,
+                    until_ms: now.saturating_add((lease.min(i64::MAX as u64 / 1000) as i64) * 1000),
                     delivered,
                 },
             );

@@ -153,7 +153,12 @@ async fn farm(a: FarmArgs) -> Result<()> {
         let faults = kairos_farm::hub::HubFaults {
             silent_from_ms: a
                 .hub_silent_after_days
-                .map(|d| clock.now_ms() + (d * 86_400_000.0) as i64),
+                // Any number given: NaN reads as now, a huge one as never.
+                .map(|d| {
+                    clock
+                        .now_ms()
+                        .saturating_add((d.max(0.0) * 86_400_000.0) as i64)
+                }),
             lag_ms: (a.hub_lag_minutes.max(0.0) * 60_000.0) as i64,
             lease_seconds: a.hub_lease_seconds,
             deny: a.hub_deny,
