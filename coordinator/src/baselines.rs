@@ -18,8 +18,6 @@ pub struct PeerLog {
     pub knobs: Knobs,
     /// Fetch times per feed, seconds from the trace start.
     pub log: Vec<Vec<f64>>,
-    /// Fetches made.
-    pub fetches: u64,
 }
 
 impl PeerLog {
@@ -55,7 +53,7 @@ pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
 }
 
 /// Every peer of `peers` twice, with its defaults and tuned: run over `duration` seconds,
-/// spending `target_fetches` on the scored days `[score_from, duration)` (the same budget
+/// spending `target_fetches` on the scored days `[scored.0, scored.1)` (the same budget
 /// over the same days as what it is compared with; a peer tuned on the whole run's count
 /// starved the first days and spent up to twice the budget on the scored ones), and
 /// scored by `metric` there.
@@ -66,27 +64,29 @@ pub fn run_peers(
     document_items: usize,
     target_fetches: u64,
     metric: Metric,
-    score_from: f64,
+    scored: (f64, f64),
 ) -> Vec<PeerLog> {
+    // The run may go on past the scored days, so their last postings are all found.
+    let (score_from, score_to) = (scored.0, scored.1.min(duration));
     let base = PeerRun {
         duration,
         document_items,
         knobs: Knobs::DEFAULT,
         max_fetches: None,
     };
-    let from = if score_from < duration {
+    let from = if score_from < score_to {
         score_from
     } else {
         0.0
     };
-    let score = |log: &[Vec<f64>]| window(trace, log, from, duration).objective(metric);
+    let score = |log: &[Vec<f64>]| window(trace, log, from, score_to).objective(metric);
     let count = |log: &[Vec<f64>]| -> u64 {
         log.iter()
-            .map(|l| l.iter().filter(|&&t| t >= from && t < duration).count() as u64)
+            .map(|l| l.iter().filter(|&&t| t >= from && t < score_to).count() as u64)
             .sum()
     };
     // Probes cut short at twice the target's rate over the whole run.
-    let cap = (2.0 * target_fetches as f64 * duration / (duration - from).max(1.0)) as u64 + 10_000;
+    let cap = (2.0 * target_fetches as f64 * duration / (score_to - from).max(1.0)) as u64 + 10_000;
     let tuning = PeerRun {
         max_fetches: Some(cap),
         ..base
@@ -98,7 +98,6 @@ pub fn run_peers(
             peer,
             tuned: false,
             knobs: Knobs::DEFAULT,
-            fetches: peers::fetch_count(&log),
             log,
         });
         let t = peers::tune(trace, peer, &tuning, target_fetches, &count, &score);
@@ -106,11 +105,17 @@ pub fn run_peers(
             peer,
             tuned: true,
             knobs: t.knobs,
-            fetches: peers::fetch_count(&t.log),
             log: t.log,
         });
     }
     out
+}
+
+/// Fetches made before `end` (trace seconds), over every feed's log.
+pub fn fetches_before(log: &[Vec<f64>], end: f64) -> u64 {
+    log.iter()
+        .map(|f| f.partition_point(|&t| t < end) as u64)
+        .sum()
 }
 
 /// A log's figures over `[start, end)`.

@@ -9,6 +9,7 @@
 
 mod allocator;
 mod baselines;
+mod calibration;
 mod cli;
 #[cfg(feature = "standalone")]
 mod demo;

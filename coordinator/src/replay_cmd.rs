@@ -2,7 +2,8 @@
 //! [`crate::replay`]), reported day by day next to uniform polling and an
 //! offline plan learned from the trace's first days, on the same postings.
 
-use crate::baselines::{parse_peers, pooled, run_peers, window, PeerLog};
+use crate::baselines::{fetches_before, parse_peers, pooled, run_peers, window, PeerLog};
+use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -156,35 +157,14 @@ struct DayRow {
     /// (`delay` metric). It differs from `expected_delay_min` by which feeds posted; what
     /// is left between it and the live delay is the plans' error for those feeds.
     expected_delay_min_given_postings: Option<f64>,
+    /// The spread of the day's live delay around that promise that a calibrated plan
+    /// would show: a standard error clustered by the fetch that found the postings
+    /// (see [`crate::calibration`]); None where not measured.
+    given_postings_se_min: Option<f64>,
+    /// Fetches that found the day's planned postings: the day's independent draws.
+    given_postings_clusters: Option<usize>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
     peers: Vec<(String, Realized)>,
-}
-
-/// The average, over the postings published in `[s, e)` (trace seconds), of their feed's
-/// expected delay per posting under the plan in force at their publication (minutes);
-/// None without a planned feed among them.
-fn expected_given_postings(
-    trace: &Trace,
-    by_replan: &[(i64, Vec<f64>)],
-    s: f64,
-    e: f64,
-) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for (f, times) in trace.postings.iter().enumerate() {
-        for &t in times.iter().filter(|&&t| t >= s && t < e) {
-            let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
-            let Some(expected) = k
-                .checked_sub(1)
-                .and_then(|k| by_replan[k].1.get(f).copied())
-                .filter(|x| x.is_finite())
-            else {
-                continue;
-            };
-            sum += expected;
-            n += 1;
-        }
-    }
-    (n > 0).then(|| sum / n as f64 / 60.0)
 }
 
 /// Postings lost to the document's size, per plan (see [`scrolled_off`]).
@@ -243,6 +223,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         bail!("--train-days must be between 1 and the trace's {trace_days} days");
     }
     let n = trace.feeds.len();
+    // Days `0..days` are scored; the run goes on past them so that every posting of the
+    // last day is measured to the fetch that found it, not cut off at the trace's end.
+    let scored_end = days as f64 * DAY;
     let planner = PlannerSettings {
         metric: a.metric,
         budget: Budget::PerFeedPerDay(a.fetches_per_feed_per_day),
@@ -271,7 +254,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .as_secs_f64()
             .max(60.0),
         document_items: a.document_items.max(1),
-        duration: days as f64 * DAY,
+        duration: scored_end + drain_days(a.min_fetches_per_day) * DAY,
         freeze_after: a.freeze_after_days.map(|d| d.max(0.0) * DAY),
     };
     // The hub's warnings (budget it cannot place, throttling) on stderr, as in `serve`.
@@ -367,8 +350,13 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let live_scored: u64 = log
         .fetches
         .iter()
-        .map(|f| f.iter().filter(|&&t| t >= scored_from).count() as u64)
+        .map(|f| {
+            f.iter()
+                .filter(|&&t| t >= scored_from && t < scored_end)
+                .count() as u64
+        })
         .sum();
+    let live_fetches = fetches_before(&log.fetches, scored_end);
     let peer_logs = run_peers(
         &trace,
         &peer_list,
@@ -376,13 +364,15 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         items,
         live_scored,
         a.metric,
-        scored_from,
+        (scored_from, scored_end),
     );
     let peer_seconds = started.elapsed().as_secs_f64();
     let rows: Vec<DayRow> = (0..days)
         .map(|d| -> Result<DayRow> {
             let (s, e) = (d as f64 * DAY, (d + 1) as f64 * DAY);
             let (live, undiscovered) = replay_log(&trace, &log.fetches, s, e);
+            let calibration =
+                day_calibration(&trace.postings, &log.expected_by_replan, &log.fetches, s, e);
             let mut lost = ScrolledOff {
                 live: scrolled_off_log(&trace, &log.fetches, items, s, e),
                 uniform: scrolled_off_schedules(&trace, &uniform, items, s, e),
@@ -441,12 +431,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .then(|| log.expected_delay_min_by_day.get(d).copied())
                     .flatten()
                     .filter(|v| v.is_finite()),
-                expected_delay_min_given_postings: expected_given_postings(
-                    &trace,
-                    &log.expected_by_replan,
-                    s,
-                    e,
-                ),
+                expected_delay_min_given_postings: calibration.map(|c| c.expected_min),
+                given_postings_se_min: calibration.map(|c| c.se_min).filter(|v| v.is_finite()),
+                given_postings_clusters: calibration.map(|c| c.clusters),
                 peers: peer_logs
                     .iter()
                     .map(|p| (p.label(), window(&trace, &p.log, s, e)))
@@ -457,8 +444,8 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     println!(
         "replay of {} ({n} feeds, {days} days) through the live hub: {} fetches ({:.2} per feed per day, budget {}), {} replans, {:.1} s",
         a.trace.display(),
-        log.reports,
-        log.reports as f64 / n as f64 / days as f64,
+        live_fetches,
+        live_fetches as f64 / n as f64 / days as f64,
         a.fetches_per_feed_per_day,
         log.replans,
         live_seconds
@@ -557,8 +544,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         &peer_logs,
         a.metric,
         days,
-        log.reports,
+        live_fetches,
     );
+    print_calibration(&rows, a.train_days);
     if !peer_logs.is_empty() {
         println!(
             "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
@@ -568,14 +556,18 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             let scored: usize = p
                 .log
                 .iter()
-                .map(|f| f.iter().filter(|&&t| t >= scored_from).count())
+                .map(|f| {
+                    f.iter()
+                        .filter(|&&t| t >= scored_from && t < scored_end)
+                        .count()
+                })
                 .sum();
             println!(
                 "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days, {} in all",
                 p.peer.name(),
                 p.knobs.fast,
                 p.knobs.slow,
-                p.fetches
+                fetches_before(&p.log, scored_end)
             );
         }
     }
@@ -648,6 +640,42 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// Days the runs go on past the scored ones: long enough for the slowest feed's next
+/// fetch (one at the minimum rate), so the last day's postings are all found.
+fn drain_days(min_fetches_per_day: f64) -> f64 {
+    (1.0 / min_fetches_per_day).ceil().clamp(1.0, 30.0) + 1.0
+}
+
+/// Prints how the plans' promise for the postings that came compares with the live delay
+/// on the days from `from` on (see [`crate::calibration`]).
+fn print_calibration(rows: &[DayRow], from: usize) {
+    let (mut days, mut within, mut consistent) = (0, 0, 0);
+    let (mut live, mut promised) = (0.0, 0.0);
+    for r in rows.iter().skip(from) {
+        let Some(expected) = r.expected_delay_min_given_postings else {
+            continue;
+        };
+        let cal = DayCalibration {
+            expected_min: expected,
+            se_min: r.given_postings_se_min.unwrap_or(f64::NAN),
+            clusters: r.given_postings_clusters.unwrap_or(0),
+        };
+        let realized = r.live.avg_delay_min;
+        days += 1;
+        within += usize::from((realized - expected).abs() <= 0.15 * expected);
+        consistent += usize::from(cal.consistent(realized, 0.15));
+        live += realized * r.live.postings as f64;
+        promised += expected * r.live.postings as f64;
+    }
+    if days > 0 {
+        println!(
+            "
+calibration, days {from}+: the live delay within 15% of the plans' promise for the postings that came on {within} of {days} days, within 15% or two standard errors (clustered by finding fetch) on {consistent}; live / promise over those days {:.3}",
+            live / promised
+        );
+    }
+}
+
 /// Prints each policy's figure over day 0, days 1–6, 7–13 and 14 to the end (those the
 /// replay covers), with the fetches it made, and Kairos against the best tuned peer.
 fn print_windows(
@@ -715,7 +743,7 @@ fn print_windows(
         table.push((
             p.label(),
             pooled_rows(&|r| Some(&r.peers[i].1)),
-            per_feed_day(p.fetches),
+            per_feed_day(fetches_before(&p.log, days as f64 * DAY)),
         ));
     }
     println!("\nby window ({})", metric);
@@ -764,43 +792,5 @@ fn print_windows(
             print!("{:>12.3}", table[0].1[k] / table[2].1[k]);
         }
         println!();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kairos_coordinator::trace::FeedRow;
-
-    #[test]
-    fn each_posting_counts_at_its_feed_promise_under_the_plan_in_force() {
-        let feed = |id: &str| FeedRow {
-            id: id.into(),
-            weight: 1.0,
-            host: None,
-        };
-        let trace = Trace {
-            feeds: vec![feed("busy"), feed("quiet"), feed("unplanned")],
-            // Day 0: three postings of the busy feed, one of the quiet one (one before the
-            // second plan, one after), one of an unplanned feed.
-            postings: vec![vec![100.0, 200.0, 50_000.0], vec![60_000.0], vec![300.0]],
-            users: Vec::new(),
-            subscriptions: Vec::new(),
-            accesses: Vec::new(),
-            end_ts: 2.0 * DAY,
-        };
-        // Plans at 0 and at 40,000 s: the busy feed promised 600 s then 1,200 s a posting,
-        // the quiet one 6,000 s then 12,000 s; the third is never planned.
-        let plans = vec![
-            (0, vec![600.0, 6_000.0, f64::NAN]),
-            (40_000_000, vec![1_200.0, 12_000.0, f64::NAN]),
-        ];
-        let got = expected_given_postings(&trace, &plans, 0.0, DAY).unwrap();
-        let want = (600.0 + 600.0 + 1_200.0 + 12_000.0) / 4.0 / 60.0;
-        assert!((got - want).abs() < 1e-9, "{got} against {want}");
-        assert_eq!(
-            expected_given_postings(&trace, &plans, DAY, 2.0 * DAY),
-            None
-        );
     }
 }

@@ -1,0 +1,161 @@
+//! How well the live plans' promises match what they delivered, day by day, in `replay`.
+//!
+//! A day's realized delay is an average over the postings that came that day, and on real
+//! feeds those come in bursts: thirty commits pushed in a minute are found by one fetch and
+//! share one delay. So a day's figure carries sampling noise of its own, which the plan
+//! cannot remove however good its model. This module states the plans' promise for the
+//! postings that came ([`DayCalibration::expected_min`]) and the spread a day of those
+//! postings has around it ([`DayCalibration::se_min`]: a cluster-robust standard error
+//! whose clusters are the postings one fetch found together), so a day outside 15% can be
+//! told apart as a miss of the model or as a day of few independent draws.
+
+/// The plans' promise for one scored day and its sampling spread.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct DayCalibration {
+    /// Each of the day's postings counted at its feed's expected delay per posting under
+    /// the plan in force when it was published (minutes), averaged.
+    pub expected_min: f64,
+    /// Standard error of the day's realized average delay around that promise, clustered
+    /// by the fetch that found the postings (minutes); NaN with fewer than two clusters.
+    pub se_min: f64,
+    /// Fetches that found the day's planned postings (the independent draws).
+    pub clusters: usize,
+}
+
+impl DayCalibration {
+    /// Whether the realized figure is within `share` of the promise or within two
+    /// standard errors of it (what a calibrated plan would show on nineteen days of
+    /// twenty).
+    pub fn consistent(&self, realized_min: f64, share: f64) -> bool {
+        let gap = (realized_min - self.expected_min).abs();
+        gap <= share * self.expected_min || (self.se_min.is_finite() && gap <= 2.0 * self.se_min)
+    }
+}
+
+/// The calibration of the postings published in `[s, e)` (trace seconds): `by_replan` is
+/// each replan's time (ms from the trace start) and per-feed expected delay per posting
+/// (seconds), `fetches` each feed's fetch times (seconds). None without a planned feed
+/// among the day's postings.
+pub fn day_calibration(
+    postings: &[Vec<f64>],
+    by_replan: &[(i64, Vec<f64>)],
+    fetches: &[Vec<f64>],
+    s: f64,
+    e: f64,
+) -> Option<DayCalibration> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    // Residuals (realized − promised) of the found postings, summed per finding fetch.
+    let mut clusters: std::collections::HashMap<(usize, u64), f64> = Default::default();
+    let mut res_n = 0usize;
+    for (f, times) in postings.iter().enumerate() {
+        let log = fetches.get(f).map_or(&[][..], |l| l.as_slice());
+        for &t in times.iter().filter(|&&t| t >= s && t < e) {
+            let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
+            let Some(expected) = k
+                .checked_sub(1)
+                .and_then(|k| by_replan[k].1.get(f).copied())
+                .filter(|x| x.is_finite())
+            else {
+                continue;
+            };
+            sum += expected;
+            n += 1;
+            // Found by the first fetch at or after its publication, as `replay_log` counts.
+            if let Some(&found) = log.get(log.partition_point(|&x| x < t)) {
+                let r = (found - t) - expected;
+                *clusters.entry((f, found.to_bits())).or_default() += r;
+                res_n += 1;
+            }
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    // The spread a calibrated plan gives the day's mean gap: under calibration each
+    // residual has mean zero, so the clusters' residual sums are not centred (centring on
+    // the day's own mean gap would take a burst day's one big draw for the truth).
+    let se_min = if clusters.len() >= 2 {
+        let var: f64 = clusters.values().map(|r| r * r).sum();
+        var.sqrt() / res_n as f64 / 60.0
+    } else {
+        f64::NAN
+    };
+    Some(DayCalibration {
+        expected_min: sum / n as f64 / 60.0,
+        se_min,
+        clusters: clusters.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: f64 = 86_400.0;
+
+    #[test]
+    fn each_posting_counts_at_its_feed_promise_under_the_plan_in_force() {
+        // Day 0: three postings of the busy feed, one of the quiet one (one before the
+        // second plan, one after), one of an unplanned feed.
+        let postings = vec![vec![100.0, 200.0, 50_000.0], vec![60_000.0], vec![300.0]];
+        // Plans at 0 and at 40,000 s: the busy feed promised 600 s then 1,200 s a posting,
+        // the quiet one 6,000 s then 12,000 s; the third is never planned.
+        let plans = vec![
+            (0, vec![600.0, 6_000.0, f64::NAN]),
+            (40_000_000, vec![1_200.0, 12_000.0, f64::NAN]),
+        ];
+        let fetches = vec![vec![700.0, 51_000.0], vec![70_000.0], vec![400.0]];
+        let got = day_calibration(&postings, &plans, &fetches, 0.0, DAY).unwrap();
+        let want = (600.0 + 600.0 + 1_200.0 + 12_000.0) / 4.0 / 60.0;
+        assert!(
+            (got.expected_min - want).abs() < 1e-9,
+            "{got:?} against {want}"
+        );
+        // Three fetches found the planned postings: 700 (two), 51,000 and 70,000.
+        assert_eq!(got.clusters, 3);
+        assert_eq!(
+            day_calibration(&postings, &plans, &fetches, DAY, 2.0 * DAY),
+            None
+        );
+    }
+
+    #[test]
+    fn the_spread_counts_a_burst_as_one_draw() {
+        // Twenty feeds promised 600 s each. Spread: each posts once, found 0 or 1,200 s
+        // later, half each. Burst: one feed posts twenty times in a minute and a single
+        // fetch 1,200 s later finds them all, beside one other feed found at once.
+        let plans = vec![(0, vec![600.0; 20])];
+        let spread_posts: Vec<Vec<f64>> = (0..20).map(|f| vec![1_000.0 * f as f64]).collect();
+        let spread_fetch: Vec<Vec<f64>> = (0..20)
+            .map(|f| vec![1_000.0 * f as f64 + if f % 2 == 0 { 0.0 } else { 1_200.0 }])
+            .collect();
+        let spread = day_calibration(&spread_posts, &plans, &spread_fetch, 0.0, DAY).unwrap();
+        // Residuals ±600 s, one per fetch: sqrt(20 × 600²)/20 s.
+        let want = (20.0f64 * 600.0 * 600.0).sqrt() / 20.0 / 60.0;
+        assert!((spread.se_min - want).abs() < 1e-9, "{spread:?}");
+        assert_eq!(spread.clusters, 20);
+
+        let mut burst_posts = vec![Vec::new(); 20];
+        burst_posts[0] = (0..20).map(|i| 3.0 * i as f64).collect();
+        burst_posts[1] = vec![5_000.0];
+        let mut burst_fetch = vec![Vec::new(); 20];
+        burst_fetch[0] = vec![1_260.0];
+        burst_fetch[1] = vec![5_000.0];
+        let burst = day_calibration(&burst_posts, &plans, &burst_fetch, 0.0, DAY).unwrap();
+        assert_eq!(burst.clusters, 2);
+        // Twenty-one postings but two draws: the spread is far wider than twenty-one
+        // independent postings with the same residuals would have.
+        let residuals: Vec<f64> = burst_posts[0]
+            .iter()
+            .map(|t| 1_260.0 - t - 600.0)
+            .chain([-600.0])
+            .collect();
+        let independent = residuals.iter().map(|r| r * r).sum::<f64>().sqrt() / 21.0 / 60.0;
+        assert!(burst.se_min > 3.0 * independent, "{burst:?} {independent}");
+        // Realized 1,200-ish s against a 600 s promise: outside 15%, inside two errors.
+        let realized = residuals.iter().map(|r| r + 600.0).sum::<f64>() / 21.0 / 60.0;
+        assert!((realized - 10.0).abs() / 10.0 > 0.15);
+        assert!(burst.consistent(realized, 0.15));
+        assert!(!spread.consistent(realized * 3.0, 0.15));
+    }
+}
