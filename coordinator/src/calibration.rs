@@ -5,9 +5,10 @@
 //! share one delay. So a day's figure carries sampling noise of its own, which the plan
 //! cannot remove however good its model. This module states the plans' promise for the
 //! postings that came ([`DayCalibration::expected_min`]) and the spread a day of those
-//! postings has around it ([`DayCalibration::se_min`]: a cluster-robust standard error
-//! whose clusters are the postings one fetch found together), so a day outside 15% can be
-//! told apart as a miss of the model or as a day of few independent draws.
+//! postings has around it ([`DayCalibration::se_min`]: a cluster-robust standard error whose
+//! clusters are the postings one fetch found together or that were published at the same
+//! instant, as one landing shows in several directories' commit feeds), so a day outside
+//! 15% can be told apart as a miss of the model or as a day of few independent draws.
 
 /// The plans' promise for one scored day and its sampling spread.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -16,9 +17,10 @@ pub struct DayCalibration {
     /// the plan in force when it was published (minutes), averaged.
     pub expected_min: f64,
     /// Standard error of the day's realized average delay around that promise, clustered
-    /// by the fetch that found the postings (minutes); NaN with fewer than two clusters.
+    /// into independent draws (postings one fetch found, or published at the same
+    /// instant; minutes); NaN with fewer than two clusters.
     pub se_min: f64,
-    /// Fetches that found the day's planned postings (the independent draws).
+    /// The independent draws among the day's found postings.
     pub clusters: usize,
 }
 
@@ -44,47 +46,109 @@ pub fn day_calibration(
     e: f64,
 ) -> Option<DayCalibration> {
     let (mut sum, mut n) = (0.0, 0usize);
-    // Residuals (realized − promised) of the found postings, summed per finding fetch.
-    let mut clusters: std::collections::HashMap<(usize, u64), f64> = Default::default();
-    let mut res_n = 0usize;
+    // The found postings: residual (realized − promised), and what ties them to others.
+    let mut found_posts: Vec<(f64, (usize, u64), u64)> = Vec::new();
     for (f, times) in postings.iter().enumerate() {
         let log = fetches.get(f).map_or(&[][..], |l| l.as_slice());
         for &t in times.iter().filter(|&&t| t >= s && t < e) {
-            let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
-            let Some(expected) = k
-                .checked_sub(1)
-                .and_then(|k| by_replan[k].1.get(f).copied())
-                .filter(|x| x.is_finite())
-            else {
+            let Some(expected) = promise_at(by_replan, f, t) else {
                 continue;
             };
             sum += expected;
             n += 1;
             // Found by the first fetch at or after its publication, as `replay_log` counts.
             if let Some(&found) = log.get(log.partition_point(|&x| x < t)) {
-                let r = (found - t) - expected;
-                *clusters.entry((f, found.to_bits())).or_default() += r;
-                res_n += 1;
+                found_posts.push(((found - t) - expected, (f, found.to_bits()), t.to_bits()));
             }
         }
     }
     if n == 0 {
         return None;
     }
+    let (sums, clusters) = cluster_sums(&found_posts);
     // The spread a calibrated plan gives the day's mean gap: under calibration each
     // residual has mean zero, so the clusters' residual sums are not centred (centring on
     // the day's own mean gap would take a burst day's one big draw for the truth).
-    let se_min = if clusters.len() >= 2 {
-        let var: f64 = clusters.values().map(|r| r * r).sum();
-        var.sqrt() / res_n as f64 / 60.0
+    let se_min = if clusters >= 2 {
+        let var: f64 = sums.iter().map(|r| r * r).sum();
+        var.sqrt() / found_posts.len() as f64 / 60.0
     } else {
         f64::NAN
     };
     Some(DayCalibration {
         expected_min: sum / n as f64 / 60.0,
         se_min,
-        clusters: clusters.len(),
+        clusters,
     })
+}
+
+/// Residual sums of the independent draws among `posts` (residual, finding fetch, published
+/// time), and how many there are. Postings are one draw when one fetch found them (a burst
+/// in one document) or when they were published at the same instant (one event seen by
+/// several feeds: a change landing in several directories' commit feeds of a repository),
+/// and transitively so.
+fn cluster_sums(posts: &[(f64, (usize, u64), u64)]) -> (Vec<f64>, usize) {
+    use std::collections::HashMap;
+    let mut parent: Vec<usize> = (0..posts.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let (mut by_fetch, mut by_time) = (HashMap::new(), HashMap::new());
+    for (i, &(_, fetch, time)) in posts.iter().enumerate() {
+        for j in [
+            *by_fetch.entry(fetch).or_insert(i),
+            *by_time.entry(time).or_insert(i),
+        ] {
+            let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+            parent[a] = b;
+        }
+    }
+    let mut sums: HashMap<usize, f64> = HashMap::new();
+    for (i, &(r, _, _)) in posts.iter().enumerate() {
+        *sums.entry(root(&mut parent, i)).or_default() += r;
+    }
+    let count = sums.len();
+    (sums.into_values().collect(), count)
+}
+
+/// The plan in force at `t` (trace seconds): its promise for feed `f`, if it planned it.
+fn promise_at(by_replan: &[(i64, Vec<f64>)], f: usize, t: f64) -> Option<f64> {
+    let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
+    k.checked_sub(1)
+        .and_then(|k| by_replan[k].1.get(f).copied())
+        .filter(|x| x.is_finite())
+}
+
+/// Writes every posting of the trace as `feed_id,published,found,promised` (seconds; found
+/// empty when no fetch found it, promised empty when no plan covered its feed).
+pub fn write_promises(
+    path: &std::path::Path,
+    trace: &kairos_coordinator::trace::Trace,
+    by_replan: &[(i64, Vec<f64>)],
+    fetches: &[Vec<f64>],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "feed_id,published,found,promised")?;
+    for (f, times) in trace.postings.iter().enumerate() {
+        let log = fetches.get(f).map_or(&[][..], |l| l.as_slice());
+        for &t in times {
+            let found = log.get(log.partition_point(|&x| x < t));
+            let promised = promise_at(by_replan, f, t);
+            writeln!(
+                w,
+                "{},{t:.1},{},{}",
+                trace.feeds[f].id,
+                found.map_or(String::new(), |x| format!("{x:.1}")),
+                promised.map_or(String::new(), |x| format!("{x:.1}"))
+            )?;
+        }
+    }
+    w.flush()
 }
 
 #[cfg(test)]
@@ -157,5 +221,25 @@ mod tests {
         assert!((realized - 10.0).abs() / 10.0 > 0.15);
         assert!(burst.consistent(realized, 0.15));
         assert!(!spread.consistent(realized * 3.0, 0.15));
+    }
+
+    #[test]
+    fn one_event_in_several_feeds_is_one_draw() {
+        // Ten directory feeds of one repository all show one landing at 1,000 s; each is
+        // found by its own fetch. Two other feeds post at other instants.
+        let plans = vec![(0, vec![600.0; 12])];
+        let mut posts: Vec<Vec<f64>> = vec![vec![1_000.0]; 10];
+        posts.push(vec![2_000.0]);
+        posts.push(vec![3_000.0]);
+        let fetches: Vec<Vec<f64>> = (0..12).map(|f| vec![5_000.0 + f as f64]).collect();
+        let c = day_calibration(&posts, &plans, &fetches, 0.0, DAY).unwrap();
+        assert_eq!(c.clusters, 3);
+        // The landing's ten residuals add before squaring.
+        let r = |t: f64, f: f64| 5_000.0 + f - t - 600.0;
+        let landing: f64 = (0..10).map(|f| r(1_000.0, f as f64)).sum();
+        let want = (landing.powi(2) + r(2_000.0, 10.0).powi(2) + r(3_000.0, 11.0).powi(2)).sqrt()
+            / 12.0
+            / 60.0;
+        assert!((c.se_min - want).abs() < 1e-9, "{c:?} against {want}");
     }
 }

@@ -112,6 +112,11 @@ pub struct ReplayArgs {
     /// Write every fetch the live system made (feed_id,ts seconds from the trace start) here.
     #[arg(long)]
     fetch_log: Option<PathBuf>,
+    /// Write every posting with its live plans' promise here (feed_id, published and found
+    /// in seconds from the trace start, promised delay in seconds): what a day outside its
+    /// calibration is made of.
+    #[arg(long)]
+    promise_log: Option<PathBuf>,
     /// The aggregators' schedulers to run beside it, each with its defaults and tuned to
     /// the live run's fetches: `all`, `none`, or a comma-separated list of
     /// miniflux-entry-frequency, miniflux-round-robin, commafeed, newsblur, freshrss,
@@ -620,6 +625,10 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             &lines,
         )?;
     }
+    if let Some(path) = &a.promise_log {
+        crate::calibration::write_promises(path, &trace, &log.expected_by_replan, &log.fetches)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &a.fetch_log {
         use std::io::Write;
         let mut w = std::io::BufWriter::new(
@@ -670,7 +679,7 @@ fn print_calibration(rows: &[DayRow], from: usize) {
     if days > 0 {
         println!(
             "
-calibration, days {from}+: the live delay within 15% of the plans' promise for the postings that came on {within} of {days} days, within 15% or two standard errors (clustered by finding fetch) on {consistent}; live / promise over those days {:.3}",
+calibration, days {from}+: the live delay within 15% of the plans' promise for the postings that came on {within} of {days} days, within 15% or two standard errors (draws clustered by finding fetch and by instant) on {consistent}; live / promise over those days {:.3}",
             live / promised
         );
     }
