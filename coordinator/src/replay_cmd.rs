@@ -789,7 +789,11 @@ fn print_windows(
             .filter(|v| v.is_finite())
             .fold(f64::INFINITY, f64::min);
         any |= best.is_finite();
-        print!("{:>12.3}", table[0].1[k] / best);
+        if best.is_finite() {
+            print!("{:>12.3}", table[0].1[k] / best);
+        } else {
+            print!("{:>12}", "-");
+        }
     }
     println!();
     if !any {
