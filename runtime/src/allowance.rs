@@ -91,6 +91,13 @@ impl DayGate {
         }
     }
 
+    /// Fetches the allowance still lets start on the day of `now_ms`, or `None` without an
+    /// allowance.
+    pub fn room(&mut self, now_ms: i64) -> Option<u64> {
+        self.roll(now_ms);
+        Some(self.limit()?.saturating_sub(self.started))
+    }
+
     /// Fetches started on the current day.
     pub fn started_today(&self) -> u64 {
         self.started
