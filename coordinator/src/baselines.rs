@@ -80,11 +80,7 @@ pub fn run_peers(
         0.0
     };
     let score = |log: &[Vec<f64>]| window(trace, log, from, score_to).objective(metric);
-    let count = |log: &[Vec<f64>]| -> u64 {
-        log.iter()
-            .map(|l| l.iter().filter(|&&t| t >= from && t < score_to).count() as u64)
-            .sum()
-    };
+    let count = |log: &[Vec<f64>]| fetches_in(log, from, score_to);
     // Probes cut short at twice the target's rate over the whole run.
     let cap = (2.0 * target_fetches as f64 * duration / (score_to - from).max(1.0)) as u64 + 10_000;
     let tuning = PeerRun {
@@ -116,6 +112,18 @@ pub fn fetches_before(log: &[Vec<f64>], end: f64) -> u64 {
     log.iter()
         .map(|f| f.partition_point(|&t| t < end) as u64)
         .sum()
+}
+
+/// Fetches made in `[from, to)` (trace seconds), over every feed's log.
+pub fn fetches_in(log: &[Vec<f64>], from: f64, to: f64) -> u64 {
+    fetches_before(log, to).saturating_sub(fetches_before(log, from))
+}
+
+/// Days a run goes on past its scored ones: long enough for the slowest feed's next fetch
+/// (one at the minimum rate), so the last scored day's postings are all found rather than
+/// cut off at the run's end.
+pub fn drain_days(min_fetches_per_day: f64) -> f64 {
+    (1.0 / min_fetches_per_day).ceil().clamp(1.0, 30.0) + 1.0
 }
 
 /// A log's figures over `[start, end)`.

@@ -56,8 +56,7 @@ pub fn day_calibration(
             };
             sum += expected;
             n += 1;
-            // Found by the first fetch at or after its publication, as `replay_log` counts.
-            if let Some(&found) = log.get(log.partition_point(|&x| x < t)) {
+            if let Some(found) = found_by(log, t) {
                 found_posts.push(((found - t) - expected, (f, found.to_bits()), t.to_bits()));
             }
         }
@@ -115,6 +114,12 @@ fn cluster_sums(posts: &[(f64, (usize, u64), u64)]) -> (Vec<f64>, usize) {
     (sums.into_values().collect(), count)
 }
 
+/// The first fetch of `log` at or after `t`, which found a posting published at `t` (as
+/// `replay_log` counts).
+fn found_by(log: &[f64], t: f64) -> Option<f64> {
+    log.get(log.partition_point(|&x| x < t)).copied()
+}
+
 /// The plan in force at `t` (trace seconds): its promise for feed `f`, if it planned it.
 fn promise_at(by_replan: &[(i64, Vec<f64>)], f: usize, t: f64) -> Option<f64> {
     let k = by_replan.partition_point(|(at, _)| *at as f64 <= t * 1000.0);
@@ -137,7 +142,7 @@ pub fn write_promises(
     for (f, times) in trace.postings.iter().enumerate() {
         let log = fetches.get(f).map_or(&[][..], |l| l.as_slice());
         for &t in times {
-            let found = log.get(log.partition_point(|&x| x < t));
+            let found = found_by(log, t);
             let promised = promise_at(by_replan, f, t);
             writeln!(
                 w,

@@ -711,12 +711,12 @@ fn simulate(a: SimulateArgs) -> Result<()> {
         // The peers fetch from day 0 (they learn while they fetch); they spend the plan's
         // daily budget on the replayed days and are measured there.
         let target = (per_feed_day * n as f64 * (s.test_end - s.train_end) / DAY).floor() as u64;
-        // They run a week past the replayed days so the last postings are all found (the
-        // plans' cyclic schedules have no end to be cut off at).
+        // They run past the replayed days so the last postings are all found (the plans'
+        // cyclic schedules have no end to be cut off at).
         for p in crate::baselines::run_peers(
             &s.trace,
             &peer_list,
-            s.test_end + 8.0 * DAY,
+            s.test_end + crate::baselines::drain_days(c.min_fetches_per_day) * DAY,
             a.document_items.max(1),
             target,
             c.metric,

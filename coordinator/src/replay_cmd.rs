@@ -2,7 +2,9 @@
 //! [`crate::replay`]), reported day by day next to uniform polling and an
 //! offline plan learned from the trace's first days, on the same postings.
 
-use crate::baselines::{fetches_before, parse_peers, pooled, run_peers, window, PeerLog};
+use crate::baselines::{
+    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerLog,
+};
 use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
 use anyhow::{bail, Context, Result};
@@ -163,11 +165,14 @@ struct DayRow {
     /// is left between it and the live delay is the plans' error for those feeds.
     expected_delay_min_given_postings: Option<f64>,
     /// The spread of the day's live delay around that promise that a calibrated plan
-    /// would show: a standard error clustered by the fetch that found the postings
-    /// (see [`crate::calibration`]); None where not measured.
+    /// would show: a standard error over independent draws, postings one fetch found or
+    /// published at the same instant (see [`crate::calibration`]); None where not measured.
     given_postings_se_min: Option<f64>,
-    /// Fetches that found the day's planned postings: the day's independent draws.
+    /// The day's independent draws among its found, planned postings.
     given_postings_clusters: Option<usize>,
+    /// The three fields above together, for the summary.
+    #[serde(skip)]
+    calibration: Option<DayCalibration>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
     peers: Vec<(String, Realized)>,
 }
@@ -352,15 +357,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     } else {
         0.0
     };
-    let live_scored: u64 = log
-        .fetches
-        .iter()
-        .map(|f| {
-            f.iter()
-                .filter(|&&t| t >= scored_from && t < scored_end)
-                .count() as u64
-        })
-        .sum();
+    let live_scored = fetches_in(&log.fetches, scored_from, scored_end);
     let live_fetches = fetches_before(&log.fetches, scored_end);
     let peer_logs = run_peers(
         &trace,
@@ -439,6 +436,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 expected_delay_min_given_postings: calibration.map(|c| c.expected_min),
                 given_postings_se_min: calibration.map(|c| c.se_min).filter(|v| v.is_finite()),
                 given_postings_clusters: calibration.map(|c| c.clusters),
+                calibration,
                 peers: peer_logs
                     .iter()
                     .map(|p| (p.label(), window(&trace, &p.log, s, e)))
@@ -558,15 +556,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             a.train_days
         );
         for p in peer_logs.iter().filter(|p| p.tuned) {
-            let scored: usize = p
-                .log
-                .iter()
-                .map(|f| {
-                    f.iter()
-                        .filter(|&&t| t >= scored_from && t < scored_end)
-                        .count()
-                })
-                .sum();
+            let scored = fetches_in(&p.log, scored_from, scored_end);
             println!(
                 "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days, {} in all",
                 p.peer.name(),
@@ -649,26 +639,16 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-/// Days the runs go on past the scored ones: long enough for the slowest feed's next
-/// fetch (one at the minimum rate), so the last day's postings are all found.
-fn drain_days(min_fetches_per_day: f64) -> f64 {
-    (1.0 / min_fetches_per_day).ceil().clamp(1.0, 30.0) + 1.0
-}
-
 /// Prints how the plans' promise for the postings that came compares with the live delay
 /// on the days from `from` on (see [`crate::calibration`]).
 fn print_calibration(rows: &[DayRow], from: usize) {
     let (mut days, mut within, mut consistent) = (0, 0, 0);
     let (mut live, mut promised) = (0.0, 0.0);
     for r in rows.iter().skip(from) {
-        let Some(expected) = r.expected_delay_min_given_postings else {
+        let Some(cal) = r.calibration else {
             continue;
         };
-        let cal = DayCalibration {
-            expected_min: expected,
-            se_min: r.given_postings_se_min.unwrap_or(f64::NAN),
-            clusters: r.given_postings_clusters.unwrap_or(0),
-        };
+        let expected = cal.expected_min;
         let realized = r.live.avg_delay_min;
         days += 1;
         within += usize::from((realized - expected).abs() <= 0.15 * expected);
