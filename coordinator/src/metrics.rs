@@ -112,9 +112,15 @@ declare! {
     /// Fetches per day the plan allocated.
     describe_gauge PLAN_ALLOCATED_FETCHES = "kairos_plan_allocated_fetches_per_day",
         "Fetches per day in the current plan.";
-    /// The model's expected delay per posting under the current plan.
+    /// Expected delay per posting under the current plan, recalibrated.
     describe_gauge PLAN_EXPECTED_DELAY_SECONDS = "kairos_plan_expected_delay_seconds",
-        "Expected delay per posting under the current plan and model.";
+        "Expected delay per posting under the current plan: the model's figure recalibrated by the plans' record of delivered against promised delay.";
+    /// The model's own expected delay per posting, before recalibration.
+    describe_gauge PLAN_MODEL_DELAY_SECONDS = "kairos_plan_model_delay_seconds",
+        "Expected delay per posting under the current plan by its model alone, before recalibration.";
+    /// Delivered over promised delay of the postings polls found lately (a three-day half-life).
+    describe_gauge PLAN_PROMISE_RATIO = "kairos_plan_promise_ratio",
+        "Delivered over promised delay of recently found postings (1 until 50 are recorded); the factor applied to the model's figure.";
     /// Feeds re-solved by the last round.
     describe_gauge PLAN_FEEDS_RESOLVED = "kairos_plan_feeds_resolved",
         "Feeds re-solved by the last planning round.";

@@ -67,6 +67,8 @@ pub struct ReplayLog {
     pub host_prior_by_day: Vec<f64>,
     /// Half-life (days; 0: none) of the last replan of each simulated day.
     pub half_life_by_day: Vec<f64>,
+    /// The plans' record (delivered over promised delay) at the last replan of each day.
+    pub promise_ratio_by_day: Vec<f64>,
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
     /// the replans of each simulated day: what the model promised, next to what happened.
     pub expected_delay_min_by_day: Vec<f64>,
@@ -195,6 +197,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 log.host_prior_by_day[day] = p.host_prior_postings;
                 log.half_life_by_day.resize(day + 1, f64::NAN);
                 log.half_life_by_day[day] = p.half_life_days;
+                log.promise_ratio_by_day.resize(day + 1, f64::NAN);
+                log.promise_ratio_by_day[day] = p.promise_ratio;
                 expected.resize(day + 1, (0.0, 0));
                 expected[day].0 += p.expected_delay_seconds / 60.0;
                 expected[day].1 += 1;

@@ -159,6 +159,9 @@ struct DayRow {
     half_life_days: Option<f64>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
+    /// The plans' record at the day's last replan: delivered over promised delay, the
+    /// factor on the model's figure in the promises ([`crate::control::promise`]).
+    promise_ratio: Option<f64>,
     /// The same promise weighed by the postings that came: each of the day's postings
     /// counted at its feed's expected delay under the plan in force when it was published
     /// (`delay` metric). It differs from `expected_delay_min` by which feeds posted; what
@@ -426,6 +429,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .filter(|b| b.is_finite()),
                 half_life_days: log
                     .half_life_by_day
+                    .get(d)
+                    .copied()
+                    .filter(|b| b.is_finite()),
+                promise_ratio: log
+                    .promise_ratio_by_day
                     .get(d)
                     .copied()
                     .filter(|b| b.is_finite()),

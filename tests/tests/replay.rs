@@ -166,6 +166,16 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         (gap - 1.0).abs() < 0.15,
         "realized / expected on days 7-15: {gap:.3}\n{stdout}"
     );
+    // That promise is the model's figure recalibrated by the plans' record, which has
+    // spoken by then (1 exactly only before 50 found postings) and stays near 1 here.
+    let ratios: Vec<f64> = days[7..]
+        .iter()
+        .map(|d| d["promise_ratio"].as_f64().unwrap())
+        .collect();
+    assert!(
+        ratios.iter().all(|r| (0.67..=1.5).contains(r)) && ratios.iter().any(|&r| r != 1.0),
+        "promise ratios on days 7-15: {ratios:?}"
+    );
 
     // The reader metric on the same trace, from the same empty store: it beats the delay
     // plan on its own measure from the second day, and comes within 6% of the offline

@@ -15,7 +15,8 @@
 //! * [`readers`] — reader access rates with a cold-start prior;
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
 //! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share;
-//! * [`outages`] — hosts that stopped answering (refused, TLS, DNS, timeouts): a breaker each.
+//! * [`outages`] — hosts that stopped answering (refused, TLS, DNS, timeouts): a breaker each;
+//! * [`promise`] — the plans' promised delay against what polls delivered, to recalibrate it.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::runtime`] wrap it.
@@ -30,6 +31,7 @@ pub mod models;
 pub mod outages;
 pub mod packed;
 pub mod population;
+pub mod promise;
 pub mod push;
 pub mod quick;
 pub mod readers;

@@ -67,6 +67,8 @@ pub(super) struct State {
     pub bounds: FeedBounds,
     /// Running totals.
     pub totals: Totals,
+    /// The plans' promised delay against what polls delivered ([`crate::control::promise`]).
+    pub promises: crate::control::promise::PromiseRecord,
     /// When each feed never fetched yet is due for its first fetch ([`super::pacing`]).
     pub first_sights: HashMap<String, i64>,
     /// The latest UTC day that held first sights ([`super::pacing::Pacing::paced_day`]).
@@ -254,6 +256,7 @@ mod tests {
             host_limits: HashMap::new(),
             bounds: Default::default(),
             totals: Totals::default(),
+            promises: Default::default(),
             first_sights: HashMap::new(),
             paced_day: Default::default(),
             budget_per_day: None,

@@ -140,8 +140,14 @@ pub struct PlanFigures {
     pub budget_per_day: f64,
     /// Expected weighted cost per day.
     pub expected_cost: f64,
-    /// Expected delay per posting (s), for the `delay` metric.
+    /// Expected delay per posting (s), for the `delay` metric: the model's figure
+    /// recalibrated by the plans' record (`promise_ratio`).
     pub expected_delay_seconds: f64,
+    /// Expected delay per posting (s) by the plans' own model, before recalibration.
+    pub model_expected_delay_seconds: f64,
+    /// Delivered over promised delay of the postings polls found lately
+    /// ([`crate::control::promise`]; 1 until there is a record).
+    pub promise_ratio: f64,
     /// Feeds re-solved.
     pub resolved: usize,
     /// Solve wall time (s).
@@ -259,6 +265,8 @@ impl PlanFigures {
         gauge!(m::PLAN_BUDGET_FETCHES).set(p.budget_per_day);
         gauge!(m::PLAN_ALLOCATED_FETCHES).set(p.fetches_per_day);
         gauge!(m::PLAN_EXPECTED_DELAY_SECONDS).set(p.expected_delay_seconds);
+        gauge!(m::PLAN_MODEL_DELAY_SECONDS).set(p.model_expected_delay_seconds);
+        gauge!(m::PLAN_PROMISE_RATIO).set(p.promise_ratio);
         gauge!(m::PLAN_FEEDS_RESOLVED).set(p.resolved as f64);
         gauge!(m::PLAN_UNSPENT_FETCHES).set(p.unspent_per_day);
         gauge!(m::PLAN_BUDGET_SHARE).set(p.budget_share);
@@ -304,10 +312,16 @@ impl State {
 
     /// The expected delay per posting (seconds) of a feed's plan in force, by its own
     /// model; None when it is not planned or expects no postings.
-    pub(super) fn expected_delay_seconds(&self, feed: &str) -> Option<f64> {
+    pub(super) fn model_delay_seconds(&self, feed: &str) -> Option<f64> {
         let (model, plan) = self.model_of(feed)?;
         let per_day: f64 = model.post_bins.iter().map(|&b| b as f64).sum();
         (per_day > 0.0 && model.weight > 0.0).then(|| plan.expected_cost / model.weight / per_day)
+    }
+
+    /// The delay per posting (seconds) a feed's plan in force is expected to deliver: its
+    /// model's figure recalibrated by the plans' record ([`crate::control::promise`]).
+    pub(super) fn expected_delay_seconds(&self, feed: &str) -> Option<f64> {
+        Some(self.model_delay_seconds(feed)? * self.promises.ratio())
     }
 
     /// A feed's learned model and plan in force, as InspectFeedPlan shows it.

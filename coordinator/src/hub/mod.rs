@@ -279,6 +279,7 @@ impl<B: KvBackend> Hub<B> {
             host_limits,
             bounds: Default::default(),
             totals: Totals::default(),
+            promises: Default::default(),
             first_sights,
             paced_day: Default::default(),
             budget_per_day,

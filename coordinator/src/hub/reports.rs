@@ -321,6 +321,12 @@ impl State {
                 for &d in &l.delays_ms {
                     metrics::histogram!(m::PUSH_LAG_SECONDS).record(d as f64 / 1000.0);
                 }
+            } else {
+                // The plans' record: what polls delivered against what the feed's plan in
+                // force promised (pushed postings were never the polls' to find).
+                let promised = self.model_delay_seconds(&r.feed_id).unwrap_or(f64::NAN);
+                self.promises
+                    .add(r.finished_unix_ms, &l.delays_ms, promised);
             }
             // What saw the postings first, for the hub's reliability (a continuation's
             // postings are a poll's).

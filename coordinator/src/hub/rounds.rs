@@ -532,6 +532,10 @@ impl State {
             desired,
             basis,
         } = solved;
+        let mut figures = figures;
+        figures.promise_ratio = self.promises.ratio();
+        figures.expected_delay_seconds =
+            figures.model_expected_delay_seconds * figures.promise_ratio;
         figures.record();
         m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
@@ -577,11 +581,14 @@ fn figures_of(
         fetches_per_day: outcome.fetches_per_day,
         budget_per_day: outcome.budget_per_day,
         expected_cost: outcome.expected_cost,
-        expected_delay_seconds: if posts_per_day > 0.0 {
+        model_expected_delay_seconds: if posts_per_day > 0.0 {
             outcome.expected_cost / posts_per_day
         } else {
             0.0
         },
+        // Recalibrated when the plan is installed, by the record as it stands then.
+        expected_delay_seconds: 0.0,
+        promise_ratio: 1.0,
         resolved: outcome.resolved,
         solve_seconds: started.elapsed().as_secs_f64(),
         unspent_per_day: outcome.host_limited.unspent_per_day,
