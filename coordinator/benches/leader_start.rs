@@ -471,9 +471,16 @@ async fn main() {
     let t = Instant::now();
     let chunks = stored_plan::encode(&specs);
     let bytes: usize = chunks.iter().map(Vec::len).sum();
-    let meta = stored_plan::write(store.as_ref(), chunks, specs.len(), per_day, now)
-        .await
-        .expect("store the plan");
+    let meta = stored_plan::write(
+        store.as_ref(),
+        chunks,
+        specs.len(),
+        per_day,
+        now,
+        Default::default(),
+    )
+    .await
+    .expect("store the plan");
     println!(
         "plan stored{}: {} feeds, {} chunks, {:.1} MiB ({:.0} B per feed) in {:.1} s",
         if a.plan_written {

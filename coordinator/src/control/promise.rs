@@ -37,8 +37,9 @@ pub const PRIOR_DRAWS: f64 = 100.0;
 /// than trusted.
 pub const RATIO_BOUNDS: (f64, f64) = (0.25, 4.0);
 
-/// Decayed sums of delivered and promised delay over the postings polls found.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// Decayed sums of delivered and promised delay over the postings polls found. Kept with
+/// the stored plan, so a new leader goes on from its predecessor's record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PromiseRecord {
     delivered_s: f64,
     promised_s: f64,

@@ -143,6 +143,15 @@ impl Message for Subscriptions {
     }
 }
 
+/// The plans' record of delivered against promised delay, to store with the plan.
+pub(super) struct Promises;
+impl Message for Promises {
+    type Reply = crate::control::promise::PromiseRecord;
+    fn handle(self, s: &mut State) -> Self::Reply {
+        s.promises
+    }
+}
+
 /// Feeds in the current plan.
 pub(super) struct FeedsPlanned;
 impl Message for FeedsPlanned {

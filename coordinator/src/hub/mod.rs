@@ -230,7 +230,11 @@ impl<B: KvBackend> Hub<B> {
         let mut cluster = Cluster::new(cfg.cluster.clone(), epoch);
         let last_members = members::load(store.as_ref(), &mut cluster).await?;
         let (mut budget_per_day, mut first_sights, mut started_on) = (None, HashMap::new(), None);
+        let mut promises = Default::default();
         if let Some((meta, specs)) = stored {
+            // The predecessor's record goes on, so the promise does not fall back to the
+            // model's own figure for days after a failover.
+            promises = meta.promises.unwrap_or_default();
             tracing::info!(
                 feeds = specs.len(),
                 registered = feeds.len(),
@@ -279,7 +283,7 @@ impl<B: KvBackend> Hub<B> {
             host_limits,
             bounds: Default::default(),
             totals: Totals::default(),
-            promises: Default::default(),
+            promises,
             first_sights,
             paced_day: Default::default(),
             budget_per_day,

@@ -376,12 +376,14 @@ impl<B: KvBackend> Hub<B> {
             }
         };
         let bytes = chunks.iter().map(Vec::len).sum::<usize>();
+        let promises = self.actor.ask(msg::Promises).await;
         let written = super::stored_plan::write(
             self.store.as_ref(),
             chunks,
             feeds,
             per_day,
             self.clock.now_ms(),
+            promises,
         )
         .await;
         match written {

@@ -35,6 +35,10 @@ pub struct Meta {
     pub per_day: f64,
     /// When it was written, Unix ms on the run's clock.
     pub written_at_ms: i64,
+    /// The plans' record of delivered against promised delay when it was written
+    /// (absent in plans stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promises: Option<crate::control::promise::PromiseRecord>,
 }
 
 /// One feed's fetch times, compactly: milliseconds instead of fractional seconds, and the
@@ -114,14 +118,15 @@ pub fn encode(specs: &BTreeMap<String, FeedSpec>) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Writes `chunks` as the stored plan made for `per_day` fetches a day at `now_ms`, and
-/// drops the plan it replaces.
+/// Writes `chunks` as the stored plan made for `per_day` fetches a day at `now_ms`, with
+/// the plans' record as it stands, and drops the plan it replaces.
 pub async fn write<B: KvBackend + ?Sized>(
     store: &B,
     chunks: Vec<Vec<u8>>,
     feeds: usize,
     per_day: f64,
     now_ms: i64,
+    promises: crate::control::promise::PromiseRecord,
 ) -> Result<Meta, StoreError> {
     let key = |k: Key| k.encode().map_err(|e| StoreError(e.to_string()));
     let previous = read_meta(store).await?;
@@ -131,6 +136,7 @@ pub async fn write<B: KvBackend + ?Sized>(
         feeds: feeds as u64,
         per_day,
         written_at_ms: now_ms,
+        promises: Some(promises),
     };
     if previous.is_none() {
         // No plan is named (a first write, or an unreadable meta): chunks left by a writer
@@ -278,16 +284,31 @@ mod tests {
         let specs: BTreeMap<String, FeedSpec> =
             (0..n).map(spec).map(|s| (s.id.clone(), s)).collect();
         let mut feeds: Vec<FeedRecord> = specs.values().map(record).collect();
-        let m1 = write(&store, encode(&specs), n, 4.0 * n as f64, 5)
+        // The plans' record travels with the plan.
+        let mut record = crate::control::promise::PromiseRecord::default();
+        for _ in 0..80 {
+            record.add(5, &[1_500_000], 600.0);
+        }
+        let m1 = write(&store, encode(&specs), n, 4.0 * n as f64, 5, record)
             .await
             .unwrap();
         assert_eq!((m1.generation, m1.chunks, m1.feeds), (1, 3, n as u64));
         let (meta, back) = load(&store, &feeds).await.unwrap().unwrap();
         assert_eq!(meta, m1);
+        assert_eq!(meta.promises.map(|r| r.ratio()), Some(record.ratio()));
+        assert!(record.ratio() > 1.0);
+        // A meta written before the record was kept still reads, without one.
+        let old: Meta = serde_json::from_str(
+            r#"{"generation":1,"chunks":0,"feeds":0,"per_day":1.0,"written_at_ms":5}"#,
+        )
+        .unwrap();
+        assert_eq!(old.promises, None);
         assert_eq!(back, specs, "milliseconds keep these offsets exactly");
 
         // A second plan replaces the first, whose chunks go.
-        let m2 = write(&store, encode(&specs), n, 1.0, 6).await.unwrap();
+        let m2 = write(&store, encode(&specs), n, 1.0, 6, Default::default())
+            .await
+            .unwrap();
         assert_eq!(m2.generation, 2);
         let old = Key::PlanChunk(1, 0).prefix().unwrap();
         assert!(store.range(old, None, 10).await.unwrap().is_empty());
@@ -328,12 +349,18 @@ mod tests {
         }
         let outcome = first.replan().await.unwrap();
         let chunks = encode(&outcome.specs);
+        // A record that says the plans delivered 1.5 times their promise.
+        let mut record = crate::control::promise::PromiseRecord::default();
+        for _ in 0..1_000 {
+            record.add(clock.now_ms(), &[900_000], 600.0);
+        }
         write(
             store.as_ref(),
             chunks,
             30,
             outcome.budget_per_day,
             clock.now_ms(),
+            record,
         )
         .await
         .unwrap();
@@ -356,6 +383,10 @@ mod tests {
         assert_eq!(next.serving_stored_plan().await, Some((30, clock.now_ms())));
         next.replan().await.unwrap();
         assert_eq!(next.serving_stored_plan().await, None, "its own plan now");
+        // Its promise goes on from its predecessor's record.
+        let figures = next.totals().await.last_plan.expect("a plan");
+        assert!((figures.promise_ratio - record.ratio()).abs() < 1e-12);
+        assert!(figures.promise_ratio > 1.4, "{}", figures.promise_ratio);
     }
 
     #[tokio::test]
@@ -366,9 +397,16 @@ mod tests {
             .map(|s| (s.id.clone(), s))
             .collect();
         let feeds: Vec<FeedRecord> = specs.values().map(record).collect();
-        write(&store, encode(&specs), specs.len(), 1.0, 5)
-            .await
-            .unwrap();
+        write(
+            &store,
+            encode(&specs),
+            specs.len(),
+            1.0,
+            5,
+            Default::default(),
+        )
+        .await
+        .unwrap();
         store
             .batch(vec![Op::Delete(Key::PlanChunk(1, 1).encode().unwrap())])
             .await
@@ -383,9 +421,16 @@ mod tests {
             .unwrap();
         assert!(load(&store, &feeds).await.unwrap().is_none());
         // The next write, with no readable meta, clears what the unnamed plans left.
-        let m = write(&store, encode(&specs), specs.len(), 1.0, 6)
-            .await
-            .unwrap();
+        let m = write(
+            &store,
+            encode(&specs),
+            specs.len(),
+            1.0,
+            6,
+            Default::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(m.generation, 1);
         let all = Key::PlanChunk(0, 0).prefix_of_kind();
         assert_eq!(store.range(all, None, 100).await.unwrap().len(), 2);
