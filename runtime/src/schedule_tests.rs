@@ -1,0 +1,395 @@
+//! Tests of [`super`]: plan times, transitions between plans, politeness, the day's
+//! allowance and its end-of-day sweep.
+
+use super::*;
+
+fn feed(id: &str, host: &str, offsets: &[i64], period: i64) -> FeedTimes {
+    FeedTimes {
+        feed_id: id.into(),
+        host: host.into(),
+        offsets_ms: offsets.to_vec(),
+        period_ms: period,
+        origin_ms: 0,
+    }
+}
+
+#[test]
+fn an_expedited_feed_is_fetched_once_now_then_on_its_times() {
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![feed("a", "h", &[500], 1000)], 0)
+        .unwrap();
+    s.expedite("a", 10);
+    s.expedite("nope", 10);
+    // Re-assigning the feed before the expedited fetch keeps it.
+    s.apply_delta(2, vec![feed("a", "h", &[500], 1000)], &[], 5)
+        .unwrap();
+    let due = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    assert_eq!(
+        due(&mut s, 10),
+        vec![10],
+        "still expedited after the re-assignment, at its time"
+    );
+    // The plan's 500 is within half a gap (1000) of the first sight, which was paced
+    // besides the plan: it moves to 510, half a gap after it, rather than being lost.
+    assert_eq!(due(&mut s, 509), Vec::<i64>::new());
+    assert_eq!(
+        due(&mut s, 2600),
+        vec![510, 1500, 2500],
+        "one chain, no duplicate"
+    );
+    // A first fetch paced to a later time: the plan's times before it wait for it, and
+    // a re-assignment meanwhile does not bring it forward.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![feed("b", "h", &[500], 1000)], 0)
+        .unwrap();
+    s.expedite("b", 2200);
+    s.apply_delta(2, vec![feed("b", "h", &[500], 1000)], &[], 100)
+        .unwrap();
+    assert_eq!(due(&mut s, 2199), Vec::<i64>::new());
+    assert_eq!(due(&mut s, 2200), vec![2200]);
+    assert_eq!(due(&mut s, 2600), Vec::<i64>::new(), "2500 moved to 2700");
+    // A re-assignment after the first sight moves the new plan's time too: 2800 is
+    // 600 after it, within half the new gap (2000), so it goes to 3200.
+    s.apply_delta(3, vec![feed("b", "h", &[800], 2000)], &[], 2650)
+        .unwrap();
+    assert_eq!(due(&mut s, 3199), Vec::<i64>::new());
+    assert_eq!(due(&mut s, 3200), vec![3200]);
+    // Once the feed has had a fetch besides its first sight, the half-gap rule skips:
+    // 3300 is 100 after the last fetch, so the next is 4300.
+    s.apply_delta(4, vec![feed("b", "h", &[300], 1000)], &[], 3260)
+        .unwrap();
+    assert_eq!(due(&mut s, 4299), Vec::<i64>::new());
+    assert_eq!(due(&mut s, 4300), vec![4300]);
+}
+
+#[test]
+fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![feed("a", "h", &[100, 600], 1000)], 0)
+        .unwrap();
+    assert_eq!(s.pop_due(100).len(), 1);
+    // At 550 the new plan moves the 600 slot to 500 (behind now): without a catch-up
+    // the next fetch would be at 1000, 900 after the last.
+    s.apply_delta(2, vec![feed("a", "h", &[0, 500], 1000)], &[], 550)
+        .unwrap();
+    let planned = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    // Due again at 600 (last fetch 100 + the new gap 500): fetched then, off the plan.
+    assert_eq!(planned(&mut s, 599), Vec::<i64>::new());
+    assert_eq!(planned(&mut s, 600), vec![600]);
+    // The plan's 1000 slot is 400 after the catch-up, more than half the gap: kept.
+    assert_eq!(planned(&mut s, 1000), vec![1000]);
+    assert_eq!(planned(&mut s, 1500), vec![1500]);
+    // At 2950 the plan becomes [300, 800]: next slot 3300, gap 500, and the last
+    // fetch (1500) is more than a gap before it: caught up at once.
+    s.apply_delta(3, vec![feed("a", "h", &[300, 800], 1000)], &[], 2950)
+        .unwrap();
+    assert_eq!(planned(&mut s, 2950), vec![2950]);
+    // The 3300 slot is 350 after the catch-up, over half the gap: kept.
+    assert_eq!(planned(&mut s, 3300), vec![3300]);
+    // At 3400 the plan becomes [420, 900]: the 3420 slot is 120 after the last fetch,
+    // within half its gap (520): skipped; the 3900 one follows.
+    s.apply_delta(4, vec![feed("a", "h", &[420, 900], 1000)], &[], 3400)
+        .unwrap();
+    assert_eq!(planned(&mut s, 3899), Vec::<i64>::new());
+    assert_eq!(planned(&mut s, 3900), vec![3900]);
+}
+
+#[test]
+fn a_replan_does_not_refetch_a_feed_it_just_fetched() {
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![feed("a", "h", &[100, 600], 1000)], 0)
+        .unwrap();
+    assert_eq!(s.pop_due(100).len(), 1);
+    // The new plan moves the slot to 150, 50 after the fetch at 100: skipped.
+    s.apply_delta(2, vec![feed("a", "h", &[150, 650], 1000)], &[], 120)
+        .unwrap();
+    let planned = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    assert_eq!(planned(&mut s, 640), Vec::<i64>::new());
+    // A slot far enough from the last fetch is kept.
+    s.apply_delta(3, vec![feed("a", "h", &[400, 900], 1000)], &[], 130)
+        .unwrap();
+    assert_eq!(planned(&mut s, 640), vec![400]);
+}
+
+#[test]
+fn a_spent_allowance_holds_fetches_to_the_next_day_once_each() {
+    use crate::allowance::DAY_MS;
+    let hour = DAY_MS / 24;
+    // Three feeds fetched every 6 hours; the worker may start 5 fetches today and 12
+    // on later days.
+    let mut s = Schedule::new(0);
+    let feeds = ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| feed(id, id, &[i as i64 * 1000], 6 * hour))
+        .collect();
+    s.apply_snapshot(1, feeds, 0).unwrap();
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 5,
+            later_days: 12,
+            counted: 0,
+        }),
+        0,
+    );
+    let mut per_day = [0usize; 3];
+    let mut t = 0;
+    while t < 3 * DAY_MS {
+        for d in s.pop_due(t) {
+            per_day[(t / DAY_MS) as usize] += 1;
+            if t == DAY_MS {
+                assert_eq!(
+                    d.planned_ms, DAY_MS,
+                    "a held fetch stands at the day's start"
+                );
+            }
+        }
+        t += 60_000;
+    }
+    // Day 0: 5 of its 12 slots. Day 1: the held fetches go first (one per feed, not
+    // one per missed slot), then the plan; 12 in all.
+    assert_eq!(per_day, [5, 12, 12]);
+    assert_eq!(s.gate().started_today(), 12);
+    assert!(s.gate().held_total() >= 7);
+}
+
+#[test]
+fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
+    let hour = DAY_MS / 24;
+    let per_day = |s: &mut Schedule, days: i64| -> Vec<Vec<(String, i64)>> {
+        let mut out = vec![Vec::new(); days as usize];
+        let mut t = 0;
+        while t < days * DAY_MS {
+            for d in s.pop_due(t) {
+                out[(t / DAY_MS) as usize].push((d.feed_id, t));
+            }
+            t += 60_000;
+        }
+        out
+    };
+    let allow = |fetches| Allowance {
+        day: 0,
+        fetches,
+        later_days: fetches,
+        counted: 0,
+    };
+    // Four daily feeds due at 00:05; a six-hourly one at 00:10, 06:10, ...
+    let daily = |id: &str| feed(id, id, &[5 * 60_000], DAY_MS);
+    let busy = feed("busy", "busy", &[10 * 60_000], 6 * hour);
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![daily("a"), daily("b"), daily("c"), daily("d"), busy.clone()],
+        0,
+    )
+    .unwrap();
+    // Room for 12 a day: day 0's plan has 8 fetches, so at 23:00 there is room for 4:
+    // day 1's four daily fetches, the earliest, each moved by an hour to 23:05. On day
+    // 1 the room is 8 and the busy feed's 00:10 comes too, by an eighth of its gap
+    // (45 minutes) to 23:25.
+    s.set_allowance(Some(allow(12)), 0);
+    let days = per_day(&mut s, 3);
+    let counts: Vec<usize> = days.iter().map(Vec::len).collect();
+    assert_eq!(counts, vec![12, 9, 8], "{days:?}");
+    let late = |day: &[(String, i64)], d: i64| -> Vec<(String, i64)> {
+        day.iter()
+            .filter(|(_, t)| *t >= d * DAY_MS + 23 * hour)
+            .map(|(f, t)| (f.clone(), t - d * DAY_MS))
+            .collect()
+    };
+    let at = |id: &str, t: i64| (id.to_string(), t);
+    let daily_late = ["a", "b", "c", "d"].map(|id| at(id, 23 * hour + 5 * 60_000));
+    assert_eq!(late(&days[0], 0), daily_late.to_vec());
+    let mut day1 = daily_late.to_vec();
+    day1.push(at("busy", 23 * hour + 25 * 60_000));
+    assert_eq!(late(&days[1], 1), day1);
+    // Each daily feed then keeps one fetch a day, an hour early; no day gets two.
+    for day in &days[1..] {
+        for id in ["a", "b", "c", "d"] {
+            assert_eq!(day.iter().filter(|(f, _)| f == id).count(), 1);
+        }
+    }
+
+    // Room for fewer than are due moves the earliest: two of four on day 0, the four
+    // daily ones on day 1, and on day 2 the busy feed's too.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![daily("a"), daily("b"), daily("c"), daily("d"), busy.clone()],
+        0,
+    )
+    .unwrap();
+    s.set_allowance(Some(allow(10)), 0);
+    let counts: Vec<usize> = per_day(&mut s, 3).iter().map(Vec::len).collect();
+    assert_eq!(counts, vec![10, 10, 9]);
+
+    // Room beyond what an eighth of the gap brings takes the next ones by a quarter,
+    // after the near ones: a six-hourly feed due at 00:50 (an eighth, 45 minutes, would
+    // land at 00:05) comes by 90 minutes to 23:20, a daily one at 01:30 by two hours to
+    // 23:30; one at 02:30 is out of reach.
+    let late_busy = feed("late", "late", &[50 * 60_000], 6 * hour);
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![
+            daily("a"),
+            late_busy,
+            feed("e", "e", &[90 * 60_000], DAY_MS),
+            feed("f", "f", &[150 * 60_000], DAY_MS),
+        ],
+        0,
+    )
+    .unwrap();
+    // Day 0's plan: a, late ×4, e, f = 7 fetches; room for 10 leaves 3.
+    s.set_allowance(Some(allow(10)), 0);
+    let days = per_day(&mut s, 1);
+    assert_eq!(
+        late(&days[0], 0),
+        vec![
+            at("a", 23 * hour + 5 * 60_000),
+            at("late", 23 * hour + 20 * 60_000),
+            at("e", 23 * hour + 30 * 60_000),
+        ],
+        "{days:?}"
+    );
+
+    // An allowance the day's own fetches use up leaves nothing to move.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![daily("a"), daily("b"), busy.clone()], 0)
+        .unwrap();
+    s.set_allowance(Some(allow(6)), 0);
+    let days = per_day(&mut s, 2);
+    assert_eq!(days.iter().map(Vec::len).collect::<Vec<_>>(), vec![6, 6]);
+    assert_eq!(days[0].iter().filter(|(_, t)| *t >= 23 * hour).count(), 0);
+
+    // Without an allowance nothing moves.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![daily("a"), busy], 0).unwrap();
+    let days = per_day(&mut s, 2);
+    assert_eq!(days[0].iter().filter(|(_, t)| *t >= 23 * hour).count(), 0);
+}
+
+#[test]
+fn next_after_walks_offsets_and_periods() {
+    let f = feed("a", "h", &[300, 100], 1000);
+    assert_eq!(f.next_after(-1), Some(100));
+    assert_eq!(f.next_after(100), Some(300));
+    assert_eq!(f.next_after(300), Some(1100));
+    assert_eq!(f.next_after(2950), Some(3100));
+    assert_eq!(feed("e", "h", &[], 1000).next_after(0), None);
+    assert_eq!(f.prev_before(300), Some(100));
+    assert_eq!(f.prev_before(100), Some(-700));
+    assert_eq!(f.prev_before(1250), Some(1100));
+    assert_eq!(feed("e", "h", &[], 1000).prev_before(0), None);
+}
+
+#[test]
+fn fetches_come_due_in_order_and_repeat() {
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![
+            feed("a", "h1", &[100, 600], 1000),
+            feed("b", "h2", &[300], 1000),
+        ],
+        0,
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for now in (0..=2000).step_by(50) {
+        seen.extend(
+            s.pop_due(now)
+                .into_iter()
+                .map(|d| (d.feed_id, d.planned_ms)),
+        );
+    }
+    let want: Vec<(String, i64)> = [
+        ("a", 100),
+        ("b", 300),
+        ("a", 600),
+        ("a", 1100),
+        ("b", 1300),
+        ("a", 1600),
+    ]
+    .iter()
+    .map(|(f, t)| (f.to_string(), *t))
+    .collect();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn politeness_spaces_fetches_of_one_host() {
+    let mut s = Schedule::new(500);
+    s.apply_snapshot(
+        1,
+        vec![
+            feed("a", "same", &[100], 10_000),
+            feed("b", "same", &[100], 10_000),
+            feed("c", "other", &[100], 10_000),
+        ],
+        0,
+    )
+    .unwrap();
+    let first = s.pop_due(100);
+    assert_eq!(first.len(), 2, "one per host: {first:?}");
+    assert!(s.pop_due(599).is_empty());
+    let later = s.pop_due(600);
+    assert_eq!(later.len(), 1);
+    assert_eq!(
+        later[0].planned_ms, 100,
+        "the deferred fetch keeps its planned time (lateness 500 ms)"
+    );
+}
+
+#[test]
+fn versions_revocations_and_bad_input() {
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        5,
+        vec![feed("a", "h", &[100], 1000), feed("b", "h2", &[100], 1000)],
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        s.apply_snapshot(5, vec![], 0),
+        Err(UpdateError::Stale { got: 5, applied: 5 })
+    );
+    assert_eq!(
+        s.apply_delta(4, vec![], &[], 0),
+        Err(UpdateError::Stale { got: 4, applied: 5 })
+    );
+    assert_eq!(
+        s.apply_delta(6, vec![feed("z", "h", &[1], 0)], &[], 0),
+        Err(UpdateError::BadPeriod("z".into()))
+    );
+    assert_eq!(s.len(), 2, "rejected updates change nothing");
+    s.apply_delta(6, vec![feed("a", "h", &[700], 1000)], &["b".to_string()], 0)
+        .unwrap();
+    let due: Vec<String> = (0..1000)
+        .step_by(100)
+        .flat_map(|t| s.pop_due(t))
+        .map(|d| d.feed_id)
+        .collect();
+    assert_eq!(due, vec!["a"], "b revoked; a moved to 700");
+    assert_eq!(s.version(), 6);
+}
+
+#[test]
+fn skip_hours_and_days_are_read_in_utc() {
+    // 2026-05-04 is a Monday.
+    let monday = 1_777_852_800_000i64;
+    assert!(!skipped(0, 0, monday));
+    assert!(skipped(1 << 0, 0, monday + 59 * 60_000));
+    assert!(!skipped(1 << 0, 0, monday + 3_600_000));
+    assert!(skipped(1 << 23, 0, monday - 1));
+    assert!(skipped(0, 1 << 0, monday + 5 * 3_600_000));
+    assert!(!skipped(0, 1 << 0, monday + 86_400_000));
+    assert!(skipped(0, 1 << 6, monday - 1), "the Sunday before");
+}
