@@ -397,16 +397,17 @@ mod tests {
             .map(|s| (s.id.clone(), s))
             .collect();
         let feeds: Vec<FeedRecord> = specs.values().map(record).collect();
-        write(
-            &store,
-            encode(&specs),
-            specs.len(),
-            1.0,
-            5,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let write_at = |now_ms| {
+            write(
+                &store,
+                encode(&specs),
+                specs.len(),
+                1.0,
+                now_ms,
+                Default::default(),
+            )
+        };
+        write_at(5).await.unwrap();
         store
             .batch(vec![Op::Delete(Key::PlanChunk(1, 1).encode().unwrap())])
             .await
@@ -421,16 +422,7 @@ mod tests {
             .unwrap();
         assert!(load(&store, &feeds).await.unwrap().is_none());
         // The next write, with no readable meta, clears what the unnamed plans left.
-        let m = write(
-            &store,
-            encode(&specs),
-            specs.len(),
-            1.0,
-            6,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let m = write_at(6).await.unwrap();
         assert_eq!(m.generation, 1);
         let all = Key::PlanChunk(0, 0).prefix_of_kind();
         assert_eq!(store.range(all, None, 100).await.unwrap().len(), 2);
