@@ -11,15 +11,15 @@
 //! promise is scaled by the ratio of delivered to promised delay over the recent past: the
 //! postings found by polls, each counted at its realized delay and at its feed's promise
 //! under the plan in force when the report came, both decayed with a half-life of
-//! [`HALF_LIFE_MS`]. This is a
-//! forecaster's bias correction from its own record, not a change of the model; the
-//! model's own figure stays visible beside it (`model_expected_delay_seconds`).
+//! [`HALF_LIFE_MS`] and shrunk toward 1 by how many fetches found them ([`PRIOR_DRAWS`]).
+//! This is a forecaster's bias correction from its own record, not a change of the model;
+//! the model's own figure stays visible beside it (`model_expected_delay_seconds`).
 
 /// Half-life of the record (ms): three days. A week lagged the learner as it settled after
 /// a cold start (the first days' plans miss by more), and over-corrected the scored days:
 /// live `replay`, days 14 on, delivered over recalibrated promise 0.940 on `bursts` and
-/// 0.943–0.968 on `real-commits` with a week, 0.965 and 0.970–0.985 with three days
-/// (docs/RESULTS.md, 2026-11-29).
+/// 0.943–0.968 on `real-commits` with a week, 0.965 and 0.970–0.985 with three days, both
+/// before the shrinking; 0.972 and 0.954–0.988 with it (docs/RESULTS.md, 2026-11-29).
 pub const HALF_LIFE_MS: f64 = 3.0 * 86_400_000.0;
 
 /// Postings (decayed) the record needs before its ratio replaces 1.
