@@ -9,8 +9,8 @@
 //! anything not newer than what was applied is ignored. A daily allowance from the
 //! coordinator ([`crate::allowance`]) caps the fetches started on each UTC day, and an
 //! hour before each day ends the room the day has left is given to the fetches due in the
-//! next day's first hour ([`SWEEP_MS`]). Time is an input (simulated Unix ms), so tests
-//! drive it directly.
+//! next day's first two hours ([`SWEEP_MS`], [`SWEEP_WIDE_GAP_SHARE`]). Time is an input
+//! (simulated Unix ms), so tests drive it directly.
 
 use crate::allowance::{Allowance, DayGate, DAY_MS};
 use std::cmp::Reverse;

@@ -73,7 +73,23 @@ impl PromiseRecord {
         }
         let raw = self.delivered_s / self.promised_s;
         let trust = self.draws / (self.draws + PRIOR_DRAWS);
-        (1.0 + trust * (raw - 1.0)).clamp(RATIO_BOUNDS.0, RATIO_BOUNDS.1)
+        let ratio = 1.0 + trust * (raw - 1.0);
+        if ratio.is_nan() {
+            return 1.0; // Only a record no `add` could make; `checked` refuses those.
+        }
+        ratio.clamp(RATIO_BOUNDS.0, RATIO_BOUNDS.1)
+    }
+
+    /// The record as read back from the store, if `add` could have made it by `now_ms`:
+    /// every sum finite and not negative, and not stamped more than a day ahead (a clock
+    /// that far off, or an edited value, would otherwise stop its decay for good).
+    pub fn checked(self, now_ms: i64) -> Option<Self> {
+        let sums = [self.delivered_s, self.promised_s, self.postings, self.draws];
+        let sane = sums.iter().all(|x| x.is_finite() && *x >= 0.0)
+            && self
+                .at_ms
+                .is_none_or(|at| at <= now_ms.saturating_add(86_400_000));
+        sane.then_some(self)
     }
 
     /// Postings in the record, decayed to its last addition.
@@ -148,6 +164,34 @@ mod tests {
         // A report stamped earlier than the record decays nothing.
         found(&mut r, later - DAY, 50, 1, 600_000);
         assert!((r.postings() - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_stored_record_that_add_could_not_make_is_refused() {
+        let mut good = PromiseRecord::default();
+        found(&mut good, 10 * DAY, 100, 1, 900_000);
+        assert_eq!(good.checked(10 * DAY), Some(good));
+        let edit = |f: &dyn Fn(&mut PromiseRecord)| {
+            let mut r = good;
+            f(&mut r);
+            r.checked(10 * DAY)
+        };
+        assert_eq!(edit(&|r| r.delivered_s = f64::NAN), None);
+        assert_eq!(edit(&|r| r.promised_s = f64::INFINITY), None);
+        assert_eq!(edit(&|r| r.draws = -100.0), None);
+        assert_eq!(edit(&|r| r.at_ms = Some(i64::MAX)), None);
+        // Huge but finite sums are kept; their ratio is held at its bounds, never NaN.
+        let huge = edit(&|r| {
+            r.delivered_s = 1e308;
+            r.promised_s = 1e-300;
+        })
+        .unwrap();
+        assert_eq!(huge.ratio(), RATIO_BOUNDS.1);
+        let nan = PromiseRecord {
+            delivered_s: f64::NAN,
+            ..good
+        };
+        assert_eq!(nan.ratio(), 1.0);
     }
 
     #[test]

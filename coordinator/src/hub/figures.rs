@@ -257,6 +257,15 @@ pub struct HealthView {
 pub(super) use kairos_proto::outcome_label;
 
 impl PlanFigures {
+    /// The figures with the promise scaled by the plans' record's `ratio`.
+    pub(super) fn recalibrated(self, ratio: f64) -> Self {
+        Self {
+            expected_delay_seconds: self.model_expected_delay_seconds * ratio,
+            promise_ratio: ratio,
+            ..self
+        }
+    }
+
     /// Sets the plan's gauges and records its solve time.
     pub(super) fn record(&self) {
         use metrics::{gauge, histogram};

@@ -234,7 +234,14 @@ impl<B: KvBackend> Hub<B> {
         if let Some((meta, specs)) = stored {
             // The predecessor's record goes on, so the promise does not fall back to the
             // model's own figure for days after a failover.
-            promises = meta.promises.unwrap_or_default();
+            promises = match meta.promises.map(|r| r.checked(clock.now_ms())) {
+                Some(Some(r)) => r,
+                Some(None) => {
+                    tracing::warn!("the stored plans' record is not one this coordinator could have written; starting a new one");
+                    Default::default()
+                }
+                None => Default::default(),
+            };
             tracing::info!(
                 feeds = specs.len(),
                 registered = feeds.len(),

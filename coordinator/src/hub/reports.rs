@@ -321,7 +321,7 @@ impl State {
                 for &d in &l.delays_ms {
                     metrics::histogram!(m::PUSH_LAG_SECONDS).record(d as f64 / 1000.0);
                 }
-            } else {
+            } else if !l.delays_ms.is_empty() {
                 // The plans' record: what polls delivered against what the feed's plan in
                 // force promised (pushed postings were never the polls' to find).
                 let promised = self.model_delay_seconds(&r.feed_id).unwrap_or(f64::NAN);

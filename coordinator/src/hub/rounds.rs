@@ -534,10 +534,7 @@ impl State {
             desired,
             basis,
         } = solved;
-        let mut figures = figures;
-        figures.promise_ratio = self.promises.ratio();
-        figures.expected_delay_seconds =
-            figures.model_expected_delay_seconds * figures.promise_ratio;
+        let figures = figures.recalibrated(self.promises.ratio());
         figures.record();
         m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
@@ -579,17 +576,19 @@ fn figures_of(
     // the cost is computed with the shrunk, recency-weighted rates, and dividing it by
     // other rates would mix two models in one figure.
     let posts_per_day = outcome.expected_postings_per_day;
+    let model_delay = if posts_per_day > 0.0 {
+        outcome.expected_cost / posts_per_day
+    } else {
+        0.0
+    };
     PlanFigures {
         fetches_per_day: outcome.fetches_per_day,
         budget_per_day: outcome.budget_per_day,
         expected_cost: outcome.expected_cost,
-        model_expected_delay_seconds: if posts_per_day > 0.0 {
-            outcome.expected_cost / posts_per_day
-        } else {
-            0.0
-        },
-        // Recalibrated when the plan is installed, by the record as it stands then.
-        expected_delay_seconds: 0.0,
+        model_expected_delay_seconds: model_delay,
+        // The model's own until the plan is installed and recalibrated by the record as
+        // it stands then (`PlanFigures::recalibrated`).
+        expected_delay_seconds: model_delay,
         promise_ratio: 1.0,
         resolved: outcome.resolved,
         solve_seconds: started.elapsed().as_secs_f64(),
