@@ -60,10 +60,30 @@ pub fn tally(
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = [0.0f64; BINS];
     let mut n = 0.0;
-    for &t in st.postings_ms.iter().filter(|&&t| t >= window_start) {
+    let until = st.observed_until_ms(now_ms).unwrap_or(since);
+    let first = st.postings_ms.partition_point(|&t| t < window_start);
+    let dated: Vec<i64> = st.postings_ms.range(first..).copied().collect();
+    let excess = clump_excess(&dated, since.max(window_start), until);
+    let mut excess_mass = 0.0;
+    for (&t, excess) in dated.iter().zip(excess) {
         let wt = w(t);
-        counts[bin_of(t)] += wt;
+        if excess {
+            excess_mass += wt;
+        } else {
+            counts[bin_of(t)] += wt;
+        }
         n += wt;
+    }
+    // A clump's excess says the feed posts more, not when: it goes to the hours the feed
+    // posts at otherwise (spread evenly if it has none), so its rate keeps every posting
+    // and its shape keeps its usual hours.
+    let kept: f64 = counts.iter().sum();
+    for c in counts.iter_mut() {
+        *c += if kept > 0.0 {
+            excess_mass * *c / kept
+        } else {
+            excess_mass / BINS as f64
+        };
     }
     for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
         // One posting's mass spread evenly over the hours of its interval.
@@ -78,7 +98,6 @@ pub fn tally(
         }
         n += wt;
     }
-    let until = st.observed_until_ms(now_ms).unwrap_or(since);
     let exposure = weighted_hour_exposure(since.max(window_start), until, w);
     let span_days = exposure.iter().sum::<f64>() / BINS as f64;
     Some(Tally {
@@ -87,6 +106,70 @@ pub fn tally(
         n,
         span_days,
     })
+}
+
+/// Probability under which a count in one hour of one day is too high to be the feed's
+/// usual posting in that hour: beyond it the postings are a clump.
+const CLUMP_TAIL: f64 = 1e-3;
+
+/// Which of a feed's dated postings (ascending, in `[from, until)` watched) are a clump's excess: postings in one
+/// clock hour of one day beyond what the same hour on the feed's other watched days makes
+/// plausible (a Poisson count at that hour's mean elsewhere, or the feed's hourly mean if
+/// higher, exceeded with probability [`CLUMP_TAIL`]; one posting always counts). A burst of
+/// ten at an hour the feed never posts at otherwise says the feed posts more, not that it
+/// posts at that hour: counted at its hour, it would pull the feed's one fetch of a
+/// multi-day period to a time where the next burst will not be. A feed that posts many at
+/// the same hour day after day keeps them (its mean elsewhere is high), and so does a feed
+/// watched for less than two days (nothing to compare with).
+fn clump_excess(times: &[i64], from: i64, until: i64) -> Vec<bool> {
+    const HOUR: i64 = DAY_MS / BINS as i64;
+    let mut out = vec![false; times.len()];
+    let days = (until - from) as f64 / DAY_MS as f64;
+    if days < 2.0 || times.len() < 2 {
+        return out;
+    }
+    let mut by_hour = [0u32; BINS];
+    for &t in times {
+        by_hour[(t.rem_euclid(DAY_MS) / HOUR) as usize] += 1;
+    }
+    let total = times.len() as u32;
+    let others = days - 1.0;
+    let mut start = 0;
+    while start < times.len() {
+        let cell = times[start].div_euclid(HOUR);
+        let end = start + times[start..].partition_point(|&t| t.div_euclid(HOUR) == cell);
+        let k = (end - start) as u32;
+        let bin = (times[start].rem_euclid(DAY_MS) / HOUR) as usize;
+        let mean = f64::max(
+            f64::from(by_hour[bin] - k) / others,
+            f64::from(total - k) / (BINS as f64 * others),
+        );
+        let allowed = poisson_upper(mean, CLUMP_TAIL).max(1);
+        for e in out.iter_mut().take(end).skip(start + allowed as usize) {
+            *e = true;
+        }
+        start = end;
+    }
+    out
+}
+
+/// The smallest count `c` with `P(X > c) < tail` for `X ~ Poisson(mean)`.
+fn poisson_upper(mean: f64, tail: f64) -> u32 {
+    if mean.is_nan() || mean <= 0.0 {
+        return 0;
+    }
+    if mean > 50.0 {
+        // Far from zero the normal tail is close enough, and exp(−mean) would underflow.
+        return (mean + 4.0 * mean.sqrt() + 1.0).ceil() as u32;
+    }
+    let (mut p, mut c) = ((-mean).exp(), 0u32);
+    let mut cdf = p;
+    while 1.0 - cdf >= tail {
+        c += 1;
+        p *= mean / f64::from(c);
+        cdf += p;
+    }
+    c
 }
 
 impl Population {
@@ -142,4 +225,99 @@ pub(super) fn weighted_hour_exposure(from: i64, to: i64, w: &dyn Fn(i64) -> f64)
         t = end;
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = DAY_MS / BINS as i64;
+
+    /// P(X > c) for X ~ Poisson(mean), summed term by term.
+    fn tail_above(mean: f64, c: u32) -> f64 {
+        let mut p = (-mean).exp();
+        let mut cdf = p;
+        for k in 1..=c {
+            p *= mean / f64::from(k);
+            cdf += p;
+        }
+        1.0 - cdf
+    }
+
+    #[test]
+    fn the_poisson_bound_is_the_smallest_count_past_the_tail() {
+        for mean in [0.001, 0.02, 0.1, 0.5, 1.0, 3.0, 12.0, 40.0] {
+            let c = poisson_upper(mean, CLUMP_TAIL);
+            assert!(tail_above(mean, c) < CLUMP_TAIL, "mean {mean}: c {c}");
+            if c > 0 {
+                assert!(tail_above(mean, c - 1) >= CLUMP_TAIL, "mean {mean}: c {c}");
+            }
+        }
+        assert_eq!(poisson_upper(0.0, CLUMP_TAIL), 0);
+        assert_eq!(poisson_upper(f64::NAN, CLUMP_TAIL), 0);
+        // Past the exact sum, a bound above the mean by a few standard deviations.
+        let big = poisson_upper(400.0, CLUMP_TAIL);
+        assert!((450..=490).contains(&big), "{big}");
+    }
+
+    /// One posting a day at 09:10 for `days` days, and a burst of `burst` at 15:00–15:50
+    /// on day 5.
+    fn daily_with_burst(days: i64, burst: i64) -> Vec<i64> {
+        let mut t: Vec<i64> = (0..days).map(|d| d * DAY_MS + 9 * HOUR + 600_000).collect();
+        t.extend((0..burst).map(|i| 5 * DAY_MS + 15 * HOUR + i * 300_000));
+        t.sort_unstable();
+        t
+    }
+
+    #[test]
+    fn a_burst_at_an_unusual_hour_keeps_one_posting_there() {
+        let t = daily_with_burst(14, 10);
+        let excess = clump_excess(&t, 0, 14 * DAY_MS);
+        let flagged: Vec<i64> = t
+            .iter()
+            .zip(&excess)
+            .filter(|(_, &e)| e)
+            .map(|(&t, _)| t)
+            .collect();
+        assert_eq!(flagged.len(), 9);
+        assert!(flagged.iter().all(|&t| t.div_euclid(HOUR) == 5 * 24 + 15));
+        // Watched under two days: nothing to compare the burst with.
+        let short = daily_with_burst(1, 10);
+        let short: Vec<i64> = short.into_iter().map(|t| t - 5 * DAY_MS).collect();
+        assert!(clump_excess(&short, 0, DAY_MS + DAY_MS / 2)
+            .iter()
+            .all(|&e| !e));
+    }
+
+    #[test]
+    fn many_postings_at_the_same_hour_every_day_are_no_clump() {
+        let t: Vec<i64> = (0..14)
+            .flat_map(|d| (0..10).map(move |i| d * DAY_MS + 9 * HOUR + i * 300_000))
+            .collect();
+        assert!(clump_excess(&t, 0, 14 * DAY_MS).iter().all(|&e| !e));
+    }
+
+    #[test]
+    fn a_clumps_excess_keeps_the_rate_and_moves_to_the_usual_hours() {
+        let st = FeedState {
+            observed_since_ms: Some(0),
+            last_answered_ms: Some(14 * DAY_MS),
+            postings_ms: daily_with_burst(14, 10).into(),
+            ..Default::default()
+        };
+        let t = tally(&st, 0, 14 * DAY_MS, &|_| 1.0).expect("watched");
+        assert_eq!(t.n, 24.0);
+        assert!((t.counts.iter().sum::<f64>() - 24.0).abs() < 1e-9);
+        // Kept: 14 at nine and one at fifteen; the nine others go 14:1 between them.
+        assert!(
+            (t.counts[9] - (14.0 + 9.0 * 14.0 / 15.0)).abs() < 1e-9,
+            "{:?}",
+            t.counts
+        );
+        assert!(
+            (t.counts[15] - (1.0 + 9.0 / 15.0)).abs() < 1e-9,
+            "{:?}",
+            t.counts
+        );
+    }
 }

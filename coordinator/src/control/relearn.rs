@@ -6,6 +6,9 @@
 //! * hourly posting counts of the learning window over the days each hour was actually
 //!   watched, shrunk toward the pooled shape of all feeds by pseudo-days (so an hour not
 //!   yet watched is not read as a quiet one), chosen on held-out days ([`super::shrink`]);
+//!   a clump (more postings in one hour of one day than that hour on the feed's other days
+//!   makes plausible) counts at its hour only up to that, and its excess at the feed's
+//!   usual hours ([`super::population::tally`]);
 //! * rate = (postings + pseudo-days × the typical rate) / (observed days + pseudo-days), so a
 //!   feed seen briefly is neither read as posting every hour nor starved as a quiet one; a
 //!   feed never answered gets the typical (median) rate;
