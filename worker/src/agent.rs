@@ -13,9 +13,13 @@
 //!   report. A full report buffer blocks the fetch that wants to report — back-pressure,
 //!   never a dropped report. A `Retry-After` from the server postpones the feed's fetches
 //!   until then; the report carries it.
+//!
+//! The parts live beside this file: [`assignments`] applies what the coordinator assigns,
+//! [`fetching`] makes one fetch and queues its report, [`tasks`] runs the WebSub work the
+//! coordinator hands over.
 
 use crate::credentials::{Bearer, Credentials};
-use crate::fetch::{FetchConfig, Fetcher, Outcome, Validators};
+use crate::fetch::{FetchConfig, Fetcher, Validators};
 use crate::leader::{leading, wait_for_leader, LEADER_PROBE};
 use crate::reports::ReportBuffer;
 use crate::telemetry;
@@ -23,7 +27,7 @@ use kairos_proto::bounds;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::worker_control_client::WorkerControlClient;
 use kairos_runtime::clock::SimClock;
-use kairos_runtime::schedule::{FeedTimes, Schedule};
+use kairos_runtime::schedule::Schedule;
 use pb::report_message::Body;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +38,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+mod assignments;
+mod fetching;
 mod tasks;
+
+use assignments::assignments;
+use fetching::{fetch_one, push_report};
 
 /// The coordinator client, with the bearer token on every call.
 type Client = WorkerControlClient<InterceptedService<Channel, Bearer>>;
@@ -418,199 +427,6 @@ async fn session(
     }
 }
 
-fn feed_times(a: &pb::FeedAssignment) -> FeedTimes {
-    FeedTimes::from_seconds(
-        &a.feed_id,
-        &a.host,
-        &a.fetch_offsets_seconds,
-        a.period_seconds,
-        a.period_origin_unix_ms,
-    )
-}
-
-/// Takes over the feed's identity from an assignment; validators and seen ids of a feed
-/// this worker already fetches are its own and fresher.
-fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignment) {
-    let info = feeds.entry(a.feed_id.clone()).or_insert_with(|| FeedInfo {
-        url: a.url.clone(),
-        validators: Validators {
-            etag: Some(a.etag.clone()).filter(|s| !s.is_empty()),
-            last_modified: Some(a.last_modified.clone()).filter(|s| !s.is_empty()),
-        },
-        seen: HashSet::new(),
-        order: VecDeque::new(),
-        not_before_ms: i64::MIN,
-        held_until_ms: 0,
-        skip_hours: 0,
-        skip_days: 0,
-        expedited: false,
-        first_fetch_ms: 0,
-        fetched: false,
-    });
-    // A first fetch the coordinator moved: queued again at its new time (`0` means the
-    // feed has been seen; an earlier time stands then).
-    if a.first_fetch_unix_ms != 0 && a.first_fetch_unix_ms != info.first_fetch_ms {
-        info.first_fetch_ms = a.first_fetch_unix_ms;
-        if !info.fetched {
-            info.expedited = false;
-        }
-    }
-    info.url = a.url.clone();
-    info.held_until_ms = a.not_before_unix_ms;
-    info.skip_hours = a.skip_hours_mask;
-    info.skip_days = a.skip_days_mask;
-    for &id in &a.recent_item_id_hashes {
-        info.remember(id);
-    }
-}
-
-/// Folds the parts of a split update (`more` set on all but the last) into one; returns
-/// the update once whole. A part of another version than the one held starts afresh: the
-/// coordinator sends a version's parts back to back, so the held ones were abandoned.
-fn assemble(
-    pending: &mut Option<(u64, pb::assignment_update::Update)>,
-    u: pb::AssignmentUpdate,
-) -> Option<pb::AssignmentUpdate> {
-    use pb::assignment_update::Update;
-    let Some(part) = u.update else {
-        return Some(u);
-    };
-    let held = match pending.take() {
-        Some((v, held)) if v == u.version => Some(held),
-        _ => None,
-    };
-    let (merged, more) = match (held, part) {
-        (Some(Update::Snapshot(mut a)), Update::Snapshot(b)) => {
-            a.feeds.extend(b.feeds);
-            (Update::Snapshot(a), b.more)
-        }
-        (Some(Update::Delta(mut a)), Update::Delta(b)) => {
-            a.upserts.extend(b.upserts);
-            a.removed_feed_ids.extend(b.removed_feed_ids);
-            (Update::Delta(a), b.more)
-        }
-        (_, part) => {
-            let more = match &part {
-                Update::Snapshot(s) => s.more,
-                Update::Delta(d) => d.more,
-            };
-            (part, more)
-        }
-    };
-    if more {
-        *pending = Some((u.version, merged));
-        return None;
-    }
-    Some(pb::AssignmentUpdate {
-        update: Some(merged),
-        ..u
-    })
-}
-
-async fn assignments(
-    mut client: Client,
-    id: &str,
-    epoch: u64,
-    shared: &Arc<Shared>,
-) -> Result<(), tonic::Status> {
-    let mut stream = client
-        .assignments(pb::AssignmentsRequest {
-            worker_id: id.to_string(),
-            applied_version: 0,
-        })
-        .await?
-        .into_inner();
-    // Parts of a large update, held until its last part arrives (same version).
-    let mut pending: Option<(u64, pb::assignment_update::Update)> = None;
-    while let Some(u) = stream.message().await? {
-        // An assignment of another epoch than the session's belongs to another leader's
-        // view: not applied; the session ends and registers again for a fresh snapshot.
-        if u.epoch != 0 && epoch != 0 && u.epoch != epoch {
-            return Err(tonic::Status::failed_precondition(format!(
-                "assignment of epoch {} on a session of epoch {epoch}; registering again",
-                u.epoch
-            )));
-        }
-        let Some(u) = assemble(&mut pending, u) else {
-            continue;
-        };
-        let now = shared.clock.now_ms();
-        tracing::debug!(version = u.version, update = ?u.update.as_ref().map(|x| match x {
-            pb::assignment_update::Update::Snapshot(s) => format!("snapshot of {}", s.feeds.len()),
-            pb::assignment_update::Update::Delta(d) => format!("delta +{} -{}", d.upserts.len(), d.removed_feed_ids.len()),
-        }), "assignment update");
-        let allowance = u.allowance.map(|a| kairos_runtime::allowance::Allowance {
-            day: a.day,
-            fetches: a.fetches,
-            later_days: a.later_days,
-            counted: a.counted,
-        });
-        let mut st = shared.state.lock().expect("worker state");
-        let st = &mut *st;
-        let applied = match u.update {
-            Some(pb::assignment_update::Update::Snapshot(s)) => {
-                let keep: HashSet<&str> = s.feeds.iter().map(|a| a.feed_id.as_str()).collect();
-                st.feeds.retain(|f, _| keep.contains(f.as_str()));
-                for a in &s.feeds {
-                    adopt(&mut st.feeds, a);
-                }
-                let times = s.feeds.iter().map(feed_times).collect();
-                st.schedule.apply_snapshot(u.version, times, now)
-            }
-            Some(pb::assignment_update::Update::Delta(d)) => {
-                for f in &d.removed_feed_ids {
-                    st.feeds.remove(f);
-                }
-                for a in &d.upserts {
-                    adopt(&mut st.feeds, a);
-                }
-                let times = d.upserts.iter().map(feed_times).collect();
-                st.schedule
-                    .apply_delta(u.version, times, &d.removed_feed_ids, now)
-            }
-            None => Ok(()),
-        };
-        match applied {
-            Ok(()) => {
-                // The day's allowance comes with every update (none: no cap beyond the
-                // plan, as from a coordinator that deals none).
-                st.schedule.set_allowance(allowance, now);
-                metrics::gauge!(telemetry::DAY_ALLOWANCE).set(allowance.map_or(-1.0, |a| {
-                    if a.day == now.div_euclid(kairos_runtime::allowance::DAY_MS) {
-                        a.fetches as f64
-                    } else {
-                        a.later_days as f64
-                    }
-                }));
-                shared
-                    .stats
-                    .applied_version
-                    .store(u.version, Ordering::Relaxed);
-                metrics::gauge!(telemetry::ASSIGNMENT_VERSION).set(u.version as f64);
-                metrics::gauge!(telemetry::FEEDS).set(st.feeds.len() as f64);
-                // Feeds nobody has fetched yet are fetched at once, or when the coordinator
-                // paced their first fetch, to start learning them.
-                let fresh: Vec<(String, i64)> = st
-                    .feeds
-                    .iter()
-                    .filter(|(_, f)| f.never_fetched())
-                    .map(|(id, f)| (id.clone(), f.first_fetch_ms.max(now)))
-                    .collect();
-                for (id, at) in fresh {
-                    st.schedule.expedite(&id, at);
-                    if let Some(f) = st.feeds.get_mut(&id) {
-                        f.expedited = true;
-                    }
-                }
-            }
-            // Stale or bad updates change nothing; the next snapshot repairs the rest.
-            Err(e) => tracing::warn!(error = %e, "assignment update ignored"),
-        }
-        shared.schedule_changed.notify_one();
-    }
-    Err(tonic::Status::unavailable("assignment stream ended"))
-}
-
 async fn reports(
     mut client: Client,
     id: &str,
@@ -786,277 +602,6 @@ async fn fetch_loop(
     let _ = permits.acquire_many(max_in_flight as u32).await;
 }
 
-fn outcome_code(o: &Outcome) -> (pb::FetchOutcome, u32, String) {
-    use pb::FetchOutcome as F;
-    match o {
-        Outcome::Ok { status, .. } => (F::Ok, *status as u32, String::new()),
-        Outcome::NotModified => (F::NotModified, 304, String::new()),
-        Outcome::Throttled { status, .. } => (F::Throttled, *status as u32, String::new()),
-        Outcome::ClientError { status } => (F::ClientError, *status as u32, String::new()),
-        Outcome::ServerError { status } => (F::ServerError, *status as u32, String::new()),
-        Outcome::Timeout => (F::Timeout, 0, "timed out".into()),
-        Outcome::TooLarge => (F::TooLarge, 0, "body over the size limit".into()),
-        Outcome::RedirectLimit => (F::RedirectLimit, 0, "redirect limit or loop".into()),
-        Outcome::ForbiddenTarget(m) => (F::ForbiddenTarget, 0, m.clone()),
-        Outcome::BadUrl(m) => (F::NetworkError, 0, format!("bad URL: {m}")),
-        Outcome::Network(m) => (F::NetworkError, 0, m.clone()),
-    }
-}
-
-/// Fetches one feed and queues its report (waiting for buffer space if needed).
-async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i64) {
-    let started = shared.clock.now_ms();
-    let (url, validators) = {
-        let st = shared.state.lock().expect("worker state");
-        match st.feeds.get(feed) {
-            // Revoked meanwhile, or postponed by the server's Retry-After.
-            None => return,
-            Some(f) if f.not_before_ms > started || f.held_until_ms > started => {
-                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Some(f) if kairos_runtime::schedule::skipped(f.skip_hours, f.skip_days, started) => {
-                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Some(f) => (f.url.clone(), f.validators.clone()),
-        }
-    };
-    let wall = std::time::Instant::now();
-    let mut fetched = fetcher.fetch(&url, &validators).await;
-    let finished = shared.clock.now_ms();
-    let (mut outcome, status, mut error) = outcome_code(&fetched.outcome);
-    let mut doc = crate::document::Read::default();
-    if let Outcome::Ok { body, .. } = &mut fetched.outcome {
-        let body = std::mem::take(body);
-        doc = shared
-            .reader
-            .read(feed, body, url.clone(), fetched.final_url.clone())
-            .await;
-        if let Some(why) = doc.unrecognised.take() {
-            // Not a quiet feed: items are there in a form the parser does not read.
-            outcome = pb::FetchOutcome::EmptyUnrecognized;
-            error = why;
-            metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "none").increment(1);
-        } else if doc.unread > 0 {
-            metrics::counter!(telemetry::DOCUMENTS_UNREAD_TOTAL, "read" => "partly").increment(1);
-        }
-        if let Some(feed_url) = &doc.discovered {
-            tracing::info!(feed, page = %fetched.final_url, %feed_url, "a web page, not a feed: following the feed it announces");
-        }
-        if let Some(why) = doc.malformed.take() {
-            outcome = pb::FetchOutcome::Malformed;
-            error = why;
-        }
-    }
-    let crate::document::Read {
-        items,
-        unread,
-        ttl_minutes: ttl,
-        hints,
-        meta,
-        discovered,
-        push,
-        ..
-    } = doc;
-    // WebSub: the answer's Link headers first, the document's links when they name no hub
-    // (W3C WebSub §4); only on a document that parsed.
-    let push = if meta.is_some() {
-        let base = url::Url::parse(&fetched.final_url).ok();
-        let headed = crate::websub::from_link_headers(
-            fetched.link_headers.iter().map(String::as_str),
-            base.as_ref(),
-        );
-        if headed.is_empty() {
-            push
-        } else {
-            headed
-        }
-    } else {
-        crate::websub::PushLinks::default()
-    };
-    let retry_after = match &fetched.outcome {
-        Outcome::Throttled { retry_after, .. } => retry_after.map(|d| {
-            let (secs, clamped) = clamp_retry_after(d);
-            if clamped {
-                shared
-                    .stats
-                    .retry_after_clamped
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::info!(feed, asked = d.as_secs(), "Retry-After clamped to a day");
-            }
-            secs
-        }),
-        _ => None,
-    };
-    let max_age = fetched
-        .max_age
-        .map(|d| d.as_secs().min(u32::MAX as u64) as u32);
-    let mut report = pb::FetchReport {
-        feed_id: feed.to_string(),
-        outcome: outcome as i32,
-        http_status: status,
-        scheduled_unix_ms: planned_ms,
-        started_unix_ms: started,
-        finished_unix_ms: finished,
-        body_bytes: fetched.body_bytes,
-        new_postings: Vec::new(),
-        etag: String::new(),
-        last_modified: String::new(),
-        // A discovered feed is reported as a permanent move: the coordinator's move handling
-        // updates the registered URL, or merges into a feed already registered there.
-        redirected_to: if let Some(found) = &discovered {
-            found.clone()
-        } else if fetched.final_url != url {
-            fetched.final_url.clone()
-        } else {
-            String::new()
-        },
-        retry_after_seconds: retry_after.unwrap_or(0),
-        min_interval_seconds: max_age.unwrap_or(0),
-        error,
-        items_in_document: items.len().min(u32::MAX as usize) as u32,
-        ttl_seconds: ttl.map(|m| m.saturating_mul(60)).unwrap_or(0),
-        update_period_seconds: hints.update_period_seconds,
-        skip_hours_mask: hints.skip_hours,
-        skip_days_mask: hints.skip_days,
-        redirect_permanent: fetched.permanent_redirect || discovered.is_some(),
-        items_unread: unread.min(u32::MAX as usize) as u32,
-        // Clipped to the report bounds when the report is split.
-        feed_title: meta.as_ref().and_then(|m| m.0.clone()).unwrap_or_default(),
-        site_url: meta.as_ref().and_then(|m| m.1.clone()).unwrap_or_default(),
-        format: meta.map(|m| m.2).unwrap_or_default(),
-        continuation: false,
-        postings_withheld: 0,
-        websub_hubs: push.hubs,
-        websub_topic: push.topic.unwrap_or_default(),
-    };
-    telemetry::record_fetch(
-        report.outcome,
-        wall.elapsed().as_secs_f64(),
-        // On the system clock: simulated lateness over the clock's scale (1 in production).
-        (started - planned_ms) as f64 / 1000.0 / shared.clock.scale(),
-        report.body_bytes,
-    );
-    let (withheld, clipped) = {
-        let mut st = shared.state.lock().expect("worker state");
-        let Some(info) = st.feeds.get_mut(feed) else {
-            return; // Revoked while fetching: the new owner reports it.
-        };
-        info.fetched = true;
-        if let Some(secs) = retry_after {
-            info.not_before_ms = finished + secs as i64 * 1000;
-        }
-        if status == 410 {
-            // Gone: not fetched again here until the coordinator has dropped it from the plan
-            // at its next replan (a resumed feed comes back as a new assignment). The hold
-            // ends after a day in case the feed was resumed before that replan.
-            info.not_before_ms = info.not_before_ms.max(finished + 86_400_000);
-        }
-        if outcome == pb::FetchOutcome::Ok {
-            info.validators = fetched.validators.clone();
-        }
-        report.etag = info.validators.etag.clone().unwrap_or_default();
-        report.last_modified = info.validators.last_modified.clone().unwrap_or_default();
-        take_new(info, items, finished, &mut report)
-    };
-    shared.stats.fetches.fetch_add(1, Ordering::Relaxed);
-    tracing::debug!(
-        feed,
-        outcome = ?outcome,
-        planned_ms,
-        started,
-        new = report.new_postings.len(),
-        error = %report.error,
-        "fetched"
-    );
-    send_report(shared, report, withheld, clipped).await;
-}
-
-/// Moves the items `info` has not seen into `report` as new postings discovered at
-/// `finished` (at most [`bounds::MAX_POSTINGS_PER_FETCH`]; the rest are left unseen for a
-/// later fetch); returns (withheld, clipped).
-fn take_new(
-    info: &mut FeedInfo,
-    items: Vec<crate::parse::Item>,
-    finished: i64,
-    report: &mut pb::FetchReport,
-) -> (u64, u64) {
-    let (mut withheld, mut clipped) = (0u64, 0u64);
-    for it in items {
-        if info.seen.contains(&it.id_hash) {
-            continue;
-        }
-        if report.new_postings.len() == bounds::MAX_POSTINGS_PER_FETCH {
-            // Left unseen, so a later fetch reports it.
-            withheld += 1;
-            continue;
-        }
-        info.remember(it.id_hash);
-        let mut p = pb::Posting {
-            item_id_hash: it.id_hash,
-            link: it.link.unwrap_or_default(),
-            title: it.title.unwrap_or_default(),
-            published_unix_ms: it.published_unix_ms,
-            discovered_unix_ms: finished,
-        };
-        if bounds::clip_posting(&mut p) {
-            clipped += 1;
-        }
-        report.new_postings.push(p);
-    }
-    (withheld, clipped)
-}
-
-/// Queues a fetch's (or a delivery's) report, split within the bounds, and counts what the
-/// bounds withheld or clipped.
-async fn send_report(shared: &Shared, mut report: pb::FetchReport, withheld: u64, clipped: u64) {
-    let feed = report.feed_id.clone();
-    report.postings_withheld = withheld.min(u32::MAX as u64) as u32;
-    if withheld > 0 {
-        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "withheld").increment(withheld);
-        tracing::warn!(
-            feed,
-            withheld,
-            limit = bounds::MAX_POSTINGS_PER_FETCH,
-            "more new items than one fetch reports; the rest wait for a later fetch"
-        );
-    }
-    if clipped > 0 {
-        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "clipped").increment(clipped);
-    }
-    let parts = bounds::split_fetch(report);
-    if parts.len() > 1 {
-        metrics::counter!(telemetry::REPORT_BOUNDS_TOTAL, "what" => "parts")
-            .increment(parts.len() as u64 - 1);
-    }
-    for part in parts {
-        push_report(shared, Body::Fetch(part)).await;
-    }
-}
-
-/// Queues a report, waiting while the buffer is full (back-pressure, never a drop).
-async fn push_report(shared: &Shared, body: Body) {
-    loop {
-        let space = shared.space.notified();
-        let pushed = shared
-            .state
-            .lock()
-            .expect("worker state")
-            .reports
-            .push(body.clone());
-        if pushed.is_ok() {
-            break;
-        }
-        // Wait for an acknowledgement to free room.
-        tokio::select! {
-            _ = space => {}
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-        }
-    }
-    shared.reports_ready.notify_one();
-}
-
 /// Moves access events from the public endpoint into the report stream.
 async fn relay_loop(
     shared: Arc<Shared>,
@@ -1071,6 +616,7 @@ async fn relay_loop(
 
 #[cfg(test)]
 mod tests {
+    use super::assignments::{adopt, assemble};
     use super::*;
 
     #[test]

@@ -3,7 +3,8 @@
 //! documents a hub pushed for a feed this worker owns, read by the same reader as a fetched
 //! document and reported as a delivery (outcome PUSHED: no fetch, no budget).
 
-use super::{push_report, send_report, take_new, Client, Shared};
+use super::fetching::{push_report, send_report, take_new};
+use super::{Client, Shared};
 use crate::fetch::Fetcher;
 use crate::telemetry;
 use kairos_proto::bounds;
