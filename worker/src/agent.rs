@@ -14,8 +14,8 @@
 //!   never a dropped report. A `Retry-After` from the server postpones the feed's fetches
 //!   until then; the report carries it.
 //!
-//! The parts live beside this file: [`assignments`] applies what the coordinator assigns,
-//! [`fetching`] makes one fetch and queues its report, [`tasks`] runs the WebSub work the
+//! The parts live beside this file: `agent/assignments.rs` applies what the coordinator assigns,
+//! `agent/fetching.rs` makes one fetch and queues its report, `agent/tasks.rs` runs the WebSub work the
 //! coordinator hands over.
 
 use crate::credentials::{Bearer, Credentials};
