@@ -14,9 +14,9 @@
 //!   never a dropped report. A `Retry-After` from the server postpones the feed's fetches
 //!   until then; the report carries it.
 //!
-//! The parts live beside this file: `agent/assignments.rs` applies what the coordinator assigns,
-//! `agent/fetching.rs` makes one fetch and queues its report, `agent/tasks.rs` runs the WebSub work the
-//! coordinator hands over.
+//! The parts live beside this file: `agent/assignments.rs` applies what the coordinator
+//! assigns, `agent/fetching.rs` makes one fetch and queues its report, and `agent/tasks.rs`
+//! runs the WebSub work the coordinator hands over.
 
 use crate::credentials::{Bearer, Credentials};
 use crate::fetch::{FetchConfig, Fetcher, Validators};
