@@ -58,7 +58,7 @@ pub async fn leading(endpoints: &[(String, Endpoint)], within: Duration) -> Opti
 /// How often a worker without a leader asks again while it waits.
 const ASK_EVERY: Duration = Duration::from_secs(1);
 
-/// Waits up to `wait`, asking every [`ASK_EVERY`] which replica leads; the first one found,
+/// Waits up to `wait`, asking every second (`ASK_EVERY`) which replica leads; the first one found,
 /// or `None` once `wait` has passed (always `None` with a single address, after `wait`).
 pub async fn wait_for_leader(endpoints: &[(String, Endpoint)], wait: Duration) -> Option<usize> {
     let until = tokio::time::Instant::now() + wait;
