@@ -18,6 +18,7 @@ mod live;
 mod plot;
 mod replay;
 mod replay_cmd;
+mod simulate_cmd;
 #[cfg(feature = "standalone")]
 mod standalone;
 
