@@ -3,6 +3,7 @@
 //! and the real worker fetches every feed. Before, the worker's session failed on every
 //! snapshot and it fetched nothing, silently.
 
+use kairos_farm::fixtures::Fixtures;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::{scrape, start_coordinator, Child, TempDir};
@@ -18,15 +19,18 @@ async fn a_snapshot_larger_than_a_message_reaches_the_worker() {
         &dir.path().join("coordinator.log"),
     );
     let mut admin = AdminClient::connect(c.url.clone()).await.unwrap();
-    // Port 9 on loopback: nothing listens, so every fetch ends at once (refused) and is
-    // reported; the URLs are near the 4 KB limit.
-    let pad = "p".repeat(3900);
+    // A loopback server that answers every path (404 here), so each fetch ends at once and
+    // is reported; the URLs are near the 4 KB limit. (Not a port where nothing listens:
+    // a host that refuses connections is held whole after a few failures, and whether
+    // the worker started every fetch before the hold reached it was a race.)
+    let server = Fixtures::start(None).await.unwrap();
+    let pad = "p".repeat(3880);
     let started = Instant::now();
     for i in 0..FEEDS {
         admin
             .add_feed(pb::AddFeedRequest {
                 feed_id: format!("f{i}"),
-                url: format!("http://127.0.0.1:9/{i}/{pad}"),
+                url: server.url(&format!("/{i}/{pad}")),
                 weight: 0.0,
             })
             .await
