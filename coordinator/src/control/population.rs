@@ -112,9 +112,9 @@ pub fn tally(
 /// usual posting in that hour: beyond it the postings are a clump.
 const CLUMP_TAIL: f64 = 1e-3;
 
-/// Which of a feed's dated postings (ascending, in `[from, until)` watched) are a clump's excess: postings in one
-/// clock hour of one day beyond what the same hour on the feed's other watched days makes
-/// plausible (a Poisson count at that hour's mean elsewhere, or the feed's hourly mean if
+/// Which of a feed's dated postings (ascending; the feed watched over `[from, until)`) are
+/// a clump's excess: postings in one clock hour of one day beyond what the same hour on the
+/// feed's other watched days makes plausible (a Poisson count at that hour's mean elsewhere, or the feed's hourly mean if
 /// higher, exceeded with probability [`CLUMP_TAIL`]; one posting always counts). A burst of
 /// ten at an hour the feed never posts at otherwise says the feed posts more, not that it
 /// posts at that hour: counted at its hour, it would pull the feed's one fetch of a
@@ -295,6 +295,20 @@ mod tests {
             .flat_map(|d| (0..10).map(move |i| d * DAY_MS + 9 * HOUR + i * 300_000))
             .collect();
         assert!(clump_excess(&t, 0, 14 * DAY_MS).iter().all(|&e| !e));
+    }
+
+    #[test]
+    fn extreme_dates_and_floods_are_judged_without_overflow() {
+        // Dates before 1970 and far ahead, and the most observations a feed keeps in one
+        // hour: finite answers, the flood kept once at most by its bound.
+        let mut t: Vec<i64> = (0..4096).map(|i| 3 * DAY_MS + i).collect();
+        t.insert(0, -40 * 365 * DAY_MS);
+        t.push(i64::MAX / 4);
+        let excess = clump_excess(&t, -50 * 365 * DAY_MS, i64::MAX / 2);
+        assert_eq!(excess.len(), t.len());
+        assert!(excess.iter().filter(|&&e| e).count() >= 4090);
+        let (from, until) = (i64::MIN / 4, i64::MAX / 4);
+        assert!(clump_excess(&t, until, from).iter().all(|&e| !e));
     }
 
     #[test]
