@@ -213,7 +213,23 @@ async fn failing_feeds_back_off_gone_stops_moves_follow_and_hints_bound_the_plan
     // Let about a simulated half day pass (7.5 s), then bound the failures by the back-off
     // steps that fit in the simulated time actually elapsed (a slow machine stretches it).
     tokio::time::sleep(Duration::from_millis(7_500)).await;
-    let broken = get(&mut admin, "broken").await.unwrap();
+    // Three tries (at 0, 1 and 3 h of back-off) come well within that on an idle machine;
+    // a loaded one may start the feed's first fetch late, so wait for them (20 s more is
+    // another 32 simulated hours) before bounding the count by the time that passed.
+    let broken = wait_for(
+        "three failures of the broken feed",
+        Duration::from_secs(20),
+        || {
+            let mut admin = admin.clone();
+            async move {
+                get(&mut admin, "broken")
+                    .await
+                    .ok()
+                    .filter(|f| f.consecutive_failures >= 3)
+            }
+        },
+    )
+    .await;
     let elapsed_h = (kairos_tests::unix_ms() - sim.anchor_ms) as f64 * SCALE / 3.6e6;
     let (mut at, mut gap, mut allowed) = (0.0, 1.0, 0u32);
     while at <= elapsed_h {
