@@ -140,6 +140,9 @@ declare! {
     /// Gauge: feeds whose minimum fetch rate was raised so their document does not overflow.
     describe_gauge PLAN_CAPACITY_FLOOR_FEEDS = "kairos_plan_capacity_floor_feeds",
         "Feeds whose minimum fetch rate is raised so their document holds what they post between fetches.";
+    /// Gauge: fetches per day the document floors hold beyond the configured minimums.
+    describe_gauge PLAN_CAPACITY_FLOOR_FETCHES = "kairos_plan_capacity_floor_fetches_per_day",
+        "Fetches per day the raised minimums of feeds whose documents would overflow hold beyond the configured minimums: budget the plan cannot move to where it would cut delay most.";
     /// Counter: replans that failed (the previous plan stayed in force).
     describe_counter REPLAN_FAILURES_TOTAL = "kairos_replan_failures_total",
         "Replans that failed; the previous plan stays in force until one succeeds.";

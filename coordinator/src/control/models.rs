@@ -11,7 +11,7 @@ use super::relearn::PlannerSettings;
 use super::shapes;
 use super::shrink;
 use super::siblings;
-use crate::plan::alloc::ceil_level;
+use crate::plan::alloc::{ceil_level, level_rate};
 use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
 use crate::time::DAY_MS;
@@ -361,22 +361,25 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     // Once a document's size is known: enough fetches, placed as the plan will place them,
     // that it does not overflow between two of them. Busy feeds solve a few schedules for
     // this, so it runs on every core.
-    let raised: Vec<bool> = models
+    // Each feed's fetches per period held by its raised minimum beyond the one it had.
+    let raised: Vec<Option<f64>> = models
         .par_iter_mut()
         .zip(&documents)
         .map(|(model, items)| match *items {
             Some((items, placed)) => {
                 let floor = document_level(model, &plan_cfg, items, placed);
-                let raise = floor > model.min_level;
-                if raise {
+                (floor > model.min_level).then(|| {
+                    let before = level_rate(model.min_level);
                     model.min_level = floor.min(model.max_level);
-                }
-                raise
+                    level_rate(model.min_level) - before
+                })
             }
-            None => false,
+            None => None,
         })
         .collect();
-    decided.capacity_floors = raised.iter().filter(|&&r| r).count();
+    decided.capacity_floors = raised.iter().flatten().count();
+    decided.capacity_floor_fetches_per_day =
+        raised.iter().flatten().sum::<f64>() / days_per_period.max(1e-9);
     // Exploration last, so its share is of what the document floors left. Daily fetches:
     // seven a week on a weekly plan.
     decided.exploring = crate::learn::explore_within(
@@ -396,6 +399,9 @@ pub struct ModelCounts {
     pub exploring: usize,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
+    /// Fetches per day those raised minimums hold beyond the minimums they replaced: budget
+    /// the allocation cannot move to where it would cut delay most.
+    pub capacity_floor_fetches_per_day: f64,
     /// Weekly plans: feeds per [`weekly::WeekShape`] (daily, pooled, weekday/weekend, day
     /// of week).
     pub week_shapes: [usize; 4],

@@ -419,6 +419,13 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     // (about 190 a day).
     assert!((8..60).contains(&m[0].min_level), "{}", m[0].min_level);
     assert!(m[1].min_level <= 1, "{}", m[1].min_level);
+    // What the floor holds beyond the configured minimum, shown to operators.
+    let held = level_rate(m[0].min_level) - level_rate(s.levels().0);
+    assert!(held >= 7.0, "{held}");
+    assert!(
+        (counts.capacity_floor_fetches_per_day - held / s.days_per_period()).abs() < 1e-9,
+        "{counts:?}"
+    );
     // The budget cannot carry it: the floor is dropped, not the plan.
     let mut r = Replanner::new(PlannerSettings {
         budget: Budget::PerDay(6.0),

@@ -162,6 +162,8 @@ pub struct PlanFigures {
     pub host_cap_per_day: Option<f64>,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
+    /// Fetches per day those raised minimums hold beyond the configured ones.
+    pub capacity_floor_fetches_per_day: f64,
     /// Pseudo-days of shrinkage the models used.
     pub shrinkage_days: f64,
     /// Feed-days held out to choose `shrinkage_days` (0: the configured value, before two
@@ -282,6 +284,7 @@ impl PlanFigures {
         gauge!(m::PLAN_HOSTS_AT_CAP).set(p.hosts_at_cap as f64);
         gauge!(m::PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
         gauge!(m::PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
+        gauge!(m::PLAN_CAPACITY_FLOOR_FETCHES).set(p.capacity_floor_fetches_per_day);
         gauge!(m::PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
         gauge!(m::PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);

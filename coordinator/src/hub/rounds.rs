@@ -597,6 +597,7 @@ fn figures_of(
         hosts_at_cap: outcome.host_limited.hosts_at_cap,
         host_cap_per_day: settings.host_fetches_per_day,
         capacity_floors: counts.capacity_floors,
+        capacity_floor_fetches_per_day: counts.capacity_floor_fetches_per_day,
         shrinkage_days: counts.shrinkage,
         shrinkage_held_out_days: counts.held_out_days,
         mixture_shapes: counts.mixture_shapes,
