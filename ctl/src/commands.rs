@@ -623,6 +623,7 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
         "feeds": s.feeds, "users": s.users, "subscriptions": s.subscriptions,
         "workers": s.workers, "budget_fetches_per_day": s.budget_fetches_per_day,
         "allocated_fetches_per_day": s.allocated_fetches_per_day,
+        "capacity_floor_fetches_per_day": s.capacity_floor_fetches_per_day,
         "fetches_total": s.fetches_total, "postings_total": s.postings_total,
         "realized_avg_delay_seconds": s.realized_avg_delay_seconds,
         "expected_avg_delay_seconds": s.expected_avg_delay_seconds,
@@ -650,9 +651,17 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
             (
                 "fetches a day",
                 format!(
-                    "{} planned of a {} budget",
+                    "{} planned of a {} budget{}",
                     per_day(s.allocated_fetches_per_day),
-                    per_day(s.budget_fetches_per_day)
+                    per_day(s.budget_fetches_per_day),
+                    if s.capacity_floor_fetches_per_day > 0.0 {
+                        format!(
+                            ", {} held by document floors",
+                            per_day(s.capacity_floor_fetches_per_day)
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
             ),
             ("plan in force", plan),
