@@ -18,6 +18,9 @@ use std::collections::VecDeque;
 pub const RECENT_ITEMS: usize = 256;
 /// Posting times remembered per feed for learning.
 pub const MAX_OBSERVATIONS: usize = 4096;
+/// Blind spans a feed keeps at most ([`FeedState::blind_ms`]): one per overflowed fetch in
+/// the window; beyond it the oldest go (and count as watched again).
+pub const MAX_BLIND_SPANS: usize = 256;
 /// Back-dated new items one fetch may always count (see [`FeedState::observe`]).
 pub const BACKDATED_MIN: usize = 5;
 
@@ -88,6 +91,15 @@ pub struct FeedState {
         skip_serializing_if = "VecDeque::is_empty"
     )]
     pub spread_ms: VecDeque<(i64, i64)>,
+    /// Spans in which postings may have gone unseen: from a fetch to the oldest item the
+    /// next one's document still held, when that document held only new items (it had
+    /// overflowed). The models do not count them as watched ([`FeedState::blind_within`]).
+    #[serde(
+        default,
+        with = "super::packed::spans",
+        skip_serializing_if = "VecDeque::is_empty"
+    )]
+    pub blind_ms: VecDeque<(i64, i64)>,
     /// Answered fetches.
     pub fetches: u64,
     /// New items counted per answered fetch, a moving average (weight 0.1 on the latest):
@@ -282,6 +294,18 @@ impl FeedState {
         for s in self.spread_ms.iter_mut() {
             s.0 = s.0.max(window_start);
         }
+        while self
+            .blind_ms
+            .front()
+            .is_some_and(|&(_, to)| to <= window_start)
+            || self.blind_ms.len() > MAX_BLIND_SPANS
+        {
+            self.blind_ms.pop_front();
+            out.model_changed = true;
+        }
+        for s in self.blind_ms.iter_mut() {
+            s.0 = s.0.max(window_start);
+        }
         while self.postings_ms.len() + self.spread_ms.len() > MAX_OBSERVATIONS {
             // Drop the oldest observation of either kind; the span starts after it.
             let point = self.postings_ms.front().copied();
@@ -299,9 +323,31 @@ impl FeedState {
         if o.items_in_document > 0 {
             let n = o.items_in_document.min(u32::MAX as usize) as u32;
             self.doc_capacity = self.doc_capacity.max(n);
-            if previous.is_some() && o.new_items.len() >= o.items_in_document {
+            if let Some(prev) = previous.filter(|_| o.new_items.len() >= o.items_in_document) {
                 self.overflows = self.overflows.saturating_add(1);
                 out.overflowed = true;
+                // The document reaches back to its oldest item: what came between the
+                // previous fetch and that item may have scrolled off. Counted as watched,
+                // that time would say the feed posted nothing then, and a busy feed whose
+                // document overflows would be learned slower than it posts, planned fewer
+                // fetches, and overflow more. Only when every new item is dated after the
+                // previous fetch: an older one shows the document reached back past it
+                // (nothing lost), an undated one leaves its reach unknown.
+                let dates: Option<Vec<i64>> = o
+                    .new_items
+                    .iter()
+                    .map(|&(_, p)| p.filter(|&p| p > prev && p <= o.finished_ms))
+                    .collect();
+                let from = prev.max(window_start);
+                if let Some(oldest) = dates.and_then(|d| d.into_iter().min()) {
+                    if oldest > from {
+                        self.blind_ms.push_back((from, oldest));
+                        while self.blind_ms.len() > MAX_BLIND_SPANS {
+                            self.blind_ms.pop_front();
+                        }
+                        out.model_changed = true;
+                    }
+                }
             }
         }
         self.answered_before_ms = previous;
@@ -423,6 +469,15 @@ impl FeedState {
     /// End of the observed span: the last answered fetch, capped at `now_ms`.
     pub fn observed_until_ms(&self, now_ms: i64) -> Option<i64> {
         self.last_answered_ms.map(|a| a.min(now_ms))
+    }
+
+    /// The spans within `[from, to)` in which postings may have scrolled off unseen
+    /// ([`FeedState::blind_ms`]), clipped to it: time the feed was not watched.
+    pub fn blind_within(&self, from: i64, to: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.blind_ms
+            .iter()
+            .map(move |&(a, b)| (a.max(from), b.min(to)))
+            .filter(|&(a, b)| a < b)
     }
 }
 
@@ -639,6 +694,54 @@ mod tests {
         assert_eq!(st.overflows, 1);
         // A 304 (nothing held) says nothing.
         assert!(!st.observe(&fetch(4_000, 0..0, 0), DAY).overflowed);
+        // Undated items: how far back the document reached is unknown, so no span is left
+        // out of what was watched.
+        assert!(st.blind_ms.is_empty());
+    }
+
+    #[test]
+    fn an_overflowed_document_leaves_the_time_before_its_oldest_item_unwatched() {
+        const H: i64 = 3_600_000;
+        const WINDOW: i64 = 10 * 24 * H;
+        let mut st = FeedState::default();
+        let dated = |at: i64, ids: std::ops::Range<u64>, first_ms: i64| FetchObservation {
+            finished_ms: at,
+            answered: true,
+            // One item an hour from `first_ms`, ten to a document.
+            new_items: ids
+                .enumerate()
+                .map(|(k, i)| (i, Some(first_ms + k as i64 * H)))
+                .collect(),
+            items_in_document: 10,
+            ..Default::default()
+        };
+        st.observe(&dated(100 * H, 0..10, 90 * H), WINDOW);
+        // Ten new of ten, the oldest posted at 140 h: what came in (100 h, 140 h) may have
+        // scrolled off.
+        let o = st.observe(&dated(150 * H, 10..20, 140 * H), WINDOW);
+        assert!(o.overflowed && o.model_changed);
+        assert_eq!(st.blind_ms, VecDeque::from([(100 * H, 140 * H)]));
+        assert_eq!(
+            st.blind_within(120 * H, 200 * H).collect::<Vec<_>>(),
+            vec![(120 * H, 140 * H)]
+        );
+        // A full document whose oldest item is older than the previous fetch reached back
+        // past it: nothing was lost.
+        let mut reaching = dated(160 * H, 20..30, 145 * H);
+        reaching.new_items[0].1 = Some(149 * H);
+        reaching.new_items[1].1 = Some(120 * H);
+        assert!(st.observe(&reaching, WINDOW).overflowed);
+        assert_eq!(st.blind_ms.len(), 1);
+        // An undated item leaves the document's reach unknown: no span either.
+        let mut undated = dated(170 * H, 30..40, 160 * H + 1);
+        undated.new_items[3].1 = None;
+        assert!(st.observe(&undated, WINDOW).overflowed);
+        assert_eq!(st.blind_ms.len(), 1);
+        // The span leaves with the window.
+        st.observe(&dated(345 * H, 40..41, 344 * H), WINDOW);
+        assert_eq!(st.blind_ms, VecDeque::from([(105 * H, 140 * H)]));
+        st.observe(&dated(381 * H, 41..42, 380 * H), WINDOW);
+        assert!(st.blind_ms.is_empty());
     }
 
     #[test]

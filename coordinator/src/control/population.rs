@@ -46,6 +46,8 @@ pub struct Tally {
     pub n: f64,
     /// Weighted days watched.
     pub span_days: f64,
+    /// Whether some postings in the window were a clump's excess ([`clump_excess`]).
+    pub clumped: bool,
 }
 
 /// A watched feed's postings and exposure in the window from `window_start`, each weighed
@@ -98,13 +100,21 @@ pub fn tally(
         }
         n += wt;
     }
-    let exposure = weighted_hour_exposure(since.max(window_start), until, w);
+    let start = since.max(window_start);
+    let mut exposure = weighted_hour_exposure(start, until, w);
+    // Time in which postings may have scrolled off unseen was not watched.
+    for (a, b) in st.blind_within(start, until) {
+        for (e, x) in exposure.iter_mut().zip(weighted_hour_exposure(a, b, w)) {
+            *e = (*e - x).max(0.0);
+        }
+    }
     let span_days = exposure.iter().sum::<f64>() / BINS as f64;
     Some(Tally {
         counts,
         exposure,
         n,
         span_days,
+        clumped: excess_mass > 0.0,
     })
 }
 
@@ -333,5 +343,38 @@ mod tests {
             "{:?}",
             t.counts
         );
+        assert!(t.clumped);
+        // The same feed without its burst posted no clump.
+        let calm = FeedState {
+            postings_ms: daily_with_burst(14, 1).into(),
+            ..st
+        };
+        assert!(!tally(&calm, 0, 14 * DAY_MS, &|_| 1.0).unwrap().clumped);
+    }
+
+    #[test]
+    fn time_a_document_may_have_lost_postings_in_is_not_watched() {
+        let watched = FeedState {
+            observed_since_ms: Some(0),
+            last_answered_ms: Some(10 * DAY_MS),
+            postings_ms: (0..10).map(|d| d * DAY_MS + 21 * HOUR).collect(),
+            ..Default::default()
+        };
+        let full = tally(&watched, 0, 10 * DAY_MS, &|_| 1.0).unwrap();
+        assert!((full.span_days - 10.0).abs() < 1e-9);
+        // Two days, 00:00 to 12:00 on each, behind overflowed documents.
+        let blind = FeedState {
+            blind_ms: [
+                (2 * DAY_MS, 2 * DAY_MS + 12 * HOUR),
+                (5 * DAY_MS, 5 * DAY_MS + 12 * HOUR),
+            ]
+            .into(),
+            ..watched
+        };
+        let t = tally(&blind, 0, 10 * DAY_MS, &|_| 1.0).unwrap();
+        assert!((t.span_days - 9.0).abs() < 1e-9, "{}", t.span_days);
+        assert!((t.exposure[3] - 8.0).abs() < 1e-9, "{:?}", t.exposure);
+        assert!((t.exposure[15] - 10.0).abs() < 1e-9, "{:?}", t.exposure);
+        assert_eq!(t.n, full.n);
     }
 }

@@ -61,6 +61,19 @@ pub fn choose(
         from: i64,
         held_out_postings: f64,
         held_out_days: f64,
+        /// Training time not watched ([`FeedState::blind_ms`]), as ages at the cut.
+        blind: Vec<(i64, i64)>,
+    }
+    impl Scored {
+        /// Weighted days watched before the cut: the training span less its blind spans.
+        fn watched_days(&self, cut: i64, h: f64) -> f64 {
+            let blind: f64 = self
+                .blind
+                .iter()
+                .map(|&(young, old)| weighted_days(old, h) - weighted_days(young, h))
+                .sum();
+            (weighted_days(cut - self.from, h) - blind).max(0.0)
+        }
     }
     let mut scored = Vec::new();
     for st in states.iter().step_by(stride).flatten() {
@@ -93,11 +106,16 @@ pub fn choose(
                 held_out += 1.0;
             }
         }
+        let blind_held_out: i64 = st.blind_within(cut, until).map(|(a, b)| b - a).sum();
         scored.push(Scored {
             ages,
             from,
             held_out_postings: held_out,
-            held_out_days: (until - cut) as f64 / DAY_MS as f64,
+            held_out_days: (until - cut - blind_held_out) as f64 / DAY_MS as f64,
+            blind: st
+                .blind_within(from, cut)
+                .map(|(a, b)| (cut - b, cut - a))
+                .collect(),
         });
     }
     if scored.is_empty() {
@@ -109,7 +127,7 @@ pub fn choose(
             .iter()
             .map(|s| {
                 let n: f64 = s.ages.iter().map(|&a| weight(a, h)).sum();
-                (n, weighted_days(cut - s.from, h))
+                (n, s.watched_days(cut, h))
             })
             .map(|(n, d)| n / d.max(1e-9))
             .collect();
@@ -118,7 +136,7 @@ pub fn choose(
         let typical = sorted[sorted.len() / 2].max(1e-3);
         let mut ll = 0.0;
         for (s, r) in scored.iter().zip(&rates) {
-            let days = weighted_days(cut - s.from, h);
+            let days = s.watched_days(cut, h);
             let lambda = ((r * days + PSEUDO_DAYS * typical) / (days + PSEUDO_DAYS)).max(1e-9);
             let x = s.held_out_days;
             ll += s.held_out_postings * (lambda * x).ln() - lambda * x;

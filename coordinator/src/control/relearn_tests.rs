@@ -414,14 +414,14 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     let s = PlannerSettings::default();
     let (m, counts) = models_with(&feeds, &states, now, &s);
     assert_eq!(counts.capacity_floors, 1);
-    // Half a 10-item document holds 5 postings: at least 40 / 5 = 8 fetches a day, placed
-    // where the postings are (at the 09:00 burst), not evenly spaced at the burst's rate
-    // (about 190 a day).
-    assert!((8..60).contains(&m[0].min_level), "{}", m[0].min_level);
+    // The same 40 every day at the same hour are no clump: 70% of a 10-item document holds
+    // 7 postings, so at least 40 / 7 → 6 fetches a day, placed where the postings are (at
+    // the 09:00 burst), not evenly spaced at the burst's rate (about 190 a day).
+    assert!((6..60).contains(&m[0].min_level), "{}", m[0].min_level);
     assert!(m[1].min_level <= 1, "{}", m[1].min_level);
     // What the floor holds beyond the configured minimum, shown to operators.
     let held = level_rate(m[0].min_level) - level_rate(s.levels().0);
-    assert!(held >= 7.0, "{held}");
+    assert!(held >= 5.0, "{held}");
     assert!(
         (counts.capacity_floor_fetches_per_day - held / s.days_per_period()).abs() < 1e-9,
         "{counts:?}"

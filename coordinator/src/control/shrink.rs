@@ -459,6 +459,18 @@ fn tally(st: &FeedState, window_start: i64, now_ms: i64) -> Option<Days> {
         let start = (first + i as i64) * DAY_MS;
         *e = hour_exposure(since.max(start), until.min(start + DAY_MS));
     }
+    // Time in which postings may have scrolled off unseen was not watched (as in the models).
+    for (a, b) in st.blind_within(since, until) {
+        let mut t = a;
+        while t < b {
+            let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(b);
+            let d = (t.div_euclid(DAY_MS) - first) as usize;
+            for (e, x) in days.exposure[d].iter_mut().zip(hour_exposure(t, end)) {
+                *e = (*e - x).max(0.0);
+            }
+            t = end;
+        }
+    }
     let cell = |t: i64| {
         (
             (t.div_euclid(DAY_MS) - first) as usize,
