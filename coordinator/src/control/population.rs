@@ -46,7 +46,7 @@ pub struct Tally {
     pub n: f64,
     /// Weighted days watched.
     pub span_days: f64,
-    /// Whether some postings in the window were a clump's excess ([`clump_excess`]).
+    /// Whether some postings in the window were a clump's excess (see `clump_excess`).
     pub clumped: bool,
 }
 
