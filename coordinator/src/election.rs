@@ -4,7 +4,7 @@
 //! `PREFIX + "leader"` with a lease of `ttl`, offering the address it serves on. One wins;
 //! its **epoch** is the creation revision of its election key, and from then on every write
 //! it makes is a transaction conditioned on that key still existing with that revision
-//! ([`EtcdBackend::fence`]): once its lease is gone and a successor was elected, etcd
+//! (`EtcdBackend::fence`): once its lease is gone and a successor was elected, etcd
 //! refuses what the old leader writes, however long it was paused or cut off.
 //!
 //! The leader renews its lease every `ttl / 3`. If no renewal was answered for `2/3 ttl`

@@ -253,7 +253,7 @@ impl ResolvesServerCert for CertStore {
 
 /// The TLS connections completed over `accepted` (connections already under the listener's
 /// limits), for `serve_with_incoming_shutdown`. Handshakes run side by side, each within
-/// [`HANDSHAKE_TIMEOUT`].
+/// `HANDSHAKE_TIMEOUT`.
 pub fn incoming(
     mut accepted: Accepted,
     config: Arc<rustls::ServerConfig>,

@@ -19,7 +19,7 @@
 //! * [`promise`] — the plans' promised delay against what polls delivered, to recalibrate it.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
-//! [`crate::api::worker`] and [`crate::runtime`] wrap it.
+//! [`crate::api::worker`] and [`crate::hub`] wrap it.
 
 pub mod capacity;
 pub mod cluster;

@@ -46,7 +46,7 @@ pub struct Totals {
     /// Fetches started on the latest UTC day each worker name reported one: (day, count).
     pub worker_days: BTreeMap<String, (i64, u64)>,
     /// Fetches started per UTC day (days since the Unix epoch), the last
-    /// [`DAYS_KEPT`] days.
+    /// `DAYS_KEPT` days.
     pub fetches_by_day: BTreeMap<i64, u64>,
     /// The last plan's figures.
     pub last_plan: Option<PlanFigures>,

@@ -1,10 +1,10 @@
 //! The live coordinator of one term of leadership: a handle on the control-plane actor
-//! ([`actor`]), which owns the worker sessions, every feed's learned state, the replanner,
+//! (`actor`), which owns the worker sessions, every feed's learned state, the replanner,
 //! the access statistics and the totals, and the store I/O around it (registry, postings,
 //! learned state).
 //!
 //! Every call is a named message to the actor and its reply (all of them, with their
-//! handlers, in [`messages`]); no lock guards the live state. The
+//! handlers, in `messages`); no lock guards the live state. The
 //! relearn + plan step runs on the blocking pool with the replanner moved out of the state
 //! and returns its result as a message, so Admin calls stay fast while a 100k-feed round
 //! solves (`benches/admin_latency.rs`). Report ingest writes the postings and the feeds'
