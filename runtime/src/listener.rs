@@ -135,7 +135,7 @@ impl Pool {
     }
 
     /// The process's pool for `class`: gRPC listeners share half of the descriptors
-    /// (past [`RESERVED_FDS`]), the probes a tenth; the rest stays for outgoing
+    /// (past `RESERVED_FDS`), the probes a tenth; the rest stays for outgoing
     /// connections and files.
     pub fn of(class: Class) -> Pool {
         static POOLS: OnceLock<(Pool, Pool)> = OnceLock::new();

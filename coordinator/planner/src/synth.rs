@@ -1,7 +1,7 @@
 //! Synthetic traces for benchmarks and tests: heavy-tailed posting rates, diurnal shapes
 //! from a dozen templates with random shifts, weekends at a chosen share of the weekday
 //! rate, and readers with morning, lunch and evening peaks. Deterministic for a seed. Not
-//! tuned to any sample trace. [`write`] stores a trace in the CSV format [`Trace::load`]
+//! tuned to any sample trace. [`write()`] stores a trace in the CSV format [`Trace::load`]
 //! reads (`kairos-coordinator synth`).
 
 use crate::trace::{Access, FeedRow, Trace};
@@ -259,7 +259,7 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
 /// the trace's start, zero rates left out.
 pub const TRUTH_FILE: &str = "intensities.csv";
 
-/// Writes `truth` beside a trace written by [`write`].
+/// Writes `truth` beside a trace written by [`write()`].
 pub fn write_truth(trace: &Trace, truth: &Truth, dir: &std::path::Path) -> std::io::Result<()> {
     use std::io::Write;
     let mut w = std::io::BufWriter::new(std::fs::File::create(dir.join(TRUTH_FILE))?);

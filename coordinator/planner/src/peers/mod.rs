@@ -211,7 +211,7 @@ pub struct Tuned {
 const RATIOS: [f64; 4] = [0.25, 1.0, 4.0, 16.0];
 
 /// The best run of `peer` whose fetches as `count` counts them (those of the scored days)
-/// are at most `target` and within 3% of it: for each ratio of [`RATIOS`] (only 1 for a
+/// are at most `target` and within 3% of it: for each ratio of `RATIOS` (only 1 for a
 /// fixed interval), a bisection on the settings' common multiplier over [10⁻⁴, 10⁴]
 /// (fewer fetches at larger ones); among the ratios that reach the budget, the lowest
 /// `score`. If none does, the run closest to it. A probe is cut short past

@@ -336,7 +336,7 @@ impl<'a> Allocator<'a> {
     }
 
     /// The exact joint optimum on cost curves (`eval(feed, levels)` gives the weighted cost
-    /// per period at each level): priced from the closed form ([`super::price`]), then
+    /// per period at each level): priced from the closed form (`price`), then
     /// polished by the exchange ([`super::exchange`]).
     pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
     where

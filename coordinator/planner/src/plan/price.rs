@@ -245,7 +245,7 @@ pub(crate) struct Priced {
 
 /// The prices of a fetch at an allocation: what one more fetch per period must save to be
 /// worth taking. Kept with a plan so that one feed whose model changed can be re-solved on
-/// its own between full solves ([`super::planner::resolve_one`]): at the same prices, its
+/// its own between full solves ([`super::single::resolve_one`]): at the same prices, its
 /// level is the one the full solve would give it while the others stay put.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Prices {

@@ -1,6 +1,6 @@
 //! One feed re-solved between full solves, at the prices of the last one.
 //!
-//! The full allocation is separable once priced ([`super::price`]): at the budget's price
+//! The full allocation is separable once priced (`price`): at the budget's price
 //! `μ` (and its host's own price `π_h` where a host cap bound) every feed takes the level
 //! minimizing `D_f(L) + max(μ, π_h) · rate(L)` on its own. So when one feed's model changes
 //! — a fetch found a burst, a quiet feed woke up — its new level at the same prices is the

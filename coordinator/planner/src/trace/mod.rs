@@ -138,7 +138,7 @@ fn in_order(path: &Path, line: u64, ts: f64, prev: f64) -> Result<f64, TraceErro
 }
 
 impl Trace {
-    /// Loads and validates a trace folder, parsing on every core (see [`rows`]).
+    /// Loads and validates a trace folder, parsing on every core (see `rows`).
     pub fn load(dir: &Path) -> Result<Trace, TraceError> {
         let mut t = Trace::default();
         let mut feed_ix: IdMap = IdMap::default();
