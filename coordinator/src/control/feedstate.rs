@@ -298,7 +298,6 @@ impl FeedState {
             .blind_ms
             .front()
             .is_some_and(|&(_, to)| to <= window_start)
-            || self.blind_ms.len() > MAX_BLIND_SPANS
         {
             self.blind_ms.pop_front();
             out.model_changed = true;
