@@ -123,20 +123,19 @@ pub fn choose(
     }
     let mut best: Option<(f64, f64)> = None;
     for &h in &CANDIDATES {
+        // Each feed's weighted days watched, once per candidate: the rates and the scores
+        // both need them.
+        let watched: Vec<f64> = scored.iter().map(|s| s.watched_days(cut, h)).collect();
         let rates: Vec<f64> = scored
             .iter()
-            .map(|s| {
-                let n: f64 = s.ages.iter().map(|&a| weight(a, h)).sum();
-                (n, s.watched_days(cut, h))
-            })
-            .map(|(n, d)| n / d.max(1e-9))
+            .zip(&watched)
+            .map(|(s, &d)| s.ages.iter().map(|&a| weight(a, h)).sum::<f64>() / d.max(1e-9))
             .collect();
         let mut sorted = rates.clone();
         sorted.sort_by(f64::total_cmp);
         let typical = sorted[sorted.len() / 2].max(1e-3);
         let mut ll = 0.0;
-        for (s, r) in scored.iter().zip(&rates) {
-            let days = s.watched_days(cut, h);
+        for ((s, r), &days) in scored.iter().zip(&rates).zip(&watched) {
             let lambda = ((r * days + PSEUDO_DAYS * typical) / (days + PSEUDO_DAYS)).max(1e-9);
             let x = s.held_out_days;
             ll += s.held_out_postings * (lambda * x).ln() - lambda * x;
