@@ -62,12 +62,19 @@ pub fn expand(bins: &[f32], n: usize, smoothing: Smoothing, out: &mut Vec<f64>) 
             let mut sum = 0.0;
             for j in 0..n {
                 let x = (j as f64 + 0.5) * scale - 0.5; // position in bin-centre units
-                let i0 = x.floor();
-                let frac = x - i0;
-                // An integer's remainder: the float one (`fmod`) cost a tenth of a plan's
-                // expansions.
-                let i0 = (i0 as i64).rem_euclid(nb as i64) as usize;
-                let i1 = (i0 + 1) % nb;
+                                                        // x lies in (−0.5, nb − 0.5), so its floor is −1 … nb − 1: truncation
+                                                        // corrected by one below zero gives it without a call to libm's `floor`
+                                                        // (the default x86-64 target has no rounding instruction), and the
+                                                        // neighbouring bins wrap by comparison, not by a remainder.
+                let t = x as i64;
+                let i0 = if (t as f64) > x { t - 1 } else { t };
+                let frac = x - i0 as f64;
+                let i0 = if i0 < 0 {
+                    nb - 1
+                } else {
+                    (i0 as usize).min(nb - 1)
+                };
+                let i1 = if i0 + 1 == nb { 0 } else { i0 + 1 };
                 let v = (bins[i0] as f64 * (1.0 - frac) + bins[i1] as f64 * frac).max(0.0);
                 out.push(v);
                 sum += v;
