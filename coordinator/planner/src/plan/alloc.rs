@@ -9,8 +9,10 @@
 //!   Theorem 1), `√(w λ_p λ_c)` for `miss`, `∛(w λ_p λ_c)` for `access-delay` (He & Parker);
 //!   each is the optimum when rates are constant over the period;
 //! * [`Allocator::optimal`] — the exact joint optimum on the feeds' exact cost curves
-//!   `D_f(L)`, by greedy exchange from the closed form: move one step of budget from the
-//!   feed that loses least to the feed that gains most while that lowers the total.
+//!   `D_f(L)`, by greedy exchange from the proportional start of the feeds' scores (the
+//!   planner gives it a start score for `delay` that accounts for the rate profile): move one
+//!   step of budget from the feed that loses least to the feed that gains most while that
+//!   lowers the total.
 //!
 //! For curves convex in the rate, a state where no single exchange helps is the global
 //! optimum of the separable problem (the classic marginal-allocation argument), and with
@@ -336,7 +338,7 @@ impl<'a> Allocator<'a> {
     }
 
     /// The exact joint optimum on cost curves (`eval(feed, levels)` gives the weighted cost
-    /// per period at each level): priced from the closed form (`price`), then
+    /// per period at each level): priced from the proportional start of the scores (`price`), then
     /// polished by the exchange ([`super::exchange`]).
     pub fn optimal<E>(&self, eval: E) -> (Vec<Level>, Vec<CurveCache>, AllocStats)
     where

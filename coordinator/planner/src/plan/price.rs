@@ -329,7 +329,7 @@ impl Allocator<'_> {
             };
         }
         // The first guess: the median over feeds of the marginal value at the start (between
-        // a feed's gain per unit up and its loss per unit down). The closed-form start is
+        // a feed's gain per unit up and its loss per unit down). The proportional start is
         // near the optimum, so the bracket around it is narrow and the walks stay short (each
         // new level a walk reaches is an exact solve).
         let mut marginals: Vec<f64> = (0..n).filter_map(|i| p.marginal(i)).collect();
