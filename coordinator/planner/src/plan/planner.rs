@@ -374,7 +374,7 @@ pub fn closed_form_score(feed: &FeedModel, metric: Metric) -> f64 {
 /// 20,000 feeds of a synthetic trace ended two or more levels away and were solved twice;
 /// from this score the plan makes 10% fewer exact solves (100,000 feeds: 386,874 → 347,502)
 /// and the same schedules. The other metrics keep the closed form.
-fn start_score(feed: &FeedModel, metric: Metric) -> f64 {
+pub(super) fn start_score(feed: &FeedModel, metric: Metric) -> f64 {
     match metric {
         Metric::Delay => {
             let root_sum: f64 = feed

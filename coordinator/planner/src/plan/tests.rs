@@ -475,3 +475,63 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         "no size known: no floor"
     );
 }
+
+/// The optimal allocator's start score for `delay` splits a budget between a flat and a
+/// peaked feed of the same daily total closer to their exact optimum than the constant-rate
+/// closed form (which splits it evenly); the exact split is found by trying every split.
+#[test]
+fn start_score_splits_like_the_exact_curves() {
+    use super::pattern::{expand, Smoothing};
+    use super::planner::{closed_form_score, start_score, FeedModel};
+    let n = 288;
+    let flat_bins = vec![1.0f32; 24];
+    let mut peak_bins = vec![0.0f32; 24];
+    (peak_bins[13], peak_bins[14]) = (12.0, 12.0);
+    let model = |bins: &Vec<f32>| FeedModel {
+        weight: 1.0,
+        post_bins: bins.clone(),
+        access_bins: vec![0.0; 24],
+        min_level: 1,
+        max_level: 288,
+        host: None,
+    };
+    let (flat, peak) = (model(&flat_bins), model(&peak_bins));
+    let curve = |bins: &Vec<f32>| -> Vec<f64> {
+        let mut p = Vec::new();
+        expand(bins, n, Smoothing::Linear, &mut p);
+        let t = CostTable::new(Metric::Delay, &p, &[], 300.0);
+        let mut s = ExactSolver::new();
+        (0..=12)
+            .map(|m| {
+                if m == 0 {
+                    f64::INFINITY
+                } else {
+                    s.solve(&t, m).cost
+                }
+            })
+            .collect()
+    };
+    let (df, dp) = (curve(&flat_bins), curve(&peak_bins));
+    let budget = 12usize;
+    let exact_peak = (1..budget)
+        .min_by(|&a, &b| (dp[a] + df[budget - a]).total_cmp(&(dp[b] + df[budget - b])))
+        .unwrap() as f64;
+    let share = |score: &dyn Fn(&FeedModel) -> f64| {
+        budget as f64 * score(&peak) / (score(&peak) + score(&flat))
+    };
+    let closed = share(&|f| closed_form_score(f, Metric::Delay));
+    let start = share(&|f| start_score(f, Metric::Delay));
+    assert!(
+        (closed - 6.0).abs() < 1e-9,
+        "the closed form splits evenly: {closed}"
+    );
+    assert!(
+        exact_peak <= 4.0,
+        "the peaked feed needs fewer fetches: {exact_peak}"
+    );
+    assert!(
+        (start - exact_peak).abs() < 1.5
+            && (start - exact_peak).abs() < (closed - exact_peak).abs(),
+        "start {start:.2}, closed form {closed:.2}, exact {exact_peak}"
+    );
+}
