@@ -236,22 +236,8 @@ impl ExactSolver {
         if s_lo > s_hi {
             return;
         }
-        // Lower bound for every anchor in [s_lo, s_hi] (see [`AnchorBounds`]); the gaps
-        // between the inner points' ranges are the same for every anchor.
-        let mut inner = 0.0;
-        for i in 1..m - 1 {
-            if upper[i] < lower[i + 1] {
-                inner += table.cost(upper[i], lower[i + 1]);
-            }
-        }
-        let bounds = AnchorBounds {
-            table,
-            m,
-            lower,
-            upper,
-            inner,
-            known,
-        };
+        // Lower bound for every anchor in [s_lo, s_hi] (see [`AnchorBounds`]).
+        let bounds = AnchorBounds::new(table, m, lower, upper, known);
         if bounds.range(s_lo, s_hi) >= best.0 {
             return;
         }
@@ -524,7 +510,30 @@ struct AnchorBounds<'a> {
     known: Known,
 }
 
-impl AnchorBounds<'_> {
+impl<'a> AnchorBounds<'a> {
+    /// The bounds of one range; the gaps between the inner points' ranges are summed once,
+    /// since they are the same for every anchor.
+    fn new(
+        table: &'a CostTable,
+        m: usize,
+        lower: &'a [usize],
+        upper: &'a [usize],
+        known: Known,
+    ) -> Self {
+        let inner = (1..m - 1)
+            .filter(|&i| upper[i] < lower[i + 1])
+            .map(|i| table.cost(upper[i], lower[i + 1]))
+            .sum();
+        AnchorBounds {
+            table,
+            m,
+            lower,
+            upper,
+            inner,
+            known,
+        }
+    }
+
     /// A lower bound on the optimum of every anchor in `[s_lo, s_hi]`.
     ///
     /// Whatever the schedule, its interval i covers the gap between point i's highest and

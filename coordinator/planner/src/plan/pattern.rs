@@ -61,11 +61,11 @@ pub fn expand(bins: &[f32], n: usize, smoothing: Smoothing, out: &mut Vec<f64>) 
             let scale = nb as f64 / n as f64;
             let mut sum = 0.0;
             for j in 0..n {
-                let x = (j as f64 + 0.5) * scale - 0.5; // position in bin-centre units
-                                                        // x lies in (−0.5, nb − 0.5), so its floor is −1 … nb − 1: truncation
-                                                        // corrected by one below zero gives it without a call to libm's `floor`
-                                                        // (the default x86-64 target has no rounding instruction), and the
-                                                        // neighbouring bins wrap by comparison, not by a remainder.
+                // Position in bin-centre units. It lies in (−0.5, nb − 0.5), so its floor is
+                // −1 … nb − 1: truncation corrected by one below zero gives it without a call
+                // to libm's `floor` (the default x86-64 target has no rounding instruction),
+                // and the neighbouring bins wrap by comparison, not by a remainder.
+                let x = (j as f64 + 0.5) * scale - 0.5;
                 let t = x as i64;
                 let i0 = if (t as f64) > x { t - 1 } else { t };
                 let frac = x - i0 as f64;
