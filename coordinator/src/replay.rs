@@ -23,6 +23,7 @@ use kairos_coordinator::hub::{Hub, HubConfig};
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::trace::Trace;
 use kairos_proto::v1 as pb;
+use kairos_runtime::allowance::DAY_MS;
 use kairos_runtime::clock::SimClock;
 use kairos_runtime::schedule::{FeedTimes, Schedule};
 use std::sync::Arc;
@@ -52,6 +53,9 @@ pub struct ReplayLog {
     pub fetches: Vec<Vec<f64>>,
     /// Replans made.
     pub replans: usize,
+    /// Fetches the day's allowance held to the next day, per simulated day (a fetch held
+    /// on two days counts on both): how far the plans asked beyond the budget.
+    pub held_by_day: Vec<u64>,
     /// Fetches reported.
     pub reports: u64,
     /// Feeds whose fetch times changed between rounds (re-solved after a fetch surprised
@@ -248,7 +252,17 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             .await;
             continue;
         }
-        for due in schedule.pop_due(now) {
+        let held_before = schedule.gate().held_total();
+        let due_now = schedule.pop_due(now);
+        let held = schedule.gate().held_total() - held_before;
+        if held > 0 {
+            let day = (t / DAY_MS) as usize;
+            if log.held_by_day.len() <= day {
+                log.held_by_day.resize(day + 1, 0);
+            }
+            log.held_by_day[day] += held;
+        }
+        for due in due_now {
             let Some(&f) = index.get(due.feed_id.as_str()) else {
                 continue;
             };

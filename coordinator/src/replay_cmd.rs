@@ -136,6 +136,8 @@ struct DayRow {
     postings: usize,
     live: Realized,
     live_undiscovered: usize,
+    /// Fetches the live run's daily allowance held to the next day on this day.
+    live_held: u64,
     /// Postings of the day no fetch saw (scrolled off the document first), per plan:
     /// live, uniform, offline (same history), offline-N.
     scrolled_off: ScrolledOff,
@@ -412,6 +414,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .sum(),
                 live,
                 live_undiscovered: undiscovered,
+                live_held: log.held_by_day.get(d).copied().unwrap_or(0),
                 scrolled_off: lost,
                 uniform: replay(&trace, &uniform, s, e),
                 offline_causal,
@@ -460,6 +463,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         a.fetches_per_feed_per_day,
         log.replans,
         live_seconds
+    );
+    let held: u64 = log.held_by_day.iter().sum();
+    println!(
+        "fetches the daily allowance held to the next day: {held} ({:.1}% of the fetches; a fetch held twice counts twice)",
+        100.0 * held as f64 / live_fetches.max(1) as f64
     );
     if cfg.planner.quick_updates {
         println!(

@@ -161,6 +161,62 @@ fn a_spent_allowance_holds_fetches_to_the_next_day_once_each() {
 }
 
 #[test]
+fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
+    let hour = DAY_MS / 24;
+    let allow = |fetches| Allowance {
+        day: 0,
+        fetches,
+        later_days: 100,
+        counted: 0,
+    };
+    // Two feeds fetched once a day at 01:00, four fetched once a day at 20:00.
+    let daily = |id: &str, at: i64| feed(id, id, &[at * hour], DAY_MS);
+    let mut plans: Vec<FeedTimes> = vec![daily("a", 1), daily("b", 1)];
+    plans.extend(["c", "d", "e", "f"].iter().map(|id| daily(id, 20)));
+    // At 11:00 a and b move to twice a day, 08:00 and 20:00: their last fetch (01:00) is
+    // a whole gap before 20:00, so each is due a catch-up at 13:00.
+    let twice = |id: &str| feed(id, id, &[8 * hour, 20 * hour], DAY_MS);
+    let run = |fetches: u64| -> Vec<(String, i64)> {
+        let mut s = Schedule::new(0);
+        s.set_allowance(Some(allow(fetches)), 0);
+        s.apply_snapshot(1, plans.clone(), 0).unwrap();
+        let mut out = Vec::new();
+        let mut t = 0;
+        while t < DAY_MS {
+            if t == 11 * hour {
+                s.apply_delta(2, vec![twice("a"), twice("b")], &[], t)
+                    .unwrap();
+            }
+            out.extend(s.pop_due(t).into_iter().map(|d| (d.feed_id, t)));
+            t += 60_000;
+        }
+        out
+    };
+    let hours = |v: &[(String, i64)], id: &str| -> Vec<i64> {
+        v.iter()
+            .filter(|(f, _)| f == id)
+            .map(|(_, t)| t / hour)
+            .collect()
+    };
+    // 2 spent by 11:00, and four feeds due at 20:00. With 12 for the day the room
+    // beyond them (6) takes both catch-ups; the plan's 20:00 follows 7 hours later.
+    let roomy = run(12);
+    assert_eq!(hours(&roomy, "a"), vec![1, 13, 20]);
+    assert_eq!(hours(&roomy, "b"), vec![1, 13, 20]);
+    assert_eq!(roomy.len(), 10);
+    // With 7 the room beyond them is one: a (first in the update) is caught up, b waits
+    // for the plan's 20:00 (where the allowance then runs out).
+    let one = run(7);
+    assert_eq!(hours(&one, "a")[..2], [1, 13]);
+    assert!(!hours(&one, "b").contains(&13));
+    assert_eq!(one.len(), 7);
+    // With 6 there is none: neither is, and the day spends its 6 on the plan's times.
+    let none = run(6);
+    assert!(none.iter().all(|(_, t)| t / hour == 1 || t / hour == 20));
+    assert_eq!(none.len(), 6);
+}
+
+#[test]
 fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     let hour = DAY_MS / 24;
     let per_day = |s: &mut Schedule, days: i64| -> Vec<Vec<(String, i64)>> {

@@ -474,6 +474,29 @@ pub struct Replanner {
 /// made have run.
 pub const MIN_BUDGET_SHARE: f64 = 0.02;
 
+/// Fetches a day the plan leaves under the workers' daily allowance, which is the day's
+/// budget rounded down (`hub::allowances`): a plan that asks on average what the allowance
+/// gives fills it on every day its quiet feeds' cycles ask one more, and the fetches held
+/// from those days open the next ones, a backlog that never shrinks (`plan::phases`).
+pub const ALLOWANCE_HEADROOM: f64 = 0.25;
+
+/// At most this share of a small day's budget is left as [`ALLOWANCE_HEADROOM`].
+pub const ALLOWANCE_HEADROOM_SHARE: f64 = 0.01;
+
+/// The budget per period a plan may ask for: the whole days' allowances, less
+/// [`ALLOWANCE_HEADROOM`] each (at most [`ALLOWANCE_HEADROOM_SHARE`] of the day's budget)
+/// when some feeds are fetched less than daily (`cycles`): only their days can ask more than
+/// the average, and a plan of whole fetches a day would lose a fetch to the headroom.
+fn held_budget(configured: f64, days_per_period: f64, cycles: bool) -> f64 {
+    let per_day = configured / days_per_period;
+    let headroom = if cycles {
+        ALLOWANCE_HEADROOM.min(ALLOWANCE_HEADROOM_SHARE * per_day)
+    } else {
+        0.0
+    };
+    ((per_day.floor() - headroom).max(0.0) * days_per_period).min(configured)
+}
+
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
 const MODEL_TOLERANCE: f64 = 0.1;
 
@@ -603,11 +626,14 @@ impl Replanner {
         let configured_budget = cfg.budget;
         // Never below what the configured minimums need: that plan could not be made.
         let minimums = feeds.len() as f64 * level_rate(self.settings.levels().0);
+        let days = self.settings.days_per_period();
+        // Whether the last plan fetched some feeds less than daily (see `held_budget`).
+        let cycles = self.view.values().any(|(_, p)| p.period_multiple > 1);
         cfg.budget = (configured_budget * self.budget_share)
+            .min(held_budget(configured_budget, days, cycles))
             .max(minimums)
             .min(configured_budget);
         let share = cfg.budget / configured_budget;
-        let days = self.settings.days_per_period();
         for (h, cap) in &host_caps {
             let cap = cap * days;
             let cap = cfg.host_caps.default.map_or(cap, |d| d.min(cap));

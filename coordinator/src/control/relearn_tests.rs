@@ -434,3 +434,19 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     let out = r.plan(&feeds, m).unwrap();
     assert_eq!(out.host_limited.floors_lowered, 1);
 }
+
+#[test]
+fn the_plan_asks_a_little_less_than_the_daily_allowance() {
+    // The allowance is the day's budget rounded down; with feeds fetched less than daily
+    // the plan stays a quarter of a fetch under it, or 1% of a small day's budget.
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(held_budget(42.5, 1.0, true), 41.75));
+    assert!(close(held_budget(42.5, 1.0, false), 42.0));
+    assert!(close(held_budget(461.0, 1.0, true), 460.75));
+    assert!(close(held_budget(461.0, 1.0, false), 461.0));
+    assert!(close(held_budget(5.0, 1.0, true), 4.95));
+    // A weekly period holds seven such days.
+    assert!(close(held_budget(42.5 * 7.0, 7.0, true), 41.75 * 7.0));
+    // Never above the configured budget, never below zero.
+    assert!(close(held_budget(0.5, 1.0, true), 0.0));
+}

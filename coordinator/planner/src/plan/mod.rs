@@ -4,6 +4,7 @@
 //! * [`exact`] — the exact cyclic m-fetch schedule (Monge DP + anchor interleaving);
 //! * [`search`] — the papers' baselines: uniform spacing and the optimality-condition search;
 //! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
+//! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
 //! * [`brute`] — exhaustive reference solver for tests and benchmarks.
 //!
 //! The algorithm is written down in `docs/PLANNER.md`.
@@ -14,6 +15,7 @@ pub mod cost;
 pub mod exact;
 pub mod exchange;
 pub mod pattern;
+pub mod phases;
 pub mod planner;
 mod price;
 pub mod search;

@@ -712,6 +712,19 @@ fn assemble(
         stats.search_fallbacks += fell_back as usize;
         plans.push(p);
     }
+    if let Reuse::Previous {
+        plans: previous, ..
+    } = reuse
+    {
+        // A feed still fetched every k periods keeps last round's day of the cycle, so
+        // the balance below moves only the feeds it must.
+        for (p, old) in plans.iter_mut().zip(previous) {
+            if p.period_multiple > 1 && p.period_multiple == old.period_multiple {
+                p.phase_period = old.phase_period;
+            }
+        }
+    }
+    super::phases::balance(&mut plans);
     let expected_cost = plans.iter().map(|p| p.expected_cost).sum();
     let fetches_per_period = plans.iter().map(|p| level_rate(p.level)).sum();
     Plan {
