@@ -351,7 +351,7 @@ mod tests {
     const DAY: f64 = 86_400.0;
 
     /// Ninety-nine feeds posting twice a day at their own hours, and one silent for six
-    /// and a half days that then posts a dozen times a day.
+    /// days that then, ten minutes after the round of day 6, posts a dozen times a day.
     fn waking() -> Trace {
         let mut postings: Vec<Vec<f64>> = (1..100)
             .map(|f| {
@@ -366,7 +366,9 @@ mod tests {
                     .collect()
             })
             .collect();
-        let wake: Vec<f64> = (0..90).map(|i| 6.5 * DAY + i as f64 * 7_200.0).collect();
+        let wake: Vec<f64> = (0..96)
+            .map(|i| 6.0 * DAY + 600.0 + i as f64 * 7_200.0)
+            .collect();
         postings.insert(0, wake);
         Trace {
             feeds: (0..100)
@@ -392,7 +394,7 @@ mod tests {
                 quick_updates,
                 ..PlannerSettings::default()
             },
-            // Rounds three days apart: the wake-up at day 6.5 waits for day 9 without them.
+            // Rounds three days apart: the wake-up on day 6 waits for day 9 without them.
             replan_every: 3.0 * DAY,
             document_items: 50,
             duration: 12.0 * DAY,
@@ -416,7 +418,7 @@ mod tests {
             log.fetches[0]
                 .iter()
                 .copied()
-                .filter(|&t| t > 6.5 * DAY && t < 9.0 * DAY)
+                .filter(|&t| t > 6.0 * DAY && t < 9.0 * DAY)
                 .collect()
         };
         assert_ne!(between(&off), between(&on));
