@@ -166,7 +166,7 @@ fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
     let allow = |fetches| Allowance {
         day: 0,
         fetches,
-        later_days: 100,
+        later_days: 6,
         counted: 0,
     };
     // Two feeds fetched once a day at 01:00, four fetched once a day at 20:00.
