@@ -255,21 +255,23 @@ impl Schedule {
         Some(room.saturating_sub(due_today))
     }
 
-    /// Queues a re-assigned feed's first fetch ([`Self::first_due`]). With `defer`, a
-    /// catch-up due today is queued at the plan's next time instead and returned, for
-    /// [`Self::insert_all`] to decide.
-    fn insert(&mut self, f: FeedTimes, now_ms: i64, defer: bool) -> Option<i64> {
+    /// Queues a re-assigned feed's first fetch ([`Self::first_due`]). A catch-up due today
+    /// takes one of `spare` (when counted); with none left the feed is queued at its plan's
+    /// next time instead.
+    fn insert(&mut self, f: FeedTimes, now_ms: i64, spare: &mut Option<u64>) {
         self.generation += 1;
         let day_end = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS;
-        let mut deferred = None;
         let first = self.first_due(&f, now_ms).map(|(due, on_plan)| {
-            if on_plan || due >= day_end || !defer {
+            if on_plan || due >= day_end {
                 return (due, on_plan);
             }
-            match f.next_after(now_ms - 1) {
-                Some(next) => {
-                    deferred = Some(due);
-                    (next, true)
+            match spare {
+                Some(0) => f
+                    .next_after(now_ms - 1)
+                    .map_or((due, on_plan), |n| (n, true)),
+                Some(n) => {
+                    *n -= 1;
+                    (due, on_plan)
                 }
                 None => (due, on_plan),
             }
@@ -277,7 +279,6 @@ impl Schedule {
         if let Some(&at) = self.expedited.get(&f.feed_id) {
             self.heap
                 .push(Reverse((at, self.generation, at, f.feed_id.clone())));
-            deferred = None;
         } else if let Some((due, on_plan)) = first {
             if on_plan {
                 self.off_plan.remove(&f.feed_id);
@@ -288,12 +289,11 @@ impl Schedule {
                 .push(Reverse((due, self.generation, due, f.feed_id.clone())));
         }
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
-        deferred
     }
 
     /// Inserts re-assigned feeds. Under an allowance of at most a fetch per feed a day,
-    /// their catch-ups due today go ahead only while the day has room beyond one fetch for each feed with a fetch still due
-    /// today (counted before the update), in the update's order; the others wait for their
+    /// their catch-ups due today go ahead only while the day has room beyond one fetch for
+    /// each feed with a fetch still due today (counted before the update), in the update's order; the others wait for their
     /// plan's next time. A catch-up is a fetch the old plan did not budget: taken beyond the
     /// allowance it holds one of the day's planned fetches to midnight, and those then open
     /// the next day, which has its own plan to spend. On `real-commits`' 85 registry feeds
@@ -317,27 +317,8 @@ impl Schedule {
         } else {
             None
         };
-        let defer = spare.is_some();
-        let mut granted = Vec::new();
         for f in feeds {
-            let id = f.feed_id.clone();
-            if let Some(at) = self.insert(f, now_ms, defer) {
-                match spare.as_mut() {
-                    Some(n) if *n > 0 => {
-                        *n -= 1;
-                        granted.push((at, id));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        for (at, id) in granted {
-            self.generation += 1;
-            if let Some(entry) = self.feeds.get_mut(&id) {
-                entry.1 = self.generation;
-            }
-            self.off_plan.insert(id.clone());
-            self.heap.push(Reverse((at, self.generation, at, id)));
+            self.insert(f, now_ms, &mut spare);
         }
     }
 
