@@ -241,16 +241,21 @@ impl Schedule {
         Ok(())
     }
 
+    /// Whether a queued entry of generation `g` is the feed's current one (a re-assigned
+    /// or expedited feed leaves its older entries in the heap, stale).
+    fn is_live(&self, g: u64, id: &str) -> bool {
+        self.feeds.get(id).is_some_and(|(_, cur)| *cur == g)
+    }
+
     /// Fetches the day's allowance has room for beyond those queued for the rest of the
     /// day, one per feed (`None` without an allowance).
     fn spare_today(&mut self, now_ms: i64) -> Option<u64> {
-        let day_end = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS;
+        let day_end = day_end(now_ms);
         let room = self.gate.room(now_ms)?;
-        let live = |g: u64, id: &str| self.feeds.get(id).is_some_and(|(_, cur)| *cur == g);
         let due_today = self
             .heap
             .iter()
-            .filter(|Reverse((due, g, _, id))| *due < day_end && live(*g, id))
+            .filter(|Reverse((due, g, _, id))| *due < day_end && self.is_live(*g, id))
             .count() as u64;
         Some(room.saturating_sub(due_today))
     }
@@ -260,7 +265,7 @@ impl Schedule {
     /// next time instead.
     fn insert(&mut self, f: FeedTimes, now_ms: i64, spare: &mut Option<u64>) {
         self.generation += 1;
-        let day_end = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS;
+        let day_end = day_end(now_ms);
         let first = self.first_due(&f, now_ms).map(|(due, on_plan)| {
             if on_plan || due >= day_end {
                 return (due, on_plan);
@@ -412,18 +417,17 @@ impl Schedule {
     /// allowance has room for beyond the fetches still due today ([`SWEEP_MS`],
     /// [`SWEEP_WIDE_GAP_SHARE`]).
     fn sweep(&mut self, now_ms: i64) {
-        let day_end = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS;
+        let day_end = day_end(now_ms);
         let Some(spare) = self.spare_today(now_ms).filter(|&n| n > 0) else {
             return;
         };
-        let live = |g: u64, id: &str| self.feeds.get(id).is_some_and(|(_, cur)| *cur == g);
         // (wide, due, shift, planned, feed) of the fetches that can land today: those an
         // eighth of their gap brings first, then those a quarter brings.
         let mut early: Vec<(bool, i64, i64, i64, String)> = self
             .heap
             .iter()
             .filter(|Reverse((due, g, _, id))| {
-                (day_end..day_end + 2 * SWEEP_MS).contains(due) && live(*g, id)
+                (day_end..day_end + 2 * SWEEP_MS).contains(due) && self.is_live(*g, id)
             })
             .filter_map(|Reverse((due, _, planned, id))| {
                 let (times, _) = self.feeds.get(id)?;
@@ -458,7 +462,7 @@ impl Schedule {
     pub fn pop_due(&mut self, now_ms: i64) -> Vec<Due> {
         if let Some(at) = self.sweep_at.filter(|&at| at <= now_ms) {
             // Once a day, in the day's last hour (a late wake-up sweeps the day it is in).
-            if now_ms < (at.div_euclid(DAY_MS) + 1) * DAY_MS {
+            if now_ms < day_end(at) {
                 self.sweep(now_ms);
             }
             self.sweep_at = Some(next_sweep(now_ms));
@@ -532,9 +536,14 @@ impl Schedule {
     }
 }
 
+/// The end of the UTC day `t_ms` falls in.
+fn day_end(t_ms: i64) -> i64 {
+    (t_ms.div_euclid(DAY_MS) + 1) * DAY_MS
+}
+
 /// The first end-of-day sweep time after `now_ms`: an hour before a UTC day ends.
 fn next_sweep(now_ms: i64) -> i64 {
-    let at = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS - SWEEP_MS;
+    let at = day_end(now_ms) - SWEEP_MS;
     if at > now_ms {
         at
     } else {
