@@ -87,4 +87,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    try:
+        main(sys.argv)
+    except (OSError, KeyError, ValueError) as e:
+        # A missing file, a CSV without feed_id/ts columns, or a time that is not a number.
+        sys.exit(f"fetch_log_classes: cannot read the inputs: {type(e).__name__}: {e}")
