@@ -58,6 +58,11 @@ impl Clock {
     pub fn now_ms(&self) -> i64 {
         CLOCK_START_MS + ((unix_ms() - self.anchor_ms) as f64 * self.scale) as i64
     }
+
+    /// The simulated day (from [`CLOCK_START`], fractional) of simulated time `sim_ms`.
+    pub fn day_of(sim_ms: i64) -> f64 {
+        (sim_ms - CLOCK_START_MS) as f64 / 86_400_000.0
+    }
 }
 
 /// What a scenario's farm serves.
@@ -166,6 +171,29 @@ impl Farm {
     /// Postings the farm publishes in all.
     pub fn postings(&self) -> usize {
         self.published.values().map(Vec::len).sum()
+    }
+
+    /// When the farm last answered each feed with a document or a 304 (simulated Unix ms,
+    /// by feed index; feeds never answered are absent), from its `/farm/fetched`: every
+    /// posting published by then was in a document a worker held. Empty when the farm
+    /// does not answer.
+    pub fn last_served(&self) -> BTreeMap<usize, i64> {
+        let Some(host) = self
+            .urls
+            .first()
+            .and_then(|u| u.strip_prefix("http://"))
+            .and_then(|u| u.split('/').next())
+        else {
+            return BTreeMap::new();
+        };
+        let answer = crate::http_get(host, "/farm/fetched").unwrap_or_default();
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+        body.lines()
+            .filter_map(|l| {
+                let (i, t) = l.split_once(' ')?;
+                Some((i.parse().ok()?, t.parse().ok()?))
+            })
+            .collect()
     }
 }
 

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{add_feeds, postings_of, wait_for, workers};
+use common::{add_feeds, assert_every_posting_once, postings_of, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_proto::v1::ingest_client::IngestClient;
@@ -252,24 +252,10 @@ async fn every_posting_once_through_a_worker_kill_and_a_coordinator_restart() {
     let wait = (end - unix_ms()).max(0) as u64;
     tokio::time::sleep(Duration::from_millis(wait)).await;
 
+    assert_every_posting_once(&coordinator.url, &farm, dir.path()).await;
     let mut postings = PostingsClient::connect(coordinator.url.clone())
         .await
         .unwrap();
-    let mut found = 0;
-    for (i, times) in published {
-        let got = postings_of(&mut postings, &format!("f{i}")).await;
-        let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), got.len(), "feed f{i}: a posting stored twice");
-        let mut got_times: Vec<i64> = got.iter().filter_map(|p| p.published_unix_ms).collect();
-        got_times.sort_unstable();
-        let mut want = times.clone();
-        want.sort_unstable();
-        assert_eq!(got_times, want, "feed f{i}: postings missing or extra");
-        found += got.len();
-    }
-    assert_eq!(found, total);
     // Her postings, paged by user in discovery order: exactly those of her six feeds.
     let mut mine = Vec::new();
     let mut cursor = String::new();

@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{add_feeds, postings_of, wait_for, workers};
+use common::{add_feeds, assert_every_posting_once, wait_for, workers};
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
 use kairos_tests::{sample, scrape, start_coordinator, unix_ms, TempDir};
@@ -36,7 +35,7 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
         ..FarmSpec::default()
     };
     let farm = Farm::start(dir.path(), &spec, &sim, &[]);
-    let (published, total) = (&farm.published, farm.postings());
+    let total = farm.postings();
     assert!(total > 200, "the farm publishes enough to test ({total})");
 
     let mut coord_args: Vec<String> = [
@@ -126,22 +125,7 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
     // Run until the farm has been quiet for a simulated day, then count.
     let end = sim.anchor_ms + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
     tokio::time::sleep(Duration::from_millis((end - unix_ms()).max(0) as u64)).await;
-    let mut postings = PostingsClient::connect(a.url.clone()).await.unwrap();
-    let mut found = 0;
-    for (i, times) in published {
-        let got = postings_of(&mut postings, &format!("f{i}")).await;
-        let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), got.len(), "feed f{i}: a posting stored twice");
-        let mut got_times: Vec<i64> = got.iter().filter_map(|p| p.published_unix_ms).collect();
-        got_times.sort_unstable();
-        let mut want = times.clone();
-        want.sort_unstable();
-        assert_eq!(got_times, want, "feed f{i}: postings missing or extra");
-        found += got.len();
-    }
-    assert_eq!(found, total);
+    assert_every_posting_once(&a.url, &farm, dir.path()).await;
     eprintln!(
         "{total} postings, each exactly once, through an etcd outage from simulated day {lost_at:.2}; \
          leader and both workers back {:.1} s after etcd returned",

@@ -14,14 +14,12 @@
 
 mod common;
 
-use common::{add_feeds, postings_of, wait_for, workers};
+use common::{add_feeds, assert_every_posting_once, wait_for, workers};
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
-use kairos_proto::v1::postings_client::PostingsClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::scenario::{refs, Clock, Farm, FarmSpec, Worker};
 use kairos_tests::{sample, scrape, spawn_until, start_coordinator, unix_ms, Child, TempDir};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const SCALE: f64 = 5760.0;
@@ -39,13 +37,12 @@ struct Rig {
     dir: TempDir,
     etcd: EtcdCluster,
     anchor: i64,
-    published: BTreeMap<usize, Vec<i64>>,
     total: usize,
     a: kairos_tests::Coordinator,
     _b: Child,
     b_url: String,
     b_metrics: String,
-    _farm: Child,
+    farm: Farm,
     workers: Vec<Child>,
 }
 
@@ -68,13 +65,8 @@ impl Rig {
             seed: 12,
             ..FarmSpec::default()
         };
-        let Farm {
-            child: farm,
-            urls,
-            published,
-            ..
-        } = Farm::start(dir.path(), &spec, &sim, &[]);
-        let total: usize = published.values().map(Vec::len).sum();
+        let farm = Farm::start(dir.path(), &spec, &sim, &[]);
+        let (urls, total) = (farm.urls.clone(), farm.postings());
         assert!(total > 200, "the farm publishes enough to test ({total})");
 
         let mut coord_args = strings(&[
@@ -144,13 +136,12 @@ impl Rig {
             dir,
             etcd,
             anchor,
-            published,
             total,
             a,
             _b: b,
             b_url,
             b_metrics,
-            _farm: farm,
+            farm,
             workers: running,
         })
     }
@@ -196,22 +187,7 @@ impl Rig {
         let end = self.anchor + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;
         let wait = (end - unix_ms()).max(0) as u64;
         tokio::time::sleep(Duration::from_millis(wait)).await;
-        let mut postings = PostingsClient::connect(url.to_string()).await.unwrap();
-        let mut found = 0;
-        for (i, times) in &self.published {
-            let got = postings_of(&mut postings, &format!("f{i}")).await;
-            let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            assert_eq!(ids.len(), got.len(), "feed f{i}: a posting stored twice");
-            let mut got_times: Vec<i64> = got.iter().filter_map(|p| p.published_unix_ms).collect();
-            got_times.sort_unstable();
-            let mut want = times.clone();
-            want.sort_unstable();
-            assert_eq!(got_times, want, "feed f{i}: postings missing or extra");
-            found += got.len();
-        }
-        assert_eq!(found, self.total);
+        assert_every_posting_once(url, &self.farm, self.dir.path()).await;
         // Each feed's last slot is stored with its state, so B compares against A's too.
         assert_eq!(
             sample(&scrape(metrics), "kairos_fetches_same_slot_total"),

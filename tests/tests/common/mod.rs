@@ -166,3 +166,135 @@ pub fn signal(pid: u32, sig: &str) {
 
 pub mod history;
 pub mod proxy;
+
+/// What the run knows of farm feed `f{index}` whose postings did not all arrive, for a
+/// failing assertion's message: when the farm last served it, its health and plan as the
+/// coordinator sees them, the workers, and the lines of the logs in `logs` that name it.
+/// A flaky loss on a CI machine leaves only this message behind.
+pub async fn account_of_feed(
+    admin: &mut AdminClient<Channel>,
+    farm: &kairos_tests::scenario::Farm,
+    index: usize,
+    logs: &std::path::Path,
+) -> String {
+    use kairos_tests::scenario::Clock;
+    let id = format!("f{index}");
+    let mut out = String::new();
+    let day = |ms: i64| format!("day {:.3}", Clock::day_of(ms));
+    let published: Vec<String> = farm
+        .published
+        .get(&index)
+        .map(|t| t.iter().map(|&t| day(t)).collect())
+        .unwrap_or_default();
+    out.push_str(&format!("{id} published at {published:?}\n"));
+    match farm.last_served().get(&index) {
+        Some(&t) => out.push_str(&format!("the farm last served it at {}\n", day(t))),
+        None => out.push_str("the farm never served it\n"),
+    }
+    match admin
+        .get_feed(pb::GetFeedRequest {
+            feed_id: id.clone(),
+        })
+        .await
+    {
+        Ok(f) => {
+            let f = f.into_inner();
+            out.push_str(&format!(
+                "coordinator: status {:?}, host {}, {} failures in a row, last error {:?}\n",
+                f.status, f.host, f.consecutive_failures, f.last_error
+            ));
+        }
+        Err(e) => out.push_str(&format!("GetFeed: {e}\n")),
+    }
+    match admin
+        .inspect_feed_plan(pb::InspectFeedPlanRequest {
+            feed_id: id.clone(),
+        })
+        .await
+    {
+        Ok(p) => {
+            let p = p.into_inner();
+            out.push_str(&format!(
+                "plan: {:.2} fetches a day, offsets {:?} s of a {} s period, not before {}, \
+                 {} postings observed, constraints {:?}\n",
+                p.fetches_per_day,
+                p.fetch_offsets_seconds,
+                p.period_seconds,
+                if p.not_before_unix_ms > 0 {
+                    day(p.not_before_unix_ms)
+                } else {
+                    "-".into()
+                },
+                p.observed_postings,
+                p.constraints
+            ));
+        }
+        Err(e) => out.push_str(&format!("InspectFeedPlan: {e}\n")),
+    }
+    for w in workers(admin).await {
+        out.push_str(&format!(
+            "worker {}: {} hosts, {} feeds, version {}/{}, backlog {}\n",
+            w.worker_id, w.hosts, w.feeds, w.applied_version, w.desired_version, w.report_backlog
+        ));
+    }
+    // Log lines naming the feed as a whole word (f5, not f50).
+    let names = |line: &str| {
+        line.match_indices(&id).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + id.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric())
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    };
+    let mut files: Vec<_> = std::fs::read_dir(logs)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.sort();
+    for path in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+    {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| names(l)).collect();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        out.push_str(&format!("{name}: {} lines name {id}\n", lines.len()));
+        for l in lines.iter().rev().take(20).rev() {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    out
+}
+
+/// Checks that the Postings API at `url` holds every posting `farm` published, each once;
+/// a feed short of any panics with its [`account_of_feed`] (logs read from `logs`).
+/// Returns how many postings it found.
+pub async fn assert_every_posting_once(
+    url: &str,
+    farm: &kairos_tests::scenario::Farm,
+    logs: &std::path::Path,
+) -> usize {
+    let mut postings = PostingsClient::connect(url.to_string()).await.unwrap();
+    let mut found = 0;
+    for (i, times) in &farm.published {
+        let got = postings_of(&mut postings, &format!("f{i}")).await;
+        let mut ids: Vec<u64> = got.iter().map(|p| p.item_id_hash).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), got.len(), "feed f{i}: a posting stored twice");
+        let mut got_times: Vec<i64> = got.iter().filter_map(|p| p.published_unix_ms).collect();
+        got_times.sort_unstable();
+        let mut want = times.clone();
+        want.sort_unstable();
+        if got_times != want {
+            let mut admin = AdminClient::connect(url.to_string()).await.unwrap();
+            let account = account_of_feed(&mut admin, farm, *i, logs).await;
+            assert_eq!(
+                got_times, want,
+                "feed f{i}: postings missing or extra\n{account}"
+            );
+        }
+        found += got.len();
+    }
+    assert_eq!(found, farm.postings());
+    found
+}
