@@ -206,6 +206,29 @@ impl Schedule {
         }
     }
 
+    /// Tells the schedule of a fetch of `feed_id` at `at_ms` it may not have made itself
+    /// (the coordinator's record of the feed's last answered fetch, sent with an
+    /// assignment), and whether that fetch was the feed's first sight. Call it before
+    /// applying the update that carries it. A later fetch than the schedule knows of
+    /// becomes the one the feed's next fetch is spaced from ([`Schedule::apply_delta`]'s
+    /// catch-up and half-gap rules); an older one changes nothing.
+    ///
+    /// Without it, a worker taking a feed over (hosts dealt again, a restart) knew no
+    /// last fetch and waited for the plan's next time, and while the models learn every
+    /// replan may move that time again: quiet feeds went most of a simulated day unfetched
+    /// after a scale-up in the scaling test.
+    pub fn note_last_fetch(&mut self, feed_id: &str, at_ms: i64, first_sight: bool) {
+        if self.last_out.get(feed_id).is_some_and(|&t| t >= at_ms) {
+            return;
+        }
+        self.last_out.insert(feed_id.to_string(), at_ms);
+        if first_sight {
+            self.first_seen.insert(feed_id.to_string());
+        } else {
+            self.first_seen.remove(feed_id);
+        }
+    }
+
     /// Replaces the whole assignment.
     pub fn apply_snapshot(
         &mut self,

@@ -99,6 +99,75 @@ fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
 }
 
 #[test]
+fn a_feed_taken_over_is_spaced_from_its_last_fetch_by_another_worker() {
+    let due = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    // Plans that keep moving the feed's one time a day past now, as replans did while a
+    // quiet feed's model learned. A new owner that knows no last fetch follows them and
+    // never fetches; told of the previous owner's fetch at 100, the update at 1120 finds
+    // the feed a whole gap (1000) past it and fetches at once, and the next fetch is a
+    // gap after that catch-up (2120, before the last plan's 2140).
+    let plans = [
+        (1000, 900),
+        (1050, 980),
+        (1090, 1060),
+        (1120, 1100),
+        (1150, 1140),
+    ];
+    for told in [false, true] {
+        let mut s = Schedule::new(0);
+        let mut got = Vec::new();
+        for (v, &(now, offset)) in plans.iter().enumerate() {
+            if told {
+                s.note_last_fetch("a", 100, false);
+            }
+            s.apply_delta(
+                v as u64 + 1,
+                vec![feed("a", "h", &[offset], 1000)],
+                &[],
+                now,
+            )
+            .unwrap();
+            got.extend(due(&mut s, now));
+        }
+        got.extend(due(&mut s, 1199));
+        if told {
+            assert_eq!(got, vec![1120], "caught up a gap after the other fetch");
+            assert_eq!(due(&mut s, 2119), Vec::<i64>::new());
+            assert_eq!(due(&mut s, 2120), vec![2120]);
+        } else {
+            assert_eq!(got, Vec::<i64>::new(), "each plan's time moved past now");
+        }
+    }
+
+    // A plan time within half a gap of the other worker's fetch is that fetch's slot:
+    // skipped, unless that fetch was the first sight (then it moves half a gap on).
+    for (first_sight, want) in [(false, 2400), (true, 1600)] {
+        let mut s = Schedule::new(0);
+        s.note_last_fetch("b", 1100, first_sight);
+        s.apply_snapshot(1, vec![feed("b", "h", &[400], 1000)], 1150)
+            .unwrap();
+        assert_eq!(due(&mut s, want - 1), Vec::<i64>::new());
+        assert_eq!(due(&mut s, want), vec![want], "first sight {first_sight}");
+    }
+
+    // The worker's own later fetch stands against an older record.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, vec![feed("c", "h", &[100, 600], 1000)], 0)
+        .unwrap();
+    assert_eq!(due(&mut s, 100), vec![100]);
+    s.note_last_fetch("c", 50, false);
+    s.apply_delta(2, vec![feed("c", "h", &[100, 600], 1000)], &[], 150)
+        .unwrap();
+    assert_eq!(
+        due(&mut s, 600),
+        vec![600],
+        "spaced from its own fetch at 100"
+    );
+}
+
+#[test]
 fn a_replan_does_not_refetch_a_feed_it_just_fetched() {
     let mut s = Schedule::new(0);
     s.apply_snapshot(1, vec![feed("a", "h", &[100, 600], 1000)], 0)

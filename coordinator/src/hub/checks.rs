@@ -167,6 +167,8 @@ mod tests {
                 seq,
                 body: Some(pb::report_message::Body::Fetch(pb::FetchReport {
                     scheduled_unix_ms: 1_699_999_990_000,
+                    outcome: pb::FetchOutcome::Ok as i32,
+                    http_status: 200,
                     ..fetch("f", item)
                 })),
                 ..Default::default()
@@ -178,9 +180,24 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(120));
             hub.expire_leases().await;
             let (b, _) = hub.register("b", 1.0).await.unwrap();
+            // The new owner learns of a's fetch, and that it was the feed's first sight,
+            // so it spaces its own first fetch from it.
+            async fn handed(hub: &crate::hub::Hub<MemoryBackend>, b: &str) -> (i64, bool) {
+                let (_, rx) = hub.subscribe(b).await.unwrap();
+                let specs: Vec<_> = rx.borrow().feeds.values().cloned().collect();
+                let got = hub.assignments(specs).await;
+                assert_eq!(got.len(), 1);
+                (got[0].last_fetch_unix_ms, got[0].last_fetch_first_sight)
+            }
+            assert_eq!(handed(&hub, &b).await, (1_700_000_000_000, true));
             let ack = hub.handle_reports(&b, vec![slot(&b, 1, 2)]).await.unwrap();
             assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
             assert_eq!(hub.totals().await.fetches_same_slot, 1);
+            assert_eq!(
+                handed(&hub, &b).await,
+                (1_700_000_000_000, false),
+                "a second answered fetch is no first sight"
+            );
             hub.handle_reports(&b, vec![slot(&b, 2, 3)]).await.unwrap();
             assert_eq!(
                 hub.totals().await.fetches_same_slot,

@@ -675,9 +675,13 @@ impl<B: KvBackend> Hub<B> {
     }
 }
 
-/// An assignment as sent: the spec plus the feed's validators and recent item ids.
+/// An assignment as sent: the spec plus the feed's validators, recent item ids and last
+/// answered fetch.
 fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
     pb::FeedAssignment {
+        last_fetch_unix_ms: st.and_then(|s| s.last_answered_ms).unwrap_or(0),
+        // The first answered fetch is the first sight (the coordinator expedites it).
+        last_fetch_first_sight: st.is_some_and(|s| s.fetches == 1),
         etag: st.map(|s| s.etag.clone()).unwrap_or_default(),
         last_modified: st.map(|s| s.last_modified.clone()).unwrap_or_default(),
         recent_item_id_hashes: st

@@ -57,6 +57,15 @@ pub(super) fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignmen
     }
 }
 
+/// Hands the schedule the feed's last answered fetch as the coordinator knows it (made
+/// by this worker or, for a feed taken over, by another), so its next fetch is spaced from
+/// it.
+fn note_last_fetch(schedule: &mut kairos_runtime::schedule::Schedule, a: &pb::FeedAssignment) {
+    if a.last_fetch_unix_ms > 0 {
+        schedule.note_last_fetch(&a.feed_id, a.last_fetch_unix_ms, a.last_fetch_first_sight);
+    }
+}
+
 /// Folds the parts of a split update (`more` set on all but the last) into one; returns
 /// the update once whole. A part of another version than the one held starts afresh: the
 /// coordinator sends a version's parts back to back, so the held ones were abandoned.
@@ -146,6 +155,7 @@ pub(super) async fn assignments(
                 st.feeds.retain(|f, _| keep.contains(f.as_str()));
                 for a in &s.feeds {
                     adopt(&mut st.feeds, a);
+                    note_last_fetch(&mut st.schedule, a);
                 }
                 let times = s.feeds.iter().map(feed_times).collect();
                 st.schedule.apply_snapshot(u.version, times, now)
@@ -156,6 +166,7 @@ pub(super) async fn assignments(
                 }
                 for a in &d.upserts {
                     adopt(&mut st.feeds, a);
+                    note_last_fetch(&mut st.schedule, a);
                 }
                 let times = d.upserts.iter().map(feed_times).collect();
                 st.schedule
