@@ -1,10 +1,11 @@
 //! Scaling the workers while they crawl, with real processes on loopback: one coordinator,
 //! a feed farm on 12 hosts and a time-compressed clock (one simulated day per 15 s). Three
 //! workers become five, then three of them are stopped with SIGTERM as a scale-down would,
-//! leaving two. After each step the hosts are dealt again; at the end every posting the farm
-//! published is in the Postings API exactly once and no planned slot of any feed was fetched
-//! by two workers (`kairos_fetches_same_slot_total`, from the coordinator's own record of
-//! each feed's last slot).
+//! leaving two; each says it leaves once drained, so its hosts move before its lease ends.
+//! After each step the hosts are dealt again; at the end every posting the farm published
+//! is in the Postings API exactly once and no planned slot of any feed was fetched by two
+//! workers (`kairos_fetches_same_slot_total`, from the coordinator's own record of each
+//! feed's last slot).
 
 mod common;
 
@@ -142,6 +143,21 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
             "a stopped worker exits cleanly: {status:?}"
         );
     }
+    // Each drained worker said it was leaving, so its hosts moved without waiting for
+    // its lease to run out.
+    for name in ["w1", "w2", "w3"] {
+        let log = std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
+        assert!(
+            log.contains("left: the coordinator deals its hosts"),
+            "{name} says it leaves:\n{log}"
+        );
+    }
+    let log = std::fs::read_to_string(dir.path().join("coordinator.log")).unwrap();
+    assert_eq!(
+        log.matches("worker left after draining").count(),
+        3,
+        "the coordinator let each of the three go:\n{log}"
+    );
 
     // Run until the farm has been quiet for a simulated day, then count.
     let end = sim.anchor_ms + ((POSTING_DAYS + 1.1) * 86_400_000.0 / SCALE) as i64;

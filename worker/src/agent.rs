@@ -190,6 +190,8 @@ struct Shared {
     clock: SimClock,
     /// Reads fetched documents off the runtime's threads.
     reader: crate::document::Reader,
+    /// The live session's client and id, for the word that it is leaving.
+    session: Mutex<Option<(Client, String)>>,
 }
 
 /// Why the worker could not start.
@@ -228,6 +230,7 @@ pub async fn run(
         stats,
         clock: cfg.clock,
         reader: crate::document::Reader::new(cfg.parse_threads, cfg.parse_budget),
+        session: Mutex::new(None),
     });
     let fetching = tokio::spawn(fetch_loop(
         shared.clone(),
@@ -322,7 +325,37 @@ pub async fn run(
     if let Some(r) = relaying {
         r.abort();
     }
+    leave(&shared, &cfg.name).await;
     Ok(())
+}
+
+/// Longest wait for the coordinator to take the word that this worker is leaving.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Tells the coordinator that this worker is stopping, so it deals the worker's hosts to
+/// the others now rather than when the lease runs out (a scale-down otherwise leaves
+/// them unfetched for a lease).
+async fn leave(shared: &Shared, name: &str) {
+    let Some((mut client, id)) = shared.session.lock().expect("worker session").take() else {
+        return;
+    };
+    let bye = client.heartbeat(pb::HeartbeatRequest {
+        worker_id: id,
+        sent_unix_ms: shared.clock.now_ms(),
+        leaving: true,
+        ..Default::default()
+    });
+    match tokio::time::timeout(LEAVE_TIMEOUT, bye).await {
+        Ok(Ok(_)) => {
+            tracing::info!(worker = %name, "left: the coordinator deals its hosts to the other workers now")
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(worker = %name, error = %e, "could not say it is leaving: its hosts move when its lease runs out")
+        }
+        Err(_) => {
+            tracing::warn!(worker = %name, timeout = ?LEAVE_TIMEOUT, "no answer to its leaving: its hosts move when its lease runs out")
+        }
+    }
 }
 
 /// Sleeps until `deadline`, or forever without one.
@@ -419,6 +452,7 @@ async fn session(
     }
     let hb = Duration::from_millis(reg.heartbeat_interval_ms.clamp(100, 60_000) as u64);
     let id = reg.worker_id;
+    *shared.session.lock().expect("worker session") = Some((client.clone(), id.clone()));
     tokio::select! {
         r = assignments(client.clone(), &id, reg.epoch, shared) => r,
         r = reports(client.clone(), &id, reg.epoch, shared) => r,
@@ -514,6 +548,7 @@ async fn heartbeats(
             in_flight: in_flight.min(u32::MAX as u64) as u32,
             applied_version: shared.stats.applied_version.load(Ordering::Relaxed),
             sent_unix_ms: sent,
+            leaving: false,
         });
         let answer = tokio::time::timeout(patience, beat).await.map_err(|_| {
             tonic::Status::unavailable(format!(

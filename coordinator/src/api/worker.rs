@@ -407,6 +407,20 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
         own_session(r.extensions().get::<Identity>(), &r.get_ref().worker_id)?;
         let r = r.into_inner();
         let now = self.hub.clock().now_ms();
+        if r.leaving {
+            // Its last word: the session ends here, whatever else the beat says.
+            if !self.hub.leave(&r.worker_id).await {
+                return Err(Status::not_found(format!(
+                    "worker session `{}` is unknown or expired",
+                    r.worker_id
+                )));
+            }
+            return Ok(Response::new(pb::HeartbeatResponse {
+                epoch: 0,
+                version: 0,
+                coordinator_unix_ms: now,
+            }));
+        }
         let (epoch, version) = self
             .hub
             .heartbeat_observed(

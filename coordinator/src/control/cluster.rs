@@ -487,6 +487,14 @@ impl Cluster {
         names
     }
 
+    /// Ends session `id` at the worker's word (it drained and is stopping) and deals its
+    /// hosts again; returns its name, or `None` for a session that is not live.
+    pub fn leave(&mut self, id: &str) -> Option<String> {
+        let s = self.sessions.remove(id)?;
+        self.reshard();
+        Some(s.name)
+    }
+
     /// The desired-state channel of a live session.
     pub fn subscribe(&self, id: &str) -> Result<watch::Receiver<Desired>, ClusterError> {
         self.sessions

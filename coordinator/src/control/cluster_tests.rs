@@ -206,6 +206,28 @@ fn hosts_split_and_move_on_leave_and_replans_keep_owners() {
 }
 
 #[test]
+fn a_worker_that_leaves_hands_its_hosts_over_at_once() {
+    let t0 = Instant::now();
+    let mut c = Cluster::new(ClusterConfig::default(), 7);
+    c.set_feeds(plan(40, 10, 60.0));
+    let a = c.register("a", 1.0, t0).unwrap();
+    let b = c.register("b", 1.0, t0).unwrap();
+    let fb = owned(&c, &b);
+    assert!(!fb.is_empty());
+    let moves = c.moves_total();
+    // b drained and says so, well within its lease: its hosts go to a now.
+    assert_eq!(c.leave(&b), Some("b".to_string()));
+    assert_eq!(owned(&c, &a).len(), 40);
+    assert!(c.check_owner(&a, &fb[0]).is_ok());
+    assert!(c.check_owner(&b, &fb[0]).is_err(), "b reports no more");
+    assert!(c.moves_total() > moves);
+    assert_eq!(c.workers().len(), 1);
+    assert_eq!(c.leave(&b), None, "gone already");
+    assert_eq!(c.leave("nope"), None);
+    assert!(c.expire(t0 + Duration::from_secs(1)).is_empty());
+}
+
+#[test]
 fn a_restarted_worker_replaces_its_old_session_and_bad_registrations_are_refused() {
     let t0 = Instant::now();
     let mut c = Cluster::new(ClusterConfig::default(), 1);

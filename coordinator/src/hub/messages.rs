@@ -410,6 +410,27 @@ impl Message for ExpireLeases {
     }
 }
 
+/// A worker that drained says it is leaving: its session ends and its hosts are dealt
+/// again at once. Replies whether the session was live.
+pub(super) struct Leave {
+    pub session: String,
+    pub now_ms: i64,
+}
+impl Message for Leave {
+    type Reply = bool;
+    fn handle(self, s: &mut State) -> bool {
+        let before = s.cluster.moves_total();
+        let Some(name) = s.cluster.leave(&self.session) else {
+            return false;
+        };
+        s.deal_allowances(self.now_ms);
+        let c = &s.cluster;
+        tracing::info!(worker = %name, "worker left after draining; hosts reassigned");
+        m::record_membership(c.workers().len(), c.moves_total() - before);
+        true
+    }
+}
+
 /// Gives up on the last term's workers that have not come back in time; replies their
 /// names.
 pub(super) struct StopAwaiting {

@@ -587,6 +587,24 @@ impl<B: KvBackend> Hub<B> {
         self.save_members().await;
     }
 
+    /// Ends session `id` at the worker's word (it drained and is stopping): its hosts go
+    /// to the other workers now instead of when its lease runs out. Returns whether the
+    /// session was live.
+    pub async fn leave(&self, id: &str) -> bool {
+        let now_ms = self.clock.now_ms();
+        let left = self
+            .actor
+            .ask(msg::Leave {
+                session: id.to_string(),
+                now_ms,
+            })
+            .await;
+        if left {
+            self.save_members().await;
+        }
+        left
+    }
+
     /// Records reader access events (from the Ingest service or a worker's relay),
     /// skipping and counting the ones that cannot be, and charges the missed-postings
     /// measure later, when the postings are discovered.
