@@ -223,10 +223,49 @@ fn a_spent_allowance_holds_fetches_to_the_next_day_once_each() {
         t += 60_000;
     }
     // Day 0: 5 of its 12 slots. Day 1: the held fetches go first (one per feed, not
-    // one per missed slot), then the plan; 12 in all.
+    // one per missed slot), then the plan; 12 in all. Above a fetch per feed a day the
+    // held fetches come besides the plan's (the end-of-day sweep finds the slack), so
+    // day 1 holds some over in turn.
     assert_eq!(per_day, [5, 12, 12]);
     assert_eq!(s.gate().started_today(), 12);
     assert!(s.gate().held_total() >= 7);
+}
+
+#[test]
+fn a_held_backlog_drains_on_days_without_slack() {
+    use crate::allowance::DAY_MS;
+    let hour = DAY_MS / 24;
+    // Four feeds fetched once a day, at 06:00, 12:00, 18:00 and 23:00; day 0 may start
+    // two fetches, later days four: the plan's exact load. The two held on day 0 stand
+    // in for their feeds' fetches of day 1, so day 1 holds nothing over. Kept besides
+    // them, day 1 would owe six fetches, hold its last two, and so on every day.
+    let mut s = Schedule::new(0);
+    let feeds = [6, 12, 18, 23]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| feed(&format!("f{i}"), &format!("h{i}"), &[h * hour], DAY_MS))
+        .collect();
+    s.apply_snapshot(1, feeds, 0).unwrap();
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 2,
+            later_days: 4,
+            counted: 0,
+        }),
+        0,
+    );
+    let mut per_day = [0usize; 4];
+    let mut held_by_day = [0u64; 4];
+    let mut t = 0;
+    while t < 4 * DAY_MS {
+        let before = s.gate().held_total();
+        per_day[(t / DAY_MS) as usize] += s.pop_due(t).len();
+        held_by_day[(t / DAY_MS) as usize] += s.gate().held_total() - before;
+        t += 60_000;
+    }
+    assert_eq!(per_day, [2, 4, 4, 4]);
+    assert_eq!(held_by_day, [2, 0, 0, 0], "the backlog is gone after day 1");
 }
 
 #[test]
