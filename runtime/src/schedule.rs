@@ -341,7 +341,13 @@ impl Schedule {
         // next fetch is hours away, replans skip fetches the catch-ups make up for, and
         // holding catch-ups back left days short (`real-commits` at two a day: four days
         // at 0.960-0.977 of the budget).
-        let mut spare = if self.about_daily() {
+        // Counted as the update leaves the assignment: a snapshot has cleared it already.
+        let after = self.feeds.len()
+            + feeds
+                .iter()
+                .filter(|f| !self.feeds.contains_key(&f.feed_id))
+                .count();
+        let mut spare = if self.about_daily_for(after) {
             self.spare_today(now_ms)
         } else {
             None
@@ -354,9 +360,14 @@ impl Schedule {
     /// Whether the day's allowance is at most one fetch per assigned feed: most feeds come
     /// back days later, and a day has no slack to take a fetch beyond its plan.
     fn about_daily(&self) -> bool {
+        self.about_daily_for(self.feeds.len())
+    }
+
+    /// [`Self::about_daily`] for an assignment of `feeds` feeds.
+    fn about_daily_for(&self, feeds: usize) -> bool {
         self.gate
             .allowance()
-            .is_some_and(|a| a.later_days as usize <= self.feeds.len())
+            .is_some_and(|a| a.later_days as usize <= feeds)
     }
 
     /// A re-assigned feed's first fetch, and whether it is one of the plan's times. The

@@ -325,6 +325,42 @@ fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
 }
 
 #[test]
+fn a_snapshot_s_catch_ups_are_gated_by_the_allowance_it_comes_with() {
+    let hour = DAY_MS / 24;
+    // A worker's first snapshot: three daily feeds planned at 20:00, each last fetched
+    // by another worker at 06:00 the day before, so all are a whole gap overdue at 10:00.
+    // The allowance (at most a fetch per feed a day) leaves room for one today: one
+    // catch-up goes, the others wait for their plan's time instead of being held at once.
+    // Counting the feeds before the snapshot (none, once cleared) let all three through.
+    let mut s = Schedule::new(0);
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 1,
+            later_days: 3,
+            counted: 0,
+        }),
+        10 * hour,
+    );
+    let ids = ["a", "b", "c"];
+    for id in ids {
+        s.note_last_fetch(id, 6 * hour - DAY_MS, false);
+    }
+    let feeds = ids
+        .iter()
+        .map(|id| feed(id, id, &[20 * hour], DAY_MS))
+        .collect();
+    s.apply_snapshot(1, feeds, 10 * hour).unwrap();
+    let due: Vec<String> = s
+        .pop_due(10 * hour)
+        .into_iter()
+        .map(|d| d.feed_id)
+        .collect();
+    assert_eq!(due, vec!["a".to_string()]);
+    assert_eq!(s.gate().held_total(), 0, "b and c wait for 20:00");
+}
+
+#[test]
 fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     let hour = DAY_MS / 24;
     let per_day = |s: &mut Schedule, days: i64| -> Vec<Vec<(String, i64)>> {

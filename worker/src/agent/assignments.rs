@@ -149,6 +149,12 @@ pub(super) async fn assignments(
         });
         let mut st = shared.state.lock().expect("worker state");
         let st = &mut *st;
+        // The allowance that comes with an update is in force before its feeds are
+        // inserted: it decides whether their catch-ups fit today (a session's first
+        // snapshot included, which now brings catch-ups from the feeds' last fetches).
+        if u.version > st.schedule.version() {
+            st.schedule.set_allowance(allowance, now);
+        }
         let applied = match u.update {
             Some(pb::assignment_update::Update::Snapshot(s)) => {
                 let keep: HashSet<&str> = s.feeds.iter().map(|a| a.feed_id.as_str()).collect();
@@ -177,8 +183,7 @@ pub(super) async fn assignments(
         match applied {
             Ok(()) => {
                 // The day's allowance comes with every update (none: no cap beyond the
-                // plan, as from a coordinator that deals none).
-                st.schedule.set_allowance(allowance, now);
+                // plan, as from a coordinator that deals none); set above.
                 metrics::gauge!(telemetry::DAY_ALLOWANCE).set(allowance.map_or(-1.0, |a| {
                     if a.day == now.div_euclid(kairos_runtime::allowance::DAY_MS) {
                         a.fetches as f64
