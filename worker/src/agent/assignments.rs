@@ -59,10 +59,19 @@ pub(super) fn adopt(feeds: &mut HashMap<String, FeedInfo>, a: &pb::FeedAssignmen
 
 /// Hands the schedule the feed's last answered fetch as the coordinator knows it (made
 /// by this worker or, for a feed taken over, by another), so its next fetch is spaced from
-/// it.
-fn note_last_fetch(schedule: &mut kairos_runtime::schedule::Schedule, a: &pb::FeedAssignment) {
+/// it. A time after `now_ms` (clocks apart, or a bad value) counts as now: the schedule
+/// adds gaps to it, which must not overflow.
+fn note_last_fetch(
+    schedule: &mut kairos_runtime::schedule::Schedule,
+    a: &pb::FeedAssignment,
+    now_ms: i64,
+) {
     if a.last_fetch_unix_ms > 0 {
-        schedule.note_last_fetch(&a.feed_id, a.last_fetch_unix_ms, a.last_fetch_first_sight);
+        schedule.note_last_fetch(
+            &a.feed_id,
+            a.last_fetch_unix_ms.min(now_ms),
+            a.last_fetch_first_sight,
+        );
     }
 }
 
@@ -161,7 +170,7 @@ pub(super) async fn assignments(
                 st.feeds.retain(|f, _| keep.contains(f.as_str()));
                 for a in &s.feeds {
                     adopt(&mut st.feeds, a);
-                    note_last_fetch(&mut st.schedule, a);
+                    note_last_fetch(&mut st.schedule, a, now);
                 }
                 let times = s.feeds.iter().map(feed_times).collect();
                 st.schedule.apply_snapshot(u.version, times, now)
@@ -172,7 +181,7 @@ pub(super) async fn assignments(
                 }
                 for a in &d.upserts {
                     adopt(&mut st.feeds, a);
-                    note_last_fetch(&mut st.schedule, a);
+                    note_last_fetch(&mut st.schedule, a, now);
                 }
                 let times = d.upserts.iter().map(feed_times).collect();
                 st.schedule
