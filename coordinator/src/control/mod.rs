@@ -8,6 +8,7 @@
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
+//! * [`regimes`] — which of a feed's days belong to its current regime (change points);
 //! * [`shapes`] — daily shapes pooled across feeds, the prior of each feed's hours;
 //! * [`siblings`] — a feed's host's other feeds, a level between its own counts and
 //!   everyone's;
@@ -36,6 +37,7 @@ pub mod push;
 pub mod quick;
 pub mod readers;
 pub mod recency;
+pub mod regimes;
 pub mod relearn;
 pub mod reliability;
 pub mod shapes;

@@ -6,6 +6,7 @@
 
 use super::feedstate::FeedState;
 use super::models::hour_exposure;
+use super::regimes;
 use super::shapes::Mixture;
 use super::shrink;
 use crate::time::DAY_MS;
@@ -40,11 +41,13 @@ pub struct Population {
 pub struct Tally {
     /// Weighted postings per hour of the day.
     pub counts: [f64; BINS],
-    /// Weighted days each hour of the day was watched.
+    /// Weighted days each hour of the day was watched, divided by the current regime's
+    /// level against the whole window's ([`regimes::level`]): counts over it give the
+    /// feed's rate now, with its hours as all its days show them.
     pub exposure: [f64; BINS],
     /// Weighted postings in all.
     pub n: f64,
-    /// Weighted days watched.
+    /// Weighted days watched, divided by the regime's level as `exposure` is.
     pub span_days: f64,
     /// Whether some postings in the window were a clump's excess (see `clump_excess`).
     pub clumped: bool,
@@ -65,7 +68,10 @@ pub fn tally(
     let until = st.observed_until_ms(now_ms).unwrap_or(since);
     let first = st.postings_ms.partition_point(|&t| t < window_start);
     let dated: Vec<i64> = st.postings_ms.range(first..).copied().collect();
-    let excess = clump_excess(&dated, since.max(window_start), until);
+    let start = since.max(window_start);
+    // The feed's level now against its whole window's ([`regimes`]).
+    let level = regime_level(st, &dated, start, until, w);
+    let excess = clump_excess(&dated, start, until);
     let mut excess_mass = 0.0;
     for (&t, excess) in dated.iter().zip(excess) {
         let wt = w(t);
@@ -100,7 +106,6 @@ pub fn tally(
         }
         n += wt;
     }
-    let start = since.max(window_start);
     let mut exposure = weighted_hour_exposure(start, until, w);
     // Time in which postings may have scrolled off unseen was not watched.
     for (a, b) in st.blind_within(start, until) {
@@ -109,6 +114,12 @@ pub fn tally(
         }
     }
     let span_days = exposure.iter().sum::<f64>() / BINS as f64;
+    // The level follows the current regime; the hours keep the long memory (a feed's
+    // hours are learned from all its days: a week of them is noise to its timing). Their
+    // counts stay what they are (how sure the feed's own hours are), and the exposure
+    // shrinks or grows to give the level.
+    exposure.iter_mut().for_each(|e| *e /= level);
+    let span_days = span_days / level;
     Some(Tally {
         counts,
         exposure,
@@ -116,6 +127,64 @@ pub fn tally(
         span_days,
         clumped: excess_mass > 0.0,
     })
+}
+
+/// The square root of the feed's level in its current regime against its whole window
+/// ([`regimes::level`]), both weighed by recency `w` at each day's middle: the rate half-way,
+/// in logarithms, between the two. Counts are distinct clock hours with dated postings,
+/// or with an undated one's discovery, per UTC day from `start`'s to `until`'s, so a flood
+/// in one hour moves neither the regimes nor the level.
+fn regime_level(
+    st: &FeedState,
+    dated: &[i64],
+    start: i64,
+    until: i64,
+    w: &dyn Fn(i64) -> f64,
+) -> f64 {
+    const HOUR: i64 = DAY_MS / BINS as i64;
+    let first_day = start.div_euclid(DAY_MS);
+    let days = (until.max(start).div_euclid(DAY_MS) - first_day + 1) as usize;
+    let mut counts = vec![0.0f64; days];
+    let mut hours: Vec<i64> = dated
+        .iter()
+        .copied()
+        .chain(st.spread_ms.iter().map(|&(_, to)| to))
+        .filter(|&t| t >= start && t < until)
+        .map(|t| t.div_euclid(HOUR))
+        .collect();
+    hours.sort_unstable();
+    hours.dedup();
+    for h in hours {
+        counts[(h * HOUR).div_euclid(DAY_MS).saturating_sub(first_day) as usize] += 1.0;
+    }
+    let mut exposure: Vec<f64> = (0..days as i64)
+        .map(|d| {
+            let a = ((first_day + d) * DAY_MS).max(start);
+            let b = ((first_day + d + 1) * DAY_MS).min(until);
+            (b - a).max(0) as f64 / DAY_MS as f64
+        })
+        .collect();
+    for (a, b) in st.blind_within(start, until) {
+        let mut t = a;
+        while t < b {
+            let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(b);
+            let d = (t.div_euclid(DAY_MS) - first_day) as usize;
+            exposure[d] = (exposure[d] - (end - t) as f64 / DAY_MS as f64).max(0.0);
+            t = end;
+        }
+    }
+    let watched: f64 = exposure.iter().sum();
+    let mean = counts.iter().sum::<f64>() / watched.max(1.0);
+    let regime = regimes::weights(&counts, &exposure, mean, regimes::HAZARD);
+    let (mut n, mut x, mut n_regime, mut x_regime) = (0.0, 0.0, 0.0, 0.0);
+    for (d, ((c, e), r)) in counts.iter().zip(&exposure).zip(&regime).enumerate() {
+        let recency = w((first_day + d as i64) * DAY_MS + DAY_MS / 2);
+        n += recency * c;
+        x += recency * e;
+        n_regime += recency * r * c;
+        x_regime += recency * r * e;
+    }
+    regimes::level(n, x, n_regime, x_regime).sqrt()
 }
 
 /// Probability under which a count in one hour of one day is too high to be the feed's
@@ -254,6 +323,40 @@ mod tests {
         1.0 - cdf
     }
 
+    /// A feed watched 28 days from 0 with one posting a day at 10:00 on `days`.
+    fn posting_on(days: impl Iterator<Item = i64>) -> FeedState {
+        let mut st = FeedState {
+            observed_since_ms: Some(0),
+            ..FeedState::default()
+        };
+        st.postings_ms.extend(days.map(|d| d * DAY_MS + 10 * HOUR));
+        st.last_answered_ms = Some(28 * DAY_MS);
+        st
+    }
+
+    #[test]
+    fn a_feed_that_woke_up_is_learned_at_its_new_rate_and_a_steady_one_as_before() {
+        let now = 28 * DAY_MS;
+        let rate = |st: &FeedState| {
+            let t = tally(st, 0, now, &|_| 1.0).expect("watched");
+            (
+                t.n / t.span_days,
+                t.counts[10],
+                t.exposure[10] * t.span_days,
+            )
+        };
+        // Daily from day 20: about one a day, not 8 in 28 days.
+        let (woke, at_ten, _) = rate(&posting_on(20..28));
+        assert!(woke > 0.4 && woke < 0.8, "{woke}");
+        assert_eq!(at_ten, 8.0, "the hours keep their counts");
+        // Every other day all along: half a day, as without regimes.
+        let (steady, _, _) = rate(&posting_on((0..28).step_by(2)));
+        assert!((steady - 0.5).abs() < 0.03, "{steady}");
+        // Daily until day 10, then silent: well below the 10 / 28 of all the window.
+        let (stopped, _, _) = rate(&posting_on(0..10));
+        assert!(stopped < 0.15, "{stopped}");
+    }
+
     #[test]
     fn the_poisson_bound_is_the_smallest_count_past_the_tail() {
         for mean in [0.001, 0.02, 0.1, 0.5, 1.0, 3.0, 12.0, 40.0] {
@@ -372,9 +475,17 @@ mod tests {
             ..watched
         };
         let t = tally(&blind, 0, 10 * DAY_MS, &|_| 1.0).unwrap();
-        assert!((t.span_days - 9.0).abs() < 1e-9, "{}", t.span_days);
-        assert!((t.exposure[3] - 8.0).abs() < 1e-9, "{:?}", t.exposure);
-        assert!((t.exposure[15] - 10.0).abs() < 1e-9, "{:?}", t.exposure);
+        // Up to the regime's level (within 1% of 1 for this steady feed), which divides
+        // every hour's exposure alike.
+        assert!((t.span_days / 9.0 - 1.0).abs() < 0.01, "{}", t.span_days);
+        let level = 10.0 / t.exposure[15];
+        assert!((level - 1.0).abs() < 0.01, "{level}");
+        assert!(
+            (t.exposure[3] * level - 8.0).abs() < 1e-9,
+            "{:?}",
+            t.exposure
+        );
+        assert!((t.span_days * level - 9.0).abs() < 1e-9, "{}", t.span_days);
         assert_eq!(t.n, full.n);
     }
 }
