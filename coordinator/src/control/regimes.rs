@@ -156,6 +156,39 @@ fn neg_binomial(c: f64, a: f64, b: f64, e: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Whatever the days hold: one finite weight per day in [0, 1], never rising with
+        /// age, the newest at 1; a finite positive level.
+        #[test]
+        fn weights_are_chances_that_fall_with_age(
+            days in proptest::collection::vec((0.0f64..30.0, 0.0f64..1.0), 0..90),
+            mean in prop_oneof![Just(f64::NAN), Just(0.0), 0.0f64..50.0],
+            hazard in 0.0f64..0.5,
+        ) {
+            let (counts, exposure): (Vec<f64>, Vec<f64>) = days.iter().copied().unzip();
+            let w = weights(&counts, &exposure, mean, hazard);
+            prop_assert_eq!(w.len(), days.len());
+            for v in &w {
+                prop_assert!(v.is_finite() && (0.0..=1.0 + 1e-9).contains(v), "{:?}", w);
+            }
+            for p in w.windows(2) {
+                prop_assert!(p[0] <= p[1] + 1e-9, "{:?}", w);
+            }
+            if let Some(last) = w.last() {
+                prop_assert!((last - 1.0).abs() < 1e-9, "{:?}", w);
+            }
+            let n: f64 = counts.iter().sum();
+            let x: f64 = exposure.iter().sum();
+            let nr: f64 = counts.iter().zip(&w).map(|(c, r)| c * r).sum();
+            let xr: f64 = exposure.iter().zip(&w).map(|(e, r)| e * r).sum();
+            let l = level(n, x, nr, xr);
+            prop_assert!(l.is_finite() && l > 0.0, "{}", l);
+        }
+    }
 
     #[test]
     fn a_feed_that_woke_up_forgets_its_silence() {
