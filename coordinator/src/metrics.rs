@@ -211,6 +211,10 @@ declare! {
     /// Gauge: half-life of the models' observations, days (0: none; chosen on the last week).
     describe_gauge PLAN_HALF_LIFE_DAYS = "kairos_plan_half_life_days",
         "Half-life of the observations the live models learn from, days (0: every day alike), chosen on the last week's postings.";
+    /// Gauge `direction`: feeds whose current regime posts at least twice (`rising`) or at
+    /// most half (`falling`) their window's rate (`control/regimes.rs`).
+    describe_gauge PLAN_REGIME_FEEDS = "kairos_plan_regime_feeds",
+        "Feeds whose current regime posts at least twice (direction=rising) or at most half (falling) their learning window's rate: woken, bursting, slowing or stopped feeds.";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

@@ -7,6 +7,7 @@
 use super::feedstate::FeedState;
 use super::population::{tally, Population};
 use super::recency;
+use super::regimes;
 use super::relearn::PlannerSettings;
 use super::shapes;
 use super::shrink;
@@ -81,7 +82,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     // Each feed's tally on every core, written in place (a vector of tallies beside
     // these would hold 400 bytes a feed more at the peak); the pooled sums after, in feed
     // order, so they do not depend on the thread count.
-    let watched_rates: Vec<Option<f64>> = counts
+    let watched_rates: Vec<Option<(f64, f64)>> = counts
         .par_iter_mut()
         .zip(exposure.par_iter_mut())
         .zip(span_days.par_iter_mut())
@@ -90,8 +91,18 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .map(|((((c, e), span), cl), feed)| {
             let t = tally(state_of(&feed.id)?, window_start, now_ms, &w)?;
             (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clumped);
-            Some(t.n / t.span_days.max(1.0))
+            Some((t.n / t.span_days.max(1.0), t.level))
         })
+        .collect();
+    let levels = watched_rates.iter().flatten().map(|&(_, level)| level);
+    let regime_rising = levels
+        .clone()
+        .filter(|&l| l >= regimes::SHOWN_LEVEL)
+        .count();
+    let regime_falling = levels.filter(|&l| l <= 1.0 / regimes::SHOWN_LEVEL).count();
+    let watched_rates: Vec<Option<f64>> = watched_rates
+        .into_iter()
+        .map(|r| r.map(|(rate, _)| rate))
         .collect();
     for ((c, e), rate) in counts.iter().zip(&exposure).zip(&watched_rates) {
         if rate.is_none() {
@@ -191,6 +202,8 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     decided.held_out_days = tuned.map_or(0, |t| t.held_out);
     decided.half_life_days = half_life;
     decided.half_life_feeds = chosen.map_or(0, |c| c.1);
+    decided.regime_rising = regime_rising;
+    decided.regime_falling = regime_falling;
     let beta = tuned.map_or(s.shrinkage, |t| t.days).max(1e-3);
     // Below a daily fetch per feed, the chosen pseudo-days are capped
     // ([`SHRINKAGE_CAP_BELOW_DAILY`]).
@@ -429,6 +442,11 @@ pub struct ModelCounts {
     pub half_life_days: f64,
     /// Feeds whose last week chose it (0: the configured value).
     pub half_life_feeds: usize,
+    /// Feeds whose current regime posts at least twice their window's rate
+    /// ([`super::regimes::SHOWN_LEVEL`]).
+    pub regime_rising: usize,
+    /// Feeds whose current regime posts at most half their window's rate.
+    pub regime_falling: usize,
 }
 
 /// Share of a feed's document the postings expected between two fetches may fill: the
@@ -649,6 +667,41 @@ mod tests {
                 .map(|(k, h)| ((day * 100 + k as i64) as u64, Some(day * DAY_MS + h * H)))
                 .collect()
         })
+    }
+
+    #[test]
+    fn feeds_that_woke_up_or_stopped_are_counted_for_the_regime_gauge() {
+        let now = 20_000 * DAY_MS;
+        let first = now / DAY_MS - 27;
+        let feeds: Vec<FeedRecord> = (0..12).map(feed).collect();
+        let daily_from = |from: i64, to: i64| {
+            fetched_daily(28, now, 23 * H + H / 2, move |day| {
+                if (first + from..first + to).contains(&day) {
+                    vec![(day as u64, Some(day * DAY_MS + 9 * H))]
+                } else {
+                    Vec::new()
+                }
+            })
+        };
+        // Ten steady feeds, one that woke up on day 20, one that stopped on day 10.
+        let mut states: HashMap<String, FeedState> = (0..10)
+            .map(|i| (format!("f{i}"), daily_from(0, 28)))
+            .collect();
+        states.insert("f10".into(), daily_from(20, 28));
+        states.insert("f11".into(), daily_from(0, 10));
+        let (learned, counts) = reader_less(&feeds, &states, now, &PlannerSettings::default());
+        assert_eq!((counts.regime_rising, counts.regime_falling), (1, 1));
+        let rate = |i: usize| {
+            learned[i]
+                .post_bins
+                .iter()
+                .map(|&b| f64::from(b))
+                .sum::<f64>()
+        };
+        // The woken feed is learned above its window's 8 / 28 a day, the stopped one below
+        // its 10 / 28.
+        assert!(rate(10) > 0.4, "{}", rate(10));
+        assert!(rate(11) < 0.2, "{}", rate(11));
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct Tally {
     pub span_days: f64,
     /// Whether some postings in the window were a clump's excess (see `clump_excess`).
     pub clumped: bool,
+    /// The level the exposure was divided by ([`regimes::level`]'s square root): 1 for a
+    /// steady feed.
+    pub level: f64,
 }
 
 /// A watched feed's postings and exposure in the window from `window_start`, each weighed
@@ -126,6 +129,7 @@ pub fn tally(
         n,
         span_days,
         clumped: excess_mass > 0.0,
+        level,
     })
 }
 

@@ -42,6 +42,11 @@ pub const HAZARD: f64 = 1.0 / 30.0;
 /// regime's own days decide its rate after a posting or two.
 const PRIOR_SHAPE: f64 = 0.5;
 
+/// A feed whose applied level (the square root of [`level`]) is at least this, or at most
+/// its inverse, counts as rising or falling on `kairos_plan_regime_feeds`: its current
+/// regime's rate is at least twice, or at most half, its window's.
+pub const SHOWN_LEVEL: f64 = std::f64::consts::SQRT_2;
+
 /// Days the recursion runs over at most (its cost grows with their square): older days of
 /// a longer window weigh what the oldest of these does.
 pub const MAX_DAYS: usize = 64;

@@ -180,6 +180,9 @@ pub struct PlanFigures {
     pub half_life_days: f64,
     /// Feeds whose last week chose `half_life_days` (0: the configured value).
     pub half_life_feeds: usize,
+    /// Feeds whose current regime posts at least twice, and at most half, their window's
+    /// rate (`control/regimes.rs`).
+    pub regime_feeds: (usize, usize),
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }
@@ -287,6 +290,8 @@ impl PlanFigures {
         gauge!(m::PLAN_CAPACITY_FLOOR_FETCHES).set(p.capacity_floor_fetches_per_day);
         gauge!(m::PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
         gauge!(m::PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
+        gauge!(m::PLAN_REGIME_FEEDS, "direction" => "rising").set(p.regime_feeds.0 as f64);
+        gauge!(m::PLAN_REGIME_FEEDS, "direction" => "falling").set(p.regime_feeds.1 as f64);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);

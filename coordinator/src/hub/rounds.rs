@@ -605,6 +605,7 @@ fn figures_of(
         host_prior_postings: counts.sibling_postings,
         half_life_days: counts.half_life_days,
         half_life_feeds: counts.half_life_feeds,
+        regime_feeds: (counts.regime_rising, counts.regime_falling),
         week_shapes: settings.weekly.then_some(counts.week_shapes),
     }
 }
