@@ -71,6 +71,9 @@ pub struct ReplayLog {
     pub host_prior_by_day: Vec<f64>,
     /// Half-life (days; 0: none) of the last replan of each simulated day.
     pub half_life_by_day: Vec<f64>,
+    /// Feeds whose regime rose and fell ([`crate::hub::PlanFigures::regime_feeds`]) at the
+    /// last replan of each simulated day.
+    pub regime_feeds_by_day: Vec<Option<(usize, usize)>>,
     /// The plans' record (delivered over promised delay) at the last replan of each day.
     pub promise_ratio_by_day: Vec<f64>,
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
@@ -201,6 +204,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 log.host_prior_by_day[day] = p.host_prior_postings;
                 log.half_life_by_day.resize(day + 1, f64::NAN);
                 log.half_life_by_day[day] = p.half_life_days;
+                log.regime_feeds_by_day.resize(day + 1, None);
+                log.regime_feeds_by_day[day] = Some(p.regime_feeds);
                 log.promise_ratio_by_day.resize(day + 1, f64::NAN);
                 log.promise_ratio_by_day[day] = p.promise_ratio;
                 expected.resize(day + 1, (0.0, 0));

@@ -159,6 +159,9 @@ struct DayRow {
     host_prior_postings: Option<f64>,
     /// Half-life of the live models' observations at the day's last replan, days (0: none).
     half_life_days: Option<f64>,
+    /// Feeds whose current regime posts at least twice / at most half their window's rate
+    /// at the day's last replan (`kairos_plan_regime_feeds`).
+    regime_feeds: Option<RegimeFeeds>,
     /// The live plans' expected delay per posting over the day's replans (`delay` metric).
     expected_delay_min: Option<f64>,
     /// The plans' record at the day's last replan: delivered over promised delay, the
@@ -180,6 +183,15 @@ struct DayRow {
     calibration: Option<DayCalibration>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
     peers: Vec<(String, Realized)>,
+}
+
+/// Feeds whose regime changed, at a day's last replan (`control/regimes.rs`).
+#[derive(serde::Serialize)]
+struct RegimeFeeds {
+    /// Its current regime posts at least twice its window's rate.
+    rising: usize,
+    /// At most half.
+    falling: usize,
 }
 
 /// Postings lost to the document's size, per plan (see [`scrolled_off`]).
@@ -435,6 +447,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .get(d)
                     .copied()
                     .filter(|b| b.is_finite()),
+                regime_feeds: log
+                    .regime_feeds_by_day
+                    .get(d)
+                    .copied()
+                    .flatten()
+                    .map(|(rising, falling)| RegimeFeeds { rising, falling }),
                 promise_ratio: log
                     .promise_ratio_by_day
                     .get(d)

@@ -208,6 +208,11 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
             m["shrinkage_days"].as_f64().is_some(),
             "day {day}: shrinkage not reported\n{stdout}"
         );
+        let regimes = &m["regime_feeds"];
+        assert!(
+            regimes["rising"].as_u64().is_some() && regimes["falling"].as_u64().is_some(),
+            "day {day}: feeds whose regime changed not reported: {regimes}\n{stdout}"
+        );
     }
     let per_access = |k: &str| -> f64 {
         let (mut sum, mut n) = (0.0, 0.0);
