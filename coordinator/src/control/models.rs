@@ -94,16 +94,16 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             Some((t.n / t.span_days.max(1.0), t.level))
         })
         .collect();
-    let levels = watched_rates.iter().flatten().map(|&(_, level)| level);
-    let regime_rising = levels
-        .clone()
-        .filter(|&l| l >= regimes::SHOWN_LEVEL)
-        .count();
-    let regime_falling = levels.filter(|&l| l <= 1.0 / regimes::SHOWN_LEVEL).count();
-    let watched_rates: Vec<Option<f64>> = watched_rates
-        .into_iter()
-        .map(|r| r.map(|(rate, _)| rate))
-        .collect();
+    let (regime_rising, regime_falling) =
+        watched_rates
+            .iter()
+            .flatten()
+            .fold((0, 0), |(up, down), &(_, level)| {
+                (
+                    up + usize::from(level >= regimes::SHOWN_LEVEL),
+                    down + usize::from(level <= 1.0 / regimes::SHOWN_LEVEL),
+                )
+            });
     for ((c, e), rate) in counts.iter().zip(&exposure).zip(&watched_rates) {
         if rate.is_none() {
             continue;
@@ -113,7 +113,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             pooled_exposure[b] += e[b];
         }
     }
-    rates.extend(watched_rates.into_iter().flatten());
+    rates.extend(watched_rates.into_iter().flatten().map(|(rate, _)| rate));
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
     // not mistaken for quiet ones.
     let per_hour: Vec<f64> = pooled

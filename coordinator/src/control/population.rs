@@ -148,6 +148,7 @@ fn regime_level(
     const HOUR: i64 = DAY_MS / BINS as i64;
     let first_day = start.div_euclid(DAY_MS);
     let days = (until.max(start).div_euclid(DAY_MS) - first_day + 1) as usize;
+    let day_of = |t: i64| (t.div_euclid(DAY_MS) - first_day) as usize;
     let mut counts = vec![0.0f64; days];
     let mut hours: Vec<i64> = dated
         .iter()
@@ -159,23 +160,19 @@ fn regime_level(
     hours.sort_unstable();
     hours.dedup();
     for h in hours {
-        counts[(h * HOUR).div_euclid(DAY_MS).saturating_sub(first_day) as usize] += 1.0;
+        counts[day_of(h * HOUR)] += 1.0;
     }
-    let mut exposure: Vec<f64> = (0..days as i64)
-        .map(|d| {
-            let a = ((first_day + d) * DAY_MS).max(start);
-            let b = ((first_day + d + 1) * DAY_MS).min(until);
-            (b - a).max(0) as f64 / DAY_MS as f64
-        })
-        .collect();
-    for (a, b) in st.blind_within(start, until) {
-        let mut t = a;
-        while t < b {
-            let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(b);
-            let d = (t.div_euclid(DAY_MS) - first_day) as usize;
-            exposure[d] = (exposure[d] - (end - t) as f64 / DAY_MS as f64).max(0.0);
-            t = end;
-        }
+    // Days watched per day: the span less its blind parts.
+    let mut exposure = vec![0.0f64; days];
+    for (a, b) in by_day(start, until) {
+        exposure[day_of(a)] += (b - a) as f64 / DAY_MS as f64;
+    }
+    for (a, b) in st
+        .blind_within(start, until)
+        .flat_map(|(a, b)| by_day(a, b))
+    {
+        let e = &mut exposure[day_of(a)];
+        *e = (*e - (b - a) as f64 / DAY_MS as f64).max(0.0);
     }
     let watched: f64 = exposure.iter().sum();
     let mean = counts.iter().sum::<f64>() / watched.max(1.0);
@@ -298,16 +295,22 @@ impl Population {
 /// weighs what `w` gives at its middle.
 pub(super) fn weighted_hour_exposure(from: i64, to: i64, w: &dyn Fn(i64) -> f64) -> [f64; BINS] {
     let mut e = [0.0; BINS];
-    let mut t = from;
-    while t < to {
-        let end = ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(to);
+    for (t, end) in by_day(from, to) {
         let wt = w(t + (end - t) / 2);
         for (a, b) in e.iter_mut().zip(hour_exposure(t, end)) {
             *a += wt * b;
         }
-        t = end;
     }
     e
+}
+
+/// `[from, to)` cut at UTC midnights, in order (nothing when empty).
+fn by_day(from: i64, to: i64) -> impl Iterator<Item = (i64, i64)> {
+    std::iter::successors((from < to).then_some(from), move |&t| {
+        let next = (t.div_euclid(DAY_MS) + 1) * DAY_MS;
+        (next < to).then_some(next)
+    })
+    .map(move |t| (t, ((t.div_euclid(DAY_MS) + 1) * DAY_MS).min(to)))
 }
 
 #[cfg(test)]

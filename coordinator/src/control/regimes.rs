@@ -68,58 +68,59 @@ pub fn weights(counts: &[f64], exposure: &[f64], mean_rate: f64, hazard: f64) ->
     if days == 0 {
         return Vec::new();
     }
-    let a0 = PRIOR_SHAPE;
-    let b0 = PRIOR_SHAPE / mean_rate.max(0.02);
-    // Run lengths 0..=d after day d: the regime's probability and its counts and exposure
-    // so far (the prior's added when scoring).
-    let mut prob = vec![1.0f64];
-    let mut n = vec![0.0f64];
-    let mut x = vec![0.0f64];
-    for d in 0..days {
-        let (c, e) = (counts[d].max(0.0), exposure[d].clamp(0.0, 1.0));
-        // Predictive chance of the day's count under each run length: negative binomial.
-        let pred: Vec<f64> = n
-            .iter()
-            .zip(&x)
-            .map(|(&nr, &xr)| neg_binomial(c, a0 + nr, b0 + xr, e))
-            .collect();
-        let mut next = Vec::with_capacity(prob.len() + 1);
+    let (a0, b0) = prior(mean_rate);
+    /// One run length's probability and its regime's counts and exposure so far (the
+    /// prior is added when scoring).
+    struct Run {
+        p: f64,
+        n: f64,
+        x: f64,
+    }
+    // Run lengths 0..=d after day d, by index.
+    let mut runs = vec![Run {
+        p: 1.0,
+        n: 0.0,
+        x: 0.0,
+    }];
+    for (&c, &e) in counts.iter().zip(exposure).take(days) {
+        let (c, e) = (c.max(0.0), e.clamp(0.0, 1.0));
+        // Each run length scores the day (negative binomial) and either goes on, adding
+        // the day, or ends with a change at the day's end.
         let mut change = 0.0;
-        for (p, q) in prob.iter().zip(&pred) {
-            change += p * q * hazard;
+        for run in &mut runs {
+            let q = run.p * neg_binomial(c, a0 + run.n, b0 + run.x, e);
+            change += q * hazard;
+            *run = Run {
+                p: q * (1.0 - hazard),
+                n: run.n + c,
+                x: run.x + e,
+            };
         }
-        next.push(change);
-        next.extend(prob.iter().zip(&pred).map(|(p, q)| p * q * (1.0 - hazard)));
-        let total: f64 = next.iter().sum();
+        // A new regime starts counting the day after its change: run length 0.
+        runs.insert(
+            0,
+            Run {
+                p: change,
+                n: 0.0,
+                x: 0.0,
+            },
+        );
+        let total: f64 = runs.iter().map(|r| r.p).sum();
         if total > 0.0 && total.is_finite() {
-            next.iter_mut().for_each(|p| *p /= total);
+            runs.iter_mut().for_each(|r| r.p /= total);
         } else {
             // Every run length gives the day no chance (underflow): start afresh.
-            next = vec![0.0; next.len()];
-            next[0] = 1.0;
+            runs.iter_mut().for_each(|r| r.p = 0.0);
+            runs[0].p = 1.0;
         }
-        // A new regime starts counting the day after its change; the others add the day.
-        // Run length r after day d holds the regime's last r days (r = 0: a change at the
-        // day's end), so the day itself goes to every run length that includes it.
-        let mut n_next = Vec::with_capacity(next.len());
-        let mut x_next = Vec::with_capacity(next.len());
-        n_next.push(0.0);
-        x_next.push(0.0);
-        for (nr, xr) in n.iter().zip(&x) {
-            n_next.push(nr + c);
-            x_next.push(xr + e);
-        }
-        prob = next;
-        n = n_next;
-        x = x_next;
     }
     // Run length r after the last day covers the last r days: day d (of `days`) is
     // covered when r ≥ days − d. The newest day is covered unless a change came at the
     // very end (r = 0), which says nothing about the days watched: it weighs 1.
     let mut covered = vec![0.0f64; days + 1];
     let mut acc = 0.0;
-    for r in (1..prob.len()).rev() {
-        acc += prob[r];
+    for r in (1..runs.len()).rev() {
+        acc += runs[r].p;
         covered[r] = acc;
     }
     let mass = covered[1].max(f64::MIN_POSITIVE);
@@ -134,14 +135,19 @@ pub fn weights(counts: &[f64], exposure: &[f64], mean_rate: f64, hazard: f64) ->
 /// feed's regime and its whole window, since on real feeds a regime often ends as it came
 /// (a repository busy for a week, then quiet): see the module's figures.
 pub fn level(n: f64, days: f64, n_regime: f64, regime_days: f64) -> f64 {
-    let mean = n / days.max(1.0);
-    let (a0, b0) = (PRIOR_SHAPE, PRIOR_SHAPE / mean.max(0.02));
+    let (a0, b0) = prior(n / days.max(1.0));
     let level = ((n_regime + a0) / (regime_days + b0)) / ((n + a0) / (days + b0));
     if level.is_finite() && level > 0.0 {
         level
     } else {
         1.0
     }
+}
+
+/// A new regime's Gamma prior (shape, rate) around `mean_rate` postings a day: weak, and
+/// defined for a feed with none.
+fn prior(mean_rate: f64) -> (f64, f64) {
+    (PRIOR_SHAPE, PRIOR_SHAPE / mean_rate.max(0.02))
 }
 
 /// `P(C = c)` for a count over `e` days at a rate with a Gamma(`a`, `b`) posterior.
