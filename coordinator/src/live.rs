@@ -69,6 +69,10 @@ pub struct LivePlanArgs {
     /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
     #[arg(long)]
     pub quick_updates: bool,
+    /// Leave each feed's rate as its window says, without the forward calibration (by what
+    /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
+    #[arg(long)]
+    pub no_rate_calibration: bool,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`:
     /// how far back the Postings API pages. Older ones are removed in bounded batches once
     /// a minute. Three days keep a million feeds posting once a day within half of an
@@ -168,6 +172,7 @@ impl LivePlanArgs {
             mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,
             quick_updates: self.quick_updates,
+            calibrate_rates: !self.no_rate_calibration,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

@@ -215,6 +215,13 @@ declare! {
     /// most half (`falling`) their window's rate (`control/regimes.rs`).
     describe_gauge PLAN_REGIME_FEEDS = "kairos_plan_regime_feeds",
         "Feeds whose current regime posts at least twice (direction=rising) or at most half (falling) their learning window's rate: woken, bursting, slowing or stopped feeds.";
+    /// Gauge: feeds the rates' forward calibration was fitted on (`control/calibrate.rs`).
+    describe_gauge PLAN_CALIBRATED_FEEDS = "kairos_plan_calibrated_feeds",
+        "Feeds whose forecast a week before, scored on what they posted since, calibrates every feed's rate (0: no calibration in force: too little history, or turned off).";
+    /// Gauge: what feeds silent all their window posted in the week after, over their
+    /// forecast (`control/calibrate.rs`).
+    describe_gauge PLAN_SILENT_RATE_FACTOR = "kairos_plan_silent_rate_factor",
+        "Postings of feeds silent all their window in the week after, over what their rates forecast: above 1, silent feeds start posting; below 1, silence lasts (0: no calibration in force).";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

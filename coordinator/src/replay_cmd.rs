@@ -78,6 +78,10 @@ pub struct ReplayArgs {
     /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
     #[arg(long)]
     quick_updates: bool,
+    /// Leave each feed's rate as its window says, without the forward calibration (by what
+    /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
+    #[arg(long)]
+    no_rate_calibration: bool,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -114,6 +118,10 @@ pub struct ReplayArgs {
     /// Write every fetch the live system made (feed_id,ts seconds from the trace start) here.
     #[arg(long)]
     fetch_log: Option<PathBuf>,
+    /// Write each tuned peer's fetches to `DIR/<peer>.csv`, in `--fetch-log`'s format: to
+    /// see, feed by feed, where a reader's scheduler gains or loses against Kairos.
+    #[arg(long, value_name = "DIR")]
+    peer_fetch_logs: Option<PathBuf>,
     /// Write every posting with its live plans' promise here (feed_id, published and found
     /// in seconds from the trace start, promised delay in seconds): what a day outside its
     /// calibration is made of.
@@ -265,6 +273,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,
         quick_updates: a.quick_updates,
+        calibrate_rates: !a.no_rate_calibration,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,
@@ -654,22 +663,35 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.fetch_log {
-        use std::io::Write;
-        let mut w = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        writeln!(w, "feed_id,ts")?;
-        for (f, times) in log.fetches.iter().enumerate() {
-            for t in times {
-                writeln!(w, "{},{t:.1}", trace.feeds[f].id)?;
-            }
+        write_fetch_log(path, &trace, &log.fetches)?;
+    }
+    if let Some(dir) = &a.peer_fetch_logs {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for p in peer_logs.iter().filter(|p| p.tuned) {
+            write_fetch_log(&dir.join(format!("{}.csv", p.peer.name())), &trace, &p.log)?;
         }
-        w.flush()?;
     }
     if let Some(path) = &a.json {
         std::fs::write(path, serde_json::to_vec_pretty(&rows)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// Writes fetch times per feed as CSV rows `feed_id,ts` (seconds from the trace start).
+fn write_fetch_log(path: &std::path::Path, trace: &Trace, fetches: &[Vec<f64>]) -> Result<()> {
+    use std::io::Write;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "feed_id,ts")?;
+    for (f, times) in fetches.iter().enumerate() {
+        for t in times {
+            writeln!(w, "{},{t:.1}", trace.feeds[f].id)?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

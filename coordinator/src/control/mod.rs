@@ -8,6 +8,7 @@
 //!   observations) that reports update and the relearn step reads;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
+//! * [`calibrate`] — feeds' rates scaled by what feeds forecast alike went on to post;
 //! * [`regimes`] — which of a feed's days belong to its current regime (change points);
 //! * [`shapes`] — daily shapes pooled across feeds, the prior of each feed's hours;
 //! * [`siblings`] — a feed's host's other feeds, a level between its own counts and
@@ -22,6 +23,7 @@
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::hub`] wrap it.
 
+pub mod calibrate;
 pub mod capacity;
 pub mod cluster;
 pub mod feedstate;

@@ -4,6 +4,7 @@
 //! period, day-of-week factors ([`crate::weekly`]) from the days each feed was watched.
 //! The rules are listed in [`super::relearn`].
 
+use super::calibrate;
 use super::feedstate::FeedState;
 use super::population::{tally, Population};
 use super::recency;
@@ -19,6 +20,7 @@ use crate::time::DAY_MS;
 use crate::weekly;
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 const BINS: usize = 24;
 
@@ -248,6 +250,15 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .iter()
         .map(|feed| state_of(&feed.id).is_some_and(|st| st.observed_since_ms.is_some()))
         .collect();
+    // The rates' forward calibration, under the shrinkage and half-life in force.
+    let calibration = if s.calibrate_rates {
+        let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| state_of(&f.id)).collect();
+        calibrate::fit(&watched, s.window_days, now_ms, half_life, beta, typical).map(Arc::new)
+    } else {
+        None
+    };
+    decided.calibrated_feeds = calibration.as_ref().map_or(0, |c| c.feeds);
+    decided.silent_factor = calibration.as_ref().map_or(0.0, |c| c.silent_factor());
     let population = Population {
         half_life_days: half_life,
         window_days: s.window_days,
@@ -258,6 +269,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         mixture: mixture.clone(),
         shape_postings,
         shape_pseudo_postings: s.shape_pseudo_postings,
+        calibration,
     };
     let mut daily: Vec<Vec<f32>> = {
         (0..feeds.len())
@@ -417,6 +429,11 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
 pub struct ModelCounts {
     /// Feeds raised to a daily fetch to explore them (within the budget's share).
     pub exploring: usize,
+    /// Feeds whose forecast a week ago backed the rates' calibration (0: none in force).
+    pub calibrated_feeds: usize,
+    /// What feeds silent all their window posted in the week after, over their forecast
+    /// ([`calibrate`]); 0 when no calibration was fitted (`Default`).
+    pub silent_factor: f64,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
     /// Fetches per day those raised minimums hold beyond the minimums they replaced: budget

@@ -4,6 +4,7 @@
 //! learns every feed against it; [`super::quick`] keeps it until the next round to re-learn
 //! one feed whose fetch surprised its model, with the same rules.
 
+use super::calibrate::RateCalibration;
 use super::feedstate::FeedState;
 use super::models::hour_exposure;
 use super::regimes;
@@ -35,6 +36,9 @@ pub struct Population {
     pub shape_postings: Option<f64>,
     /// The configured floor on the shape prior's pseudo-postings.
     pub shape_pseudo_postings: f64,
+    /// What feeds forecast at a rate went on to post ([`super::calibrate`]); `None`: as
+    /// forecast.
+    pub calibration: Option<Arc<RateCalibration>>,
 }
 
 /// What one feed's observations in the window add up to.
@@ -64,13 +68,30 @@ pub fn tally(
     now_ms: i64,
     w: &dyn Fn(i64) -> f64,
 ) -> Option<Tally> {
+    tally_before(st, window_start, now_ms, w, i64::MAX)
+}
+
+/// [`tally`] as the feed looked before `cut`: postings dated from `cut` on, and spread ones
+/// found from then, are left out ([`super::calibrate`] forecasts from such a past).
+pub fn tally_before(
+    st: &FeedState,
+    window_start: i64,
+    now_ms: i64,
+    w: &dyn Fn(i64) -> f64,
+    cut: i64,
+) -> Option<Tally> {
     let since = st.observed_since_ms?;
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = [0.0f64; BINS];
     let mut n = 0.0;
     let until = st.observed_until_ms(now_ms).unwrap_or(since);
     let first = st.postings_ms.partition_point(|&t| t < window_start);
-    let dated: Vec<i64> = st.postings_ms.range(first..).copied().collect();
+    let last = st.postings_ms.partition_point(|&t| t < cut);
+    let dated: Vec<i64> = st
+        .postings_ms
+        .range(first..last.max(first))
+        .copied()
+        .collect();
     let start = since.max(window_start);
     // The feed's level now against its whole window's ([`regimes`]).
     let level = regime_level(st, &dated, start, until, w);
@@ -96,7 +117,11 @@ pub fn tally(
             excess_mass / BINS as f64
         };
     }
-    for &(from, to) in st.spread_ms.iter().filter(|&&(_, to)| to >= window_start) {
+    for &(from, to) in st
+        .spread_ms
+        .iter()
+        .filter(|&&(_, to)| to >= window_start && to < cut)
+    {
         // One posting's mass spread evenly over the hours of its interval.
         let share = hour_exposure(from.max(window_start), to);
         let total: f64 = share.iter().sum();
@@ -282,10 +307,15 @@ impl Population {
             _ => shrink::shape_days(beta, self.shape_pseudo_postings, rate),
         };
         let own = self.mixture.as_deref().map(|m| m.prior_for(evidence));
+        // The forward calibration scales the feed's level, not its hours.
+        let factor = match &self.calibration {
+            Some(c) if watched => c.factor(rate, n <= 0.0),
+            _ => 1.0,
+        };
         (0..BINS)
             .map(|b| {
                 let prior = rate * own.map_or(self.shared[b], |o| o[b]);
-                ((counts[b] + shape * prior) / (exposure[b] + shape)) as f32
+                (factor * (counts[b] + shape * prior) / (exposure[b] + shape)) as f32
             })
             .collect()
     }

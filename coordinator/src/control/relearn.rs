@@ -102,6 +102,9 @@ pub struct PlannerSettings {
     /// raised to daily fetches, the most recently active first, until it is spent
     /// ([`crate::learn::explore_within`]). 0 turns exploration off.
     pub explore_share: f64,
+    /// Scale each feed's rate by what feeds forecast alike a week ago went on to post
+    /// ([`super::calibrate`]).
+    pub calibrate_rates: bool,
     /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`PlanOutcome::host_limited`]).
@@ -179,6 +182,7 @@ impl Default for PlannerSettings {
             tune_shrinkage: true,
             explore_min_postings: 3,
             explore_share: DEFAULT_EXPLORE_SHARE,
+            calibrate_rates: true,
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,

@@ -183,6 +183,9 @@ pub struct PlanFigures {
     /// Feeds whose current regime posts at least twice, and at most half, their window's
     /// rate (`control/regimes.rs`).
     pub regime_feeds: (usize, usize),
+    /// Feeds the rates' forward calibration was fitted on (0: none in force), and the
+    /// factor it gives feeds silent all their window (`control/calibrate.rs`).
+    pub calibration: (usize, f64),
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }
@@ -292,6 +295,8 @@ impl PlanFigures {
         gauge!(m::PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
         gauge!(m::PLAN_REGIME_FEEDS, "direction" => "rising").set(p.regime_feeds.0 as f64);
         gauge!(m::PLAN_REGIME_FEEDS, "direction" => "falling").set(p.regime_feeds.1 as f64);
+        gauge!(m::PLAN_CALIBRATED_FEEDS).set(p.calibration.0 as f64);
+        gauge!(m::PLAN_SILENT_RATE_FACTOR).set(p.calibration.1);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);
