@@ -215,6 +215,10 @@ pub(crate) struct Common {
     /// most recently active first); 0 turns exploration off.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::DEFAULT_EXPLORE_SHARE)]
     explore_share: f64,
+    /// Leave each feed's rate as its window says, without the forward calibration (by what
+    /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
+    #[arg(long)]
+    no_rate_calibration: bool,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
@@ -389,6 +393,7 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         mixture_min_per_day: c.mixture_min_per_day,
         host_level: c.host_level,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
+        calibrate_rates: !c.no_rate_calibration,
         ..Default::default()
     };
     Ok(kairos_coordinator::control::from_trace::learn_live(
