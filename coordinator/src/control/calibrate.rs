@@ -32,6 +32,9 @@ pub const HORIZON_DAYS: f64 = 7.0;
 /// Pseudo-postings on each side of a group's ratio.
 pub const PSEUDO_POSTINGS: f64 = 5.0;
 
+/// What one feed's week may count, postings a day watched (or times its forecast, if more).
+const FLOOD_PER_DAY: f64 = 4.0;
+
 /// Least days a feed was watched before the forecast, and of the horizon after it, to count.
 const MIN_WATCHED_DAYS: f64 = 2.0;
 
@@ -141,7 +144,11 @@ pub fn fit(
                     .iter()
                     .filter(|&&(_, to)| to >= cut && to < until)
                     .count();
-            (days > 0.0).then_some((rate, came as f64, days, past.n <= 0.0))
+            // A flood (an import, 500 items in an hour) says little of the feed's rate,
+            // and counted whole it would scale its whole group: a feed's week counts at
+            // most `FLOOD_PER_DAY` a day watched, or that many times its forecast.
+            let cap = days * FLOOD_PER_DAY.max(FLOOD_PER_DAY * rate);
+            (days > 0.0).then_some((rate, (came as f64).min(cap), days, past.n <= 0.0))
         })
         .collect();
     if scored.is_empty() {
@@ -238,6 +245,33 @@ mod tests {
         assert!((8.0..12.0).contains(&up), "starting factor {up}");
         let down = staying.factor(0.05, true);
         assert!((0.1..0.5).contains(&down), "staying factor {down}");
+        // A flood in one feed's week moves its group no more than a few busy days would.
+        let flood = {
+            let mut st = feed(now, |_| true);
+            let day = now / DAY_MS - 1;
+            st.observe(
+                &FetchObservation {
+                    finished_ms: day * DAY_MS + 23 * H + 30 * 60_000,
+                    answered: true,
+                    new_items: (0..500u64)
+                        .map(|k| {
+                            (
+                                1_000_000 + k,
+                                Some(day * DAY_MS + 23 * H + 60_000 + k as i64),
+                            )
+                        })
+                        .collect(),
+                    ..Default::default()
+                },
+                28 * DAY_MS,
+            );
+            st
+        };
+        let mut with_flood: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
+        with_flood.push(Some(&flood));
+        let c = fit(&with_flood, 28.0, now, 0.0, 1.0, 1.0).expect("watched both sides");
+        let f = c.factor(1.0, false);
+        assert!((0.9..1.15).contains(&f), "a flood moved its group to {f}");
         // An empty population calibrates nothing.
         assert!(fit(&[None], 28.0, now, 0.0, 1.0, 1.0).is_none());
     }
