@@ -9,7 +9,8 @@
 //!
 //! So the learner asks the population itself: it rebuilds every feed's rate as it would
 //! have been [`HORIZON_DAYS`] ago (the same formula, the same pseudo-days, the window ending
-//! then), and compares each forecast with the postings the feed made since. Feeds are
+//! then, reaching back as far as the states keep: the live window is pruned at its start, so
+//! the forecast learns from that much less), and compares each forecast with the postings the feed made since. Feeds are
 //! grouped by their forecast, an octave of rate per group; each group's factor is its
 //! postings over its forecast postings, each side with [`PSEUDO_POSTINGS`] added so a thin
 //! group stays near 1. A feed's rate now is multiplied by the factor of its rate,
@@ -25,6 +26,7 @@ use super::feedstate::FeedState;
 use super::population::tally_before;
 use super::recency;
 use crate::time::DAY_MS;
+use rayon::prelude::*;
 
 /// How far back the forecasts are made: the week since is what they are scored on.
 pub const HORIZON_DAYS: f64 = 7.0;
@@ -83,11 +85,6 @@ impl RateCalibration {
     pub fn silent_factor(&self) -> f64 {
         self.silent.map_or(1.0, f64::exp)
     }
-
-    /// The groups: (rate at the centre, factor), ascending by rate.
-    pub fn groups(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.points.iter().map(|&(x, y)| (x.exp(), y.exp()))
-    }
 }
 
 /// A group's sums.
@@ -118,10 +115,10 @@ pub fn fit(
     let window_start = cut - (window_days * DAY_MS as f64) as i64;
     let min_watched = (MIN_WATCHED_DAYS * DAY_MS as f64) as i64;
     let w = |t: i64| recency::weight(cut - t, half_life_days);
-    // Each feed's forecast and what came, in feed order (the sums then do not depend on
-    // the thread count).
+    // Each feed's forecast and what came, on every core, collected in feed order (the sums
+    // then do not depend on the thread count).
     let scored: Vec<(f64, f64, f64, bool)> = states
-        .iter()
+        .par_iter()
         .filter_map(|st| {
             let st = (*st)?;
             let since = st.observed_since_ms?;
