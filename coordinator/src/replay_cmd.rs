@@ -214,6 +214,12 @@ struct ScrolledOff {
 /// Runs the replay and prints the day-by-day table.
 pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let peer_list = parse_peers(&a.peers).map_err(anyhow::Error::msg)?;
+    if a.peer_fetch_logs.is_some() && peer_list.is_empty() {
+        bail!(
+            "--peer-fetch-logs writes the peers' fetches, and --peers {} runs none",
+            a.peers
+        );
+    }
     // Refused before the replay runs, not after it.
     if let Some(p) = &a.plot {
         if p.extension().and_then(|e| e.to_str()) != Some("svg") {

@@ -292,4 +292,20 @@ fn replay_refuses_bad_input_clearly() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("--shrinkage-days"), "{bad}: {err}");
     }
+    // The peers' fetch logs with no peer to run: refused, not an empty folder.
+    let dir = std::env::temp_dir().join(format!("kairos-peer-logs-{}", std::process::id()));
+    let dir_arg = dir.display().to_string();
+    let o = coordinator(&[
+        "replay",
+        "--trace",
+        "/nonexistent/trace",
+        "--peers",
+        "none",
+        "--peer-fetch-logs",
+        &dir_arg,
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--peer-fetch-logs"), "{err}");
+    assert!(!dir.exists());
 }
