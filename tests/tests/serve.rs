@@ -615,3 +615,55 @@ async fn feed_urls_naming_private_or_metadata_addresses_are_refused_unless_allow
     assert_eq!(urls.len(), 3, "{urls:?}");
     assert!(urls.iter().all(|u| !u.contains("169.254")), "{urls:?}");
 }
+
+/// A removed feed takes its learned state with it: the restarted server loads only the
+/// kept feed's, and finds nothing left over to clean up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_feed_takes_its_learned_state_with_it() {
+    let dir = TempDir::new("serve-remove");
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let first = start_coordinator(
+        &["--data-dir", data_arg],
+        &dir.path().join("coordinator-1.log"),
+    );
+    let mut admin = AdminClient::connect(first.url.clone()).await.unwrap();
+    for id in ["kept", "gone"] {
+        admin
+            .add_feed(add_feed(id, &format!("https://{id}.example/feed.xml")))
+            .await
+            .unwrap();
+        // ResumeFeed stores a learned state for the feed (a cleared one).
+        admin
+            .resume_feed(pb::ResumeFeedRequest { feed_id: id.into() })
+            .await
+            .unwrap();
+    }
+    admin
+        .remove_feed(pb::RemoveFeedRequest {
+            feed_id: "gone".into(),
+        })
+        .await
+        .unwrap();
+    drop(admin);
+    drop(first);
+    let log = dir.path().join("coordinator-2.log");
+    let _second = start_coordinator(&["--data-dir", data_arg], &log);
+    let started = std::time::Instant::now();
+    let loaded = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("state loaded")) {
+            assert!(
+                !text.contains("no longer registered"),
+                "the removal left learned state behind:\n{text}"
+            );
+            break line.to_string();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "no start line in:\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(loaded.contains("learned=1"), "{loaded}");
+}

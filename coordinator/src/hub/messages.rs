@@ -458,12 +458,15 @@ impl Message for FeedAdded {
     }
 }
 
-/// A feed was removed.
+/// A feed was removed: out of the reader statistics, and its learned state forgotten (the
+/// registry deleted the stored copy).
 pub(super) struct FeedRemoved(pub String);
 impl Message for FeedRemoved {
     type Reply = ();
     fn handle(self, s: &mut State) {
         s.access.remove_feed(&self.0);
+        s.feeds.remove(&self.0);
+        s.subscribers.remove(&self.0);
     }
 }
 

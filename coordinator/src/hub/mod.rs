@@ -172,6 +172,42 @@ impl<B: KvBackend> Hub<B> {
                 }
             }
         }
+        // State learned for feeds no longer registered (removed before their removal took
+        // the state with it, or while a report of theirs was in flight) is dropped here and
+        // deleted from the store, so it neither loads at every start nor grows for ever.
+        let registered: std::collections::HashSet<&str> =
+            feeds.iter().map(|f| f.id.as_str()).collect();
+        let orphans: Vec<String> = learned
+            .keys()
+            .filter(|f| !registered.contains(f.as_str()))
+            .cloned()
+            .collect();
+        if !orphans.is_empty() {
+            for f in &orphans {
+                learned.remove(f);
+            }
+            let mut deleted = 0;
+            for chunk in orphans.chunks(500) {
+                let ops = chunk
+                    .iter()
+                    .map(|f| Key::Learned(f).encode().map(Op::Delete))
+                    .collect::<Result<Vec<_>, _>>()?;
+                match store.batch(ops).await {
+                    Ok(()) => deleted += chunk.len(),
+                    Err(e) => {
+                        // Dropped from memory all the same; the next start tries again.
+                        tracing::warn!(error = %e, left = orphans.len() - deleted, "could not delete the learned state of removed feeds");
+                        break;
+                    }
+                }
+            }
+            tracing::info!(
+                feeds = orphans.len(),
+                deleted,
+                example = %orphans[0],
+                "learned state of feeds no longer registered dropped"
+            );
+        }
         let learned_took = lap().0;
         tracing::info!(
             feeds = feeds.len(),
@@ -639,8 +675,12 @@ impl<B: KvBackend> Hub<B> {
         Ok(added)
     }
 
-    /// Removes a feed (and from the access statistics).
+    /// Removes a feed, its learned state and its reader statistics.
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
+        // Report ingest reads and writes learned state under this lock: a batch that began
+        // before the removal ends before it, so its write of the feed's state is deleted
+        // here rather than written back after.
+        let _writer = self.learned_writes.lock().await;
         self.registry.remove_feed(id).await?;
         self.actor.ask(msg::FeedRemoved(id.to_string())).await;
         metrics::gauge!(m::REGISTRY_FEEDS).decrement(1.0);

@@ -269,7 +269,12 @@ impl<B: KvBackend> Registry<B> {
     /// Removes a feed and every subscription to it.
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
         let rec = self.get_feed(id).await?;
-        let mut ops = vec![Op::Delete(Key::Feed(id).encode()?)];
+        // Its learned state goes in the same batch: nothing else ever deletes it, and a
+        // feed registered again under the id is another feed until it shows otherwise.
+        let mut ops = vec![
+            Op::Delete(Key::Feed(id).encode()?),
+            Op::Delete(Key::Learned(id).encode()?),
+        ];
         let index_key = url_key(&rec.url)?;
         if self.store.get(index_key.clone()).await?.as_deref() == Some(id.as_bytes()) {
             ops.push(Op::Delete(index_key));
