@@ -19,6 +19,7 @@ pub(super) async fn load<B: KvBackend>(
 ) -> anyhow::Result<i64> {
     let prefix = Key::Access("").prefix()?;
     let (mut after, mut users) = (None, 0usize);
+    let mut orphans: Vec<Vec<u8>> = Vec::new();
     loop {
         let page = store.range(prefix.clone(), after.clone(), 1000).await?;
         let Some(last) = page.last() else { break };
@@ -26,11 +27,41 @@ pub(super) async fn load<B: KvBackend>(
         for (k, v) in &page {
             let user = String::from_utf8_lossy(&k[prefix.len()..]).into_owned();
             match serde_json::from_slice::<StoredAccess>(v) {
-                Ok(s) => users += usize::from(access.restore(&user, s)),
+                Ok(s) => {
+                    if access.restore(&user, s) {
+                        users += 1;
+                    } else {
+                        // A user no longer registered (removed while their histograms
+                        // were being stored, or before removal took them along).
+                        orphans.push(k.clone());
+                    }
+                }
                 // Relearnable from new accesses: skip rather than refuse to start.
                 Err(e) => tracing::warn!(%user, error = %e, "unreadable access statistics skipped"),
             }
         }
+    }
+    if !orphans.is_empty() {
+        let n = orphans.len();
+        let mut deleted = 0;
+        for chunk in orphans.chunks(REPAIR_BATCH) {
+            match store
+                .batch(chunk.iter().cloned().map(Op::Delete).collect())
+                .await
+            {
+                Ok(()) => deleted += chunk.len(),
+                Err(e) => {
+                    // Not loaded all the same; the next start tries again.
+                    tracing::warn!(error = %e, left = n - deleted, "could not delete the access statistics of removed users");
+                    break;
+                }
+            }
+        }
+        tracing::info!(
+            users = n,
+            deleted,
+            "access statistics of users no longer registered dropped"
+        );
     }
     let key = Key::AccessSince.encode()?;
     let since = match store.get(key.clone()).await? {

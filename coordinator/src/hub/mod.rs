@@ -43,6 +43,8 @@ pub mod open_times;
 mod pacing;
 pub mod push;
 mod quick;
+#[cfg(test)]
+mod removal_tests;
 mod reports;
 mod rounds;
 pub mod stored_plan;

@@ -369,7 +369,11 @@ impl<B: KvBackend> Registry<B> {
     /// Removes a user and their subscriptions.
     pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
         self.get_user(id).await?;
-        let mut ops = vec![Op::Delete(Key::User(id).encode()?)];
+        // The reader's access histograms go in the same batch (nothing else deletes them).
+        let mut ops = vec![
+            Op::Delete(Key::User(id).encode()?),
+            Op::Delete(Key::Access(id).encode()?),
+        ];
         for feed in self.subscriptions(id).await? {
             ops.push(Op::Delete(Key::SubscriptionByUser(id, &feed).encode()?));
             ops.push(Op::Delete(Key::SubscriptionByFeed(&feed, id).encode()?));
