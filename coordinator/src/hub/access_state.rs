@@ -191,21 +191,13 @@ mod tests {
     use kairos_runtime::clock::SimClock;
     use std::sync::Arc;
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
     async fn open(store: &Arc<MemoryBackend>, clock: SimClock) -> Hub<Arc<MemoryBackend>> {
         crate::hub::open_for_tests(Arc::new(store.clone()), clock).await
     }
 
     #[test]
     fn access_statistics_and_their_start_survive_a_restart() {
-        runtime().block_on(async {
+        crate::hub::test_runtime().block_on(async {
             let store = Arc::new(MemoryBackend::new());
             let t0 = 1_772_409_600_000;
             let clock = SimClock::manual(t0);
@@ -248,7 +240,7 @@ mod tests {
         use crate::access::StoredAccess;
         use crate::store::keys::Key;
         use crate::store::{KvBackend, Op};
-        runtime().block_on(async {
+        crate::hub::test_runtime().block_on(async {
             let store = Arc::new(MemoryBackend::new());
             let clock = SimClock::manual(1_772_409_600_000);
             let hub = open(&store, clock).await;

@@ -760,6 +760,16 @@ fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
     }
 }
 
+/// The runtime the hub's unit tests block on: one worker thread, timers and I/O enabled.
+#[cfg(test)]
+pub(crate) fn test_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+}
+
 /// A hub for unit tests: sessions that never expire in wall time, hourly replans.
 #[cfg(test)]
 pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock) -> Hub<B> {

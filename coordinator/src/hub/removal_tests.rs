@@ -8,21 +8,13 @@ use crate::store::{KvBackend, Op};
 use kairos_runtime::clock::SimClock;
 use std::sync::Arc;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 async fn stored(store: &MemoryBackend, key: Key<'_>) -> bool {
     store.get(key.encode().unwrap()).await.unwrap().is_some()
 }
 
 #[test]
 fn removal_deletes_learned_state_and_histograms_and_a_start_clears_leftovers() {
-    runtime().block_on(async {
+    super::test_runtime().block_on(async {
         let store = Arc::new(MemoryBackend::new());
         let t0 = 1_772_409_600_000;
         let clock = SimClock::manual(t0);
