@@ -23,7 +23,7 @@ pub enum Feeds {
         #[arg(long)]
         weight: Option<f64>,
     },
-    /// Removes a feed and its subscriptions.
+    /// Removes a feed, its subscriptions and its learned state (its postings age out).
     Remove { feed_id: String },
     /// Fetches a `gone` feed again.
     Resume { feed_id: String },
@@ -45,7 +45,7 @@ pub enum Users {
         #[arg(long)]
         weight: Option<f64>,
     },
-    /// Removes a user and their subscriptions.
+    /// Removes a user, their subscriptions and their reader access statistics.
     Remove { user_id: String },
 }
 
