@@ -41,28 +41,7 @@ pub(super) async fn load<B: KvBackend>(
             }
         }
     }
-    if !orphans.is_empty() {
-        let n = orphans.len();
-        let mut deleted = 0;
-        for chunk in orphans.chunks(REPAIR_BATCH) {
-            match store
-                .batch(chunk.iter().cloned().map(Op::Delete).collect())
-                .await
-            {
-                Ok(()) => deleted += chunk.len(),
-                Err(e) => {
-                    // Not loaded all the same; the next start tries again.
-                    tracing::warn!(error = %e, left = n - deleted, "could not delete the access statistics of removed users");
-                    break;
-                }
-            }
-        }
-        tracing::info!(
-            users = n,
-            deleted,
-            "access statistics of users no longer registered dropped"
-        );
-    }
+    super::delete_leftovers(store, orphans, "access statistics of users").await;
     let key = Key::AccessSince.encode()?;
     let since = match store.get(key.clone()).await? {
         Some(v) => serde_json::from_slice::<i64>(&v).unwrap_or(now_ms),
@@ -76,9 +55,6 @@ pub(super) async fn load<B: KvBackend>(
     tracing::info!(users, since_ms = since, "reader access statistics loaded");
     Ok(since)
 }
-
-/// Writes per batch of the repair: under etcd's default limit of 128 operations a request.
-const REPAIR_BATCH: usize = 100;
 
 /// Once per store: drops stored histograms of feeds their user does not subscribe to, and
 /// stores the users affected again. Until feed numbers were made unique, a feed added after
@@ -104,7 +80,7 @@ pub(super) async fn repair_once<B: KvBackend>(
         .collect();
     let dropped = access.retain_feed_histograms(|user, feed| subscribed.contains(&(user, feed)));
     let dirty = access.take_dirty();
-    for part in dirty.chunks(REPAIR_BATCH) {
+    for part in dirty.chunks(super::STORE_BATCH) {
         let mut ops = Vec::with_capacity(part.len());
         for (user, stored) in part {
             ops.push(Op::Put(

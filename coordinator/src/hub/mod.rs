@@ -184,32 +184,14 @@ impl<B: KvBackend> Hub<B> {
             .filter(|f| !registered.contains(f.as_str()))
             .cloned()
             .collect();
-        if !orphans.is_empty() {
-            for f in &orphans {
-                learned.remove(f);
-            }
-            let mut deleted = 0;
-            for chunk in orphans.chunks(500) {
-                let ops = chunk
-                    .iter()
-                    .map(|f| Key::Learned(f).encode().map(Op::Delete))
-                    .collect::<Result<Vec<_>, _>>()?;
-                match store.batch(ops).await {
-                    Ok(()) => deleted += chunk.len(),
-                    Err(e) => {
-                        // Dropped from memory all the same; the next start tries again.
-                        tracing::warn!(error = %e, left = orphans.len() - deleted, "could not delete the learned state of removed feeds");
-                        break;
-                    }
-                }
-            }
-            tracing::info!(
-                feeds = orphans.len(),
-                deleted,
-                example = %orphans[0],
-                "learned state of feeds no longer registered dropped"
-            );
+        for f in &orphans {
+            learned.remove(f);
         }
+        let keys = orphans
+            .iter()
+            .map(|f| Key::Learned(f).encode())
+            .collect::<Result<Vec<_>, _>>()?;
+        delete_leftovers(store.as_ref(), keys, "learned state of feeds").await;
         let learned_took = lap().0;
         tracing::info!(
             feeds = feeds.len(),
@@ -758,6 +740,42 @@ fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
         skip_hours_mask: spec.skip_hours,
         skip_days_mask: spec.skip_days,
     }
+}
+
+/// Writes per batch where the hub writes or deletes many records at once: under etcd's
+/// default limit of 128 operations a request.
+const STORE_BATCH: usize = 100;
+
+/// Deletes records a hub's start found left over (`what`: whose, for the log), in batches
+/// of [`STORE_BATCH`]; returns how many went. A failed batch stops it, said once with how
+/// many are left: they are not loaded all the same, and the next start tries again.
+async fn delete_leftovers<B: KvBackend + ?Sized>(
+    store: &B,
+    keys: Vec<Vec<u8>>,
+    what: &str,
+) -> usize {
+    if keys.is_empty() {
+        return 0;
+    }
+    let mut deleted = 0;
+    for chunk in keys.chunks(STORE_BATCH) {
+        match store
+            .batch(chunk.iter().cloned().map(Op::Delete).collect())
+            .await
+        {
+            Ok(()) => deleted += chunk.len(),
+            Err(e) => {
+                tracing::warn!(error = %e, left = keys.len() - deleted, "could not delete the {what} no longer registered");
+                break;
+            }
+        }
+    }
+    tracing::info!(
+        records = keys.len(),
+        deleted,
+        "{what} no longer registered dropped"
+    );
+    deleted
 }
 
 /// The runtime the hub's unit tests block on: one worker thread, timers and I/O enabled.

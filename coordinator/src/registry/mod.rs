@@ -266,7 +266,7 @@ impl<B: KvBackend> Registry<B> {
         Ok(rec)
     }
 
-    /// Removes a feed and every subscription to it.
+    /// Removes a feed, every subscription to it and its learned state.
     pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
         let rec = self.get_feed(id).await?;
         // Its learned state goes in the same batch: nothing else ever deletes it, and a
@@ -366,7 +366,7 @@ impl<B: KvBackend> Registry<B> {
         rows.iter().map(|(_, v)| decode(v)).collect()
     }
 
-    /// Removes a user and their subscriptions.
+    /// Removes a user, their subscriptions and their access histograms.
     pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
         self.get_user(id).await?;
         // The reader's access histograms go in the same batch (nothing else deletes them).
