@@ -7,10 +7,17 @@ the subscriptions to them, every app-level access (empty feed_id) and the access
 them, and all users. docs/RESULTS.md replays each next to the peers, as stand-ins for real
 populations Kairos was not tuned on.
 
+With --sample FRACTION SEED..., each seed gives instead a random share of the feeds (each
+feed kept with chance FRACTION), in OUT_DIR/sample-SEED: draws of one real population, so a
+change to the learner is judged on several of them rather than on one replay, whose figures
+move a percent or two with any change to the plans (scripts/ab_replay.sh).
+
 usage: scripts/trace_subsets.py SOURCE_TRACE OUT_DIR
+       scripts/trace_subsets.py SOURCE_TRACE OUT_DIR --sample FRACTION SEED...
 """
 import csv
 import os
+import random
 import sys
 
 
@@ -31,15 +38,44 @@ def copy_rows(src, dst, name, keep):
     return kept
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    src, out = sys.argv[1], sys.argv[2]
+def samples(src, fraction, seeds):
+    """Each seed's random share of the feeds, by name (`sample-SEED`)."""
+    with open(os.path.join(src, "feeds.csv"), newline="") as f:
+        ids = [row["feed_id"] for row in csv.DictReader(f)]
+    groups = {}
+    for seed in seeds:
+        rng = random.Random(seed)
+        groups[f"sample-{seed}"] = {i for i in ids if rng.random() < fraction}
+    return groups
+
+
+def by_source(src):
+    """Feeds by source and by branch or directory feed (feeds-meta.csv)."""
     groups = {}
     with open(os.path.join(src, "feeds-meta.csv"), newline="") as f:
         for m in csv.DictReader(f):
             groups.setdefault(m["source"], set()).add(m["feed_id"])
             groups.setdefault("dir" if m["path"] else "branch", set()).add(m["feed_id"])
+    return groups
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 2:
+        src, out = args
+        groups = by_source(src)
+    elif len(args) >= 5 and args[2] == "--sample":
+        src, out = args[0], args[1]
+        try:
+            fraction = float(args[3])
+            seeds = [int(s) for s in args[4:]]
+        except ValueError:
+            sys.exit(__doc__)
+        if not 0.0 < fraction <= 1.0:
+            sys.exit("FRACTION must be in (0, 1]")
+        groups = samples(src, fraction, seeds)
+    else:
+        sys.exit(__doc__)
     for name, feeds in sorted(groups.items()):
         dst = os.path.join(out, name)
         os.makedirs(dst, exist_ok=True)
