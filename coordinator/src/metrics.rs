@@ -52,9 +52,10 @@ declare! {
     /// Summed age of missed postings at the accesses that missed them (user-access delay).
     describe_counter ACCESS_DELAY_SECONDS_TOTAL = "kairos_access_delay_seconds_total",
         "Summed age of missed postings at the accesses that missed them.";
-    /// Reports refused (feed not owned by the reporting worker, unknown feed).
+    /// Reports refused (feed not owned by the reporting worker, unknown feed, or removed
+    /// while the report was in flight).
     describe_counter REPORTS_REJECTED_TOTAL = "kairos_reports_rejected_total",
-        "Reports refused: feed not owned by the worker, or not planned.";
+        "Reports refused: feed not owned by the worker, not planned, or removed while the report was in flight.";
     /// Report messages refused alone for breaking the report bounds (too many postings, a field
     /// over its length); the worker logs each reason.
     describe_counter REPORTS_REFUSED_BOUNDS_TOTAL = "kairos_reports_refused_bounds_total",

@@ -23,7 +23,7 @@ pub enum Feeds {
         #[arg(long)]
         weight: Option<f64>,
     },
-    /// Removes a feed, its subscriptions and its learned state (its postings age out).
+    /// Removes a feed, its subscriptions, learned state, stored postings and item markers.
     Remove { feed_id: String },
     /// Fetches a `gone` feed again.
     Resume { feed_id: String },

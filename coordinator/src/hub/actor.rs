@@ -71,6 +71,9 @@ pub(super) struct State {
     pub promises: crate::control::promise::PromiseRecord,
     /// When each feed never fetched yet is due for its first fetch ([`super::pacing`]).
     pub first_sights: HashMap<String, i64>,
+    /// Feeds removed lately, with when ([`super::removal`]): reports of theirs still in
+    /// flight are dropped rather than written back.
+    pub removed: HashMap<String, i64>,
     /// The latest UTC day that held first sights ([`super::pacing::Pacing::paced_day`]).
     pub paced_day: super::pacing::Steering,
     /// Fetches a day the last plan was made for: what the workers' allowances deal.
@@ -258,6 +261,7 @@ mod tests {
             totals: Totals::default(),
             promises: Default::default(),
             first_sights: HashMap::new(),
+            removed: HashMap::new(),
             paced_day: Default::default(),
             budget_per_day: None,
             quick: Default::default(),

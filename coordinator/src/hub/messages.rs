@@ -45,7 +45,7 @@ use crate::control::FeedSpec;
 use crate::metrics as m;
 use crate::registry::FeedRecord;
 use kairos_proto::v1 as pb;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -236,15 +236,24 @@ impl Message for LearnedState {
     }
 }
 
-/// The learned states of these feeds, shared (those that have one).
+/// The learned states of these feeds, shared (those that have one), and which of them were
+/// removed lately ([`super::removal`]).
 pub(super) struct LearnedStates(pub Vec<String>);
 impl Message for LearnedStates {
-    type Reply = HashMap<String, Arc<FeedState>>;
+    type Reply = (HashMap<String, Arc<FeedState>>, HashSet<String>);
     fn handle(self, s: &mut State) -> Self::Reply {
-        self.0
+        let removed = self
+            .0
+            .iter()
+            .filter(|f| s.removed.contains_key(*f))
+            .cloned()
+            .collect();
+        let states = self
+            .0
             .into_iter()
             .filter_map(|f| s.feeds.get(&f).map(|st| (f, st.clone())))
-            .collect()
+            .collect();
+        (states, removed)
     }
 }
 
@@ -455,18 +464,26 @@ impl Message for FeedAdded {
     type Reply = ();
     fn handle(self, s: &mut State) {
         s.access.set_feed(&self.0);
+        // Registered again: its reports count from now on.
+        s.removed.remove(&self.0);
     }
 }
 
 /// A feed was removed: out of the reader statistics, and its learned state forgotten (the
 /// registry deleted the stored copy).
-pub(super) struct FeedRemoved(pub String);
+pub(super) struct FeedRemoved {
+    pub id: String,
+    pub now_ms: i64,
+}
 impl Message for FeedRemoved {
     type Reply = ();
     fn handle(self, s: &mut State) {
-        s.access.remove_feed(&self.0);
-        s.feeds.remove(&self.0);
-        s.subscribers.remove(&self.0);
+        s.access.remove_feed(&self.id);
+        s.feeds.remove(&self.id);
+        s.subscribers.remove(&self.id);
+        let since = self.now_ms - super::removal::REMOVED_KEPT_MS;
+        s.removed.retain(|_, at| *at >= since);
+        s.removed.insert(self.id, self.now_ms);
     }
 }
 

@@ -43,6 +43,7 @@ pub mod open_times;
 mod pacing;
 pub mod push;
 mod quick;
+mod removal;
 #[cfg(test)]
 mod removal_tests;
 mod reports;
@@ -312,6 +313,7 @@ impl<B: KvBackend> Hub<B> {
             totals: Totals::default(),
             promises,
             first_sights,
+            removed: HashMap::new(),
             paced_day: Default::default(),
             budget_per_day,
             quick: Default::default(),
@@ -659,18 +661,6 @@ impl<B: KvBackend> Hub<B> {
         Ok(added)
     }
 
-    /// Removes a feed, its learned state and its reader statistics.
-    pub async fn remove_feed(&self, id: &str) -> Result<(), RegistryError> {
-        // Report ingest reads and writes learned state under this lock: a batch that began
-        // before the removal ends before it, so its write of the feed's state is deleted
-        // here rather than written back after.
-        let _writer = self.learned_writes.lock().await;
-        self.registry.remove_feed(id).await?;
-        self.actor.ask(msg::FeedRemoved(id.to_string())).await;
-        metrics::gauge!(m::REGISTRY_FEEDS).decrement(1.0);
-        Ok(())
-    }
-
     /// Registers a user (and in the access statistics).
     pub async fn add_user(&self, id: &str, weight: f64) -> Result<UserRecord, RegistryError> {
         let added = self.registry.add_user(id, weight).await?;
@@ -682,14 +672,6 @@ impl<B: KvBackend> Hub<B> {
             .await;
         metrics::gauge!(m::REGISTRY_USERS).increment(1.0);
         Ok(added)
-    }
-
-    /// Removes a user (and from the access statistics).
-    pub async fn remove_user(&self, id: &str) -> Result<(), RegistryError> {
-        self.registry.remove_user(id).await?;
-        self.actor.ask(msg::UserRemoved(id.to_string())).await;
-        metrics::gauge!(m::REGISTRY_USERS).decrement(1.0);
-        Ok(())
     }
 
     /// Imports an OPML document (optionally subscribing `user` to its feeds); the feeds it

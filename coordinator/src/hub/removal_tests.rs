@@ -5,6 +5,7 @@ use crate::access::AccessEvent;
 use crate::store::keys::Key;
 use crate::store::memory::MemoryBackend;
 use crate::store::{KvBackend, Op};
+use kairos_proto::v1 as pb;
 use kairos_runtime::clock::SimClock;
 use std::sync::Arc;
 
@@ -77,5 +78,116 @@ fn removal_deletes_learned_state_and_histograms_and_a_start_clears_leftovers() {
         assert!(stored(&store, Key::Access("stays")).await);
         let in_memory = hub.with_state(|s| s.feeds.len()).await;
         assert_eq!(in_memory, 1, "only the registered feed's state loads");
+    });
+}
+
+/// A report of a feed: answered at `at_ms`, finding item `item`.
+fn report(worker: &str, seq: u64, feed: &str, item: u64, at_ms: i64) -> pb::ReportMessage {
+    pb::ReportMessage {
+        worker_id: worker.into(),
+        seq,
+        body: Some(pb::report_message::Body::Fetch(pb::FetchReport {
+            feed_id: feed.into(),
+            started_unix_ms: at_ms - 1_000,
+            finished_unix_ms: at_ms,
+            outcome: pb::FetchOutcome::Ok as i32,
+            http_status: 200,
+            new_postings: vec![pb::Posting {
+                item_id_hash: item,
+                discovered_unix_ms: at_ms,
+                published_unix_ms: Some(at_ms - 60_000),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+async fn keys_under(store: &MemoryBackend, prefix: Vec<u8>) -> Vec<Vec<u8>> {
+    let rows = store.range(prefix, None, 1000).await.unwrap();
+    rows.into_iter().map(|(k, _)| k).collect()
+}
+
+/// Removal deletes the feed's stored postings and item markers, keeping only its posting
+/// number; a report checked before the removal but written after it writes nothing back;
+/// the id registered again is a new feed whose postings take new numbers.
+#[test]
+fn removal_takes_postings_and_markers_and_a_report_in_flight_writes_nothing_back() {
+    super::test_runtime().block_on(async {
+        let store = Arc::new(MemoryBackend::new());
+        let t0 = 1_772_409_600_000;
+        let clock = SimClock::manual(t0);
+        let hub = super::open_for_tests(Arc::new(store.clone()), clock).await;
+        for f in ["kept", "gone"] {
+            hub.add_feed(Some(f), &format!("https://{f}.example/rss"), 1.0)
+                .await
+                .unwrap();
+        }
+        let (w, _) = hub.register("w", 1.0).await.unwrap();
+        hub.heartbeat(&w, 0).await.unwrap();
+        hub.replan().await.unwrap();
+        let mut seq = 0;
+        for (i, f) in ["kept", "gone", "gone"].iter().enumerate() {
+            seq += 1;
+            let ack = hub
+                .handle_reports(&w, vec![report(&w, seq, f, 10 + i as u64, t0 + 1_000)])
+                .await
+                .unwrap();
+            assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
+        }
+        let gone_posts = Key::Posting("gone", 0).prefix().unwrap();
+        assert_eq!(keys_under(&store, gone_posts.clone()).await.len(), 2);
+        let seen = |store: Arc<MemoryBackend>, f: &'static str| async move {
+            let v = store.get(Key::Seen(f).encode().unwrap()).await.unwrap();
+            v.map(|b| crate::ingest::records::Seen::decode(&b).unwrap())
+        };
+        assert_eq!(seen(store.clone(), "gone").await.unwrap().markers.len(), 2);
+
+        hub.remove_feed("gone").await.unwrap();
+        assert!(keys_under(&store, gone_posts.clone()).await.is_empty());
+        let left = seen(store.clone(), "gone")
+            .await
+            .expect("the number is kept");
+        assert_eq!((left.next_seq, left.markers.len()), (2, 0));
+        assert_eq!(
+            keys_under(&store, Key::Posting("kept", 0).prefix().unwrap())
+                .await
+                .len(),
+            1,
+            "another feed's postings stay"
+        );
+
+        // Still in the plan the worker holds: the report passes the ownership check, as
+        // one checked just before the removal would, and is dropped after it.
+        seq += 1;
+        let ack = hub
+            .handle_reports(&w, vec![report(&w, seq, "gone", 99, t0 + 2_000)])
+            .await
+            .unwrap();
+        assert_eq!(ack.acked_seq, seq);
+        assert!(keys_under(&store, gone_posts.clone()).await.is_empty());
+        assert!(!stored(&store, Key::Learned("gone")).await);
+        assert_eq!(seen(store.clone(), "gone").await.unwrap().markers.len(), 0);
+        assert!(!hub.with_state(|s| s.feeds.contains_key("gone")).await);
+
+        // Registered again, the id is a new feed: its reports count, and its first posting
+        // takes the number after the old ones, never one an old index entry names.
+        hub.add_feed(Some("gone"), "https://gone.example/rss", 1.0)
+            .await
+            .unwrap();
+        hub.replan().await.unwrap();
+        seq += 1;
+        let ack = hub
+            .handle_reports(&w, vec![report(&w, seq, "gone", 10, t0 + 3_000)])
+            .await
+            .unwrap();
+        assert!(ack.rejected.is_empty(), "{:?}", ack.rejected);
+        assert_eq!(
+            keys_under(&store, gone_posts).await,
+            vec![Key::Posting("gone", 2).encode().unwrap()],
+            "the old item is new to the new feed, numbered after the old postings"
+        );
+        assert!(stored(&store, Key::Learned("gone")).await);
     });
 }

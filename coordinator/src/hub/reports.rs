@@ -64,7 +64,24 @@ impl<B: KvBackend> Hub<B> {
         let mut ids: Vec<String> = accepted.iter().map(|a| a.report.feed_id.clone()).collect();
         ids.sort();
         ids.dedup();
-        let base = self.actor.ask(msg::LearnedStates(ids)).await;
+        let (base, removed) = self.actor.ask(msg::LearnedStates(ids)).await;
+        // Checked before a removal that held the lock: nothing of theirs is written back.
+        let accepted: Vec<Accepted> = if removed.is_empty() {
+            accepted
+        } else {
+            let before = accepted.len();
+            let kept: Vec<Accepted> = accepted
+                .into_iter()
+                .filter(|a| !removed.contains(&a.report.feed_id))
+                .collect();
+            let dropped = before - kept.len();
+            metrics::counter!(m::REPORTS_REJECTED_TOTAL).increment(dropped as u64);
+            tracing::debug!(worker, reports = dropped, feeds = ?removed, "reports of feeds removed while they were in flight dropped");
+            kept
+        };
+        if accepted.is_empty() {
+            return Ok(ack);
+        }
         let window_ms = (self.cfg.planner.window_days * DAY_MS as f64) as i64;
         let refs: Vec<(&str, &[PostingRecord])> = accepted
             .iter()

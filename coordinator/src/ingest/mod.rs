@@ -18,6 +18,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Records deleted per batch when a feed is forgotten: below etcd's 128 operations a
+/// request, so each batch is one transaction.
+const FORGET_BATCH: usize = 100;
+
 /// A stored posting.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PostingRecord {
@@ -296,6 +300,58 @@ impl<B: KvBackend> Ingestor<B> {
         Ok((counts, fresh))
     }
 
+    /// Forgets a removed feed's postings and item markers: its posting records (`post/`)
+    /// and legacy markers (`item/`) are deleted, in batches, and its ingest record keeps
+    /// only the next posting number (markers dropped). The number stays because the
+    /// discovery index may still name the feed's old postings until retention reaches
+    /// them: a feed registered again under the id must not write a posting where an old
+    /// entry points (retention would read it as the old one, inside its horizon, and stop
+    /// there). Returns how many records went.
+    pub async fn forget_feed(&self, feed: &str) -> Result<u64, IngestError> {
+        // Ingest's check-then-write of this feed's record cannot interleave.
+        let _counters = self.counters.lock().await;
+        let mut deleted = 0u64;
+        for prefix in [
+            Key::Posting(feed, 0).prefix()?,
+            Key::Item(feed, 0).prefix()?,
+        ] {
+            loop {
+                let page = self.store.range(prefix.clone(), None, FORGET_BATCH).await?;
+                if page.is_empty() {
+                    break;
+                }
+                deleted += page.len() as u64;
+                let ops = page.into_iter().map(|(k, _)| Op::Delete(k)).collect();
+                self.store.batch(ops).await?;
+            }
+        }
+        let seen_key = Key::Seen(feed).encode()?;
+        let seq_key = Key::PostingSeq(feed).encode()?;
+        let next_seq = match self.store.get(seen_key.clone()).await? {
+            Some(b) => Some(Seen::decode(&b)?.next_seq),
+            // A store from before the ingest record keeps the number in its own key.
+            None => match self.store.get(seq_key.clone()).await? {
+                Some(b) => Some(
+                    std::str::from_utf8(&b)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{feed}`")))?,
+                ),
+                None => None,
+            },
+        };
+        if let Some(next_seq) = next_seq {
+            let kept = Seen {
+                next_seq,
+                markers: Vec::new(),
+            };
+            self.store
+                .batch(vec![Op::Put(seen_key, kept.encode()), Op::Delete(seq_key)])
+                .await?;
+        }
+        Ok(deleted)
+    }
+
     /// Up to `limit` postings of any of `feeds` discovered after `cursor` (empty = from the
     /// first), in global discovery order. At most `scan` index entries are read per call,
     /// so a page may come back short (even empty) with an advanced cursor: keep paging
@@ -418,6 +474,65 @@ mod tests {
             published_unix_ms: None,
             discovered_unix_ms: id as i64,
         }
+    }
+
+    /// A feed forgotten from a store of the layout before the ingest record: its postings
+    /// (more than one batch of them) and `item/` markers go, and its `postseq/` counter
+    /// moves into a record of its own with no markers; another feed is untouched.
+    #[test]
+    fn a_forgotten_feed_keeps_its_next_number_and_nothing_else() {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let store = Arc::new(MemoryBackend::new());
+                let mut ops = Vec::new();
+                for seq in 0..(FORGET_BATCH as u64 + 20) {
+                    ops.push(Op::Put(
+                        Key::Posting("old", seq).encode().unwrap(),
+                        records::encode_posting(&p(seq)),
+                    ));
+                    ops.push(Op::Put(
+                        Key::Item("old", seq).encode().unwrap(),
+                        b"1".to_vec(),
+                    ));
+                }
+                let next = FORGET_BATCH as u64 + 20;
+                ops.push(Op::Put(
+                    Key::PostingSeq("old").encode().unwrap(),
+                    next.to_string().into_bytes(),
+                ));
+                store.batch(ops).await.unwrap();
+                let ing = Ingestor::new(store.clone());
+                ing.ingest("other", &[p(1)]).await.unwrap();
+                let deleted = ing.forget_feed("old").await.unwrap();
+                assert_eq!(deleted, 2 * next);
+                for prefix in [
+                    Key::Posting("old", 0).prefix().unwrap(),
+                    Key::Item("old", 0).prefix().unwrap(),
+                ] {
+                    assert!(store.range(prefix, None, 10).await.unwrap().is_empty());
+                }
+                let key = |k: Key<'_>| k.encode().unwrap();
+                assert_eq!(store.get(key(Key::PostingSeq("old"))).await.unwrap(), None);
+                let kept = Seen::decode(&store.get(key(Key::Seen("old"))).await.unwrap().unwrap())
+                    .unwrap();
+                assert_eq!(
+                    kept,
+                    Seen {
+                        next_seq: next,
+                        markers: Vec::new()
+                    }
+                );
+                assert!(store
+                    .get(key(Key::Posting("other", 0)))
+                    .await
+                    .unwrap()
+                    .is_some());
+                // A feed never ingested leaves no record behind.
+                assert_eq!(ing.forget_feed("never").await.unwrap(), 0);
+                assert_eq!(store.get(key(Key::Seen("never"))).await.unwrap(), None);
+            });
     }
 
     #[test]
