@@ -315,11 +315,16 @@ impl<B: KvBackend> Ingestor<B> {
             Key::Posting(feed, 0).prefix()?,
             Key::Item(feed, 0).prefix()?,
         ] {
+            // Paged from after the last key deleted: progress does not rest on the store
+            // having dropped the page before.
+            let mut after = None;
             loop {
-                let page = self.store.range(prefix.clone(), None, FORGET_BATCH).await?;
-                if page.is_empty() {
-                    break;
-                }
+                let page = self
+                    .store
+                    .range(prefix.clone(), after, FORGET_BATCH)
+                    .await?;
+                let Some((last, _)) = page.last() else { break };
+                after = Some(last.clone());
                 deleted += page.len() as u64;
                 let ops = page.into_iter().map(|(k, _)| Op::Delete(k)).collect();
                 self.store.batch(ops).await?;
