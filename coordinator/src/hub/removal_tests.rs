@@ -13,17 +13,28 @@ async fn stored(store: &MemoryBackend, key: Key<'_>) -> bool {
     store.get(key.encode().unwrap()).await.unwrap().is_some()
 }
 
+/// The tests' clock reading.
+const T0: i64 = 1_772_409_600_000;
+
+/// A hub over an empty in-memory store (kept beside it for inspection), with feeds `kept`
+/// and `gone` registered.
+async fn hub_with_two_feeds() -> (Arc<MemoryBackend>, super::Hub<Arc<MemoryBackend>>) {
+    let store = Arc::new(MemoryBackend::new());
+    let hub = super::open_for_tests(Arc::new(store.clone()), SimClock::manual(T0)).await;
+    for f in ["kept", "gone"] {
+        hub.add_feed(Some(f), &format!("https://{f}.example/rss"), 1.0)
+            .await
+            .unwrap();
+    }
+    (store, hub)
+}
+
 #[test]
 fn removal_deletes_learned_state_and_histograms_and_a_start_clears_leftovers() {
     super::test_runtime().block_on(async {
-        let store = Arc::new(MemoryBackend::new());
-        let t0 = 1_772_409_600_000;
-        let clock = SimClock::manual(t0);
-        let hub = super::open_for_tests(Arc::new(store.clone()), clock).await;
+        let (store, hub) = hub_with_two_feeds().await;
+        let (t0, clock) = (T0, SimClock::manual(T0));
         for f in ["kept", "gone"] {
-            hub.add_feed(Some(f), &format!("https://{f}.example/rss"), 1.0)
-                .await
-                .unwrap();
             // ResumeFeed stores a (cleared) learned state.
             hub.resume_feed(f).await.unwrap();
         }
@@ -115,15 +126,8 @@ async fn keys_under(store: &MemoryBackend, prefix: Vec<u8>) -> Vec<Vec<u8>> {
 #[test]
 fn removal_takes_postings_and_markers_and_a_report_in_flight_writes_nothing_back() {
     super::test_runtime().block_on(async {
-        let store = Arc::new(MemoryBackend::new());
-        let t0 = 1_772_409_600_000;
-        let clock = SimClock::manual(t0);
-        let hub = super::open_for_tests(Arc::new(store.clone()), clock).await;
-        for f in ["kept", "gone"] {
-            hub.add_feed(Some(f), &format!("https://{f}.example/rss"), 1.0)
-                .await
-                .unwrap();
-        }
+        let (store, hub) = hub_with_two_feeds().await;
+        let t0 = T0;
         let (w, _) = hub.register("w", 1.0).await.unwrap();
         hub.heartbeat(&w, 0).await.unwrap();
         hub.replan().await.unwrap();
