@@ -22,6 +22,15 @@ use std::time::Duration;
 /// request, so each batch is one transaction.
 const FORGET_BATCH: usize = 100;
 
+/// A feed's next posting number as a store from before the ingest record keeps it
+/// (`postseq/FEED`, decimal text).
+fn legacy_seq(feed: &str, stored: &[u8]) -> Result<u64, StoreError> {
+    std::str::from_utf8(stored)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{feed}`")))
+}
+
 /// A stored posting.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PostingRecord {
@@ -204,10 +213,7 @@ impl<B: KvBackend> Ingestor<B> {
                 let next_seq = match v {
                     Some(b) => {
                         moved_seq.push(*f);
-                        std::str::from_utf8(&b)
-                            .ok()
-                            .and_then(|s| s.parse().ok())
-                            .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{f}`")))?
+                        legacy_seq(f, &b)?
                     }
                     None => 0,
                 };
@@ -336,12 +342,7 @@ impl<B: KvBackend> Ingestor<B> {
             Some(b) => Some(Seen::decode(&b)?.next_seq),
             // A store from before the ingest record keeps the number in its own key.
             None => match self.store.get(seq_key.clone()).await? {
-                Some(b) => Some(
-                    std::str::from_utf8(&b)
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| StoreError(format!("corrupt sequence of feed `{feed}`")))?,
-                ),
+                Some(b) => Some(legacy_seq(feed, &b)?),
                 None => None,
             },
         };
