@@ -1,0 +1,174 @@
+//! What `replay` prints and writes besides its day table: the fetch log, the plans'
+//! calibration and each policy's figure per window.
+
+use super::*;
+
+/// Writes fetch times per feed as CSV rows `feed_id,ts` (seconds from the trace start).
+pub(super) fn write_fetch_log(
+    path: &std::path::Path,
+    trace: &Trace,
+    fetches: &[Vec<f64>],
+) -> Result<()> {
+    use std::io::Write;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "feed_id,ts")?;
+    for (f, times) in fetches.iter().enumerate() {
+        for t in times {
+            writeln!(w, "{},{t:.1}", trace.feeds[f].id)?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Prints how the plans' promise for the postings that came compares with the live delay
+/// on the days from `from` on (see [`crate::calibration`]).
+pub(super) fn print_calibration(rows: &[DayRow], from: usize) {
+    let (mut days, mut within, mut consistent) = (0, 0, 0);
+    let (mut live, mut promised) = (0.0, 0.0);
+    for r in rows.iter().skip(from) {
+        let Some(cal) = r.calibration else {
+            continue;
+        };
+        let expected = cal.expected_min;
+        let realized = r.live.avg_delay_min;
+        days += 1;
+        within += usize::from((realized - expected).abs() <= 0.15 * expected);
+        consistent += usize::from(cal.consistent(realized, 0.15));
+        live += realized * r.live.postings as f64;
+        promised += expected * r.live.postings as f64;
+    }
+    if days > 0 {
+        println!(
+            "
+calibration, days {from}+: the live delay within 15% of the plans' promise for the postings that came on {within} of {days} days, within 15% or two standard errors (draws clustered by finding fetch and by instant) on {consistent}; live / promise over those days {:.3}",
+            live / promised
+        );
+    }
+}
+
+/// Prints each policy's figure over day 0, days 1–6, 7–13 and 14 to the end (those the
+/// replay covers), with the fetches it made, and Kairos against the best tuned peer.
+pub(super) fn print_windows(
+    trace: &Trace,
+    rows: &[DayRow],
+    live: &[Vec<f64>],
+    peers: &[PeerLog],
+    metric: Metric,
+    days: usize,
+    live_fetches: u64,
+) {
+    let windows: Vec<(usize, usize)> = [(0, 1), (1, 7), (7, 14), (14, days)]
+        .into_iter()
+        .map(|(s, e)| (s, e.min(days)))
+        .filter(|(s, e)| s < e)
+        .collect();
+    let name = |(s, e): (usize, usize)| {
+        if e - s == 1 {
+            format!("day {s}")
+        } else {
+            format!("days {s}-{}", e - 1)
+        }
+    };
+    let span = |(s, e): (usize, usize)| (s as f64 * DAY, e as f64 * DAY);
+    let n = trace.feeds.len() as f64;
+    let mut table: Vec<(String, Vec<f64>, f64)> = Vec::new();
+    let per_feed_day = |fetches: u64| fetches as f64 / n / days as f64;
+    table.push((
+        "kairos (live)".into(),
+        windows
+            .iter()
+            .map(|&w| {
+                let (s, e) = span(w);
+                window(trace, live, s, e).objective(metric)
+            })
+            .collect(),
+        per_feed_day(live_fetches),
+    ));
+    let pooled_rows = |f: &dyn Fn(&DayRow) -> Option<&Realized>| -> Vec<f64> {
+        windows
+            .iter()
+            .map(|&(s, e)| pooled(rows[s..e].iter().filter_map(f), metric))
+            .collect()
+    };
+    table.push((
+        "offline (same history)".into(),
+        pooled_rows(&|r| r.offline_causal.as_ref()),
+        f64::NAN,
+    ));
+    let has_truth = rows.iter().any(|r| r.truth.is_some());
+    if has_truth {
+        table.push((
+            "truth (generating intensities)".into(),
+            pooled_rows(&|r| r.truth.as_ref()),
+            f64::NAN,
+        ));
+    }
+    let uniform_fetches: u64 = rows.iter().map(|r| r.uniform.fetches).sum();
+    table.push((
+        "uniform".into(),
+        pooled_rows(&|r| Some(&r.uniform)),
+        per_feed_day(uniform_fetches),
+    ));
+    for (i, p) in peers.iter().enumerate() {
+        table.push((
+            p.label(),
+            pooled_rows(&|r| Some(&r.peers[i].1)),
+            per_feed_day(fetches_before(&p.log, days as f64 * DAY)),
+        ));
+    }
+    println!("\nby window ({})", metric);
+    print!("{:<36}", "policy");
+    for &w in &windows {
+        print!("{:>12}", name(w));
+    }
+    println!(" {:>15}", "fetches/feed/day");
+    for (label, figures, fpd) in &table {
+        print!("{label:<36}");
+        for v in figures {
+            if v.is_finite() {
+                print!("{v:>12.2}");
+            } else {
+                // Nothing measured: no posting of the window was ever fetched.
+                print!("{:>12}", "-");
+            }
+        }
+        if fpd.is_finite() {
+            println!("{fpd:>16.3}");
+        } else {
+            // The offline reference is a plan per day, not a run: its fetches are each day's.
+            println!("{:>16}", "-");
+        }
+    }
+    // Kairos against the best tuned peer in each window.
+    print!("{:<36}", "kairos / best tuned peer");
+    let mut any = false;
+    for (k, _) in windows.iter().enumerate() {
+        let best = table
+            .iter()
+            .filter(|(l, _, _)| l.ends_with("(tuned)"))
+            .map(|(_, f, _)| f[k])
+            .filter(|v| v.is_finite())
+            .fold(f64::INFINITY, f64::min);
+        any |= best.is_finite();
+        if best.is_finite() {
+            print!("{:>12.3}", table[0].1[k] / best);
+        } else {
+            print!("{:>12}", "-");
+        }
+    }
+    println!();
+    if !any {
+        println!("(no peer ran: --peers none)");
+    }
+    if has_truth {
+        print!("{:<36}", "kairos / truth");
+        for k in 0..windows.len() {
+            print!("{:>12.3}", table[0].1[k] / table[2].1[k]);
+        }
+        println!();
+    }
+}
