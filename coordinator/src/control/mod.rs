@@ -42,6 +42,7 @@ pub mod recency;
 pub mod regimes;
 pub mod relearn;
 pub mod reliability;
+pub mod settings;
 pub mod shapes;
 pub mod shrink;
 pub mod siblings;

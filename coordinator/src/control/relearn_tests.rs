@@ -3,6 +3,7 @@
 use super::*;
 use crate::control::feedstate::FetchObservation;
 use crate::control::shapes::ShapeCache;
+use crate::plan::alloc::ceil_level;
 
 fn feed(i: usize) -> FeedRecord {
     FeedRecord {
