@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Issue 28's targets at one commit: every synthetic variant and `real-commits` at 0.5, 1, 2
+# and 4 fetches per feed per day, live `replay --peers all` from an empty store, days 14 to
+# the end; one table with each run's live delay, its ratio to the best peer tuned to the
+# same fetches (named), to the truth plan (synthetic) or the offline plan learned on the
+# days before (real), and the budget's worst days.
+#
+# usage: BIN=target/release/kairos-coordinator OUT=/tmp/targets P=2 scripts/all_targets.sh
+#   REAL    the real trace (default ../shared/traces/real-commits)
+#   BUDGETS default "0.5 1 2 4"
+#   ONLY    space-separated variant names to run (default: all, `real` included)
+# A run whose log already holds a result is not run again; the table is $OUT/summary.md.
+# docs/RESULTS.md "Every target at one commit (2026-12-01)" is its output.
+set -euo pipefail
+
+BIN=$(realpath "${BIN:-target/release/kairos-coordinator}")
+OUT=$(realpath -m "${OUT:-/tmp/targets}")
+P=${P:-2}
+REAL=$(realpath "${REAL:-../shared/traces/real-commits}")
+BUDGETS=${BUDGETS:-0.5 1 2 4}
+mkdir -p "$OUT/traces"
+
+# The variants of docs/RESULTS.md "Synthetic variants, with the truth" (the papers' shape,
+# default seed) and `quiet` of "Draws Kairos was not tuned on" (seed 8, the draw tuned on).
+C="--feeds 500 --users 150 --days 28 --posts-per-day 3.4 --subs-per-user 33 --accesses-per-user-per-day 25"
+Q="--feeds 600 --users 150 --days 28 --posts-per-day 0.4 --bursts-per-week 0.3 --burst-postings 4 --start-stop 0.3 --drift 0.1 --seed 8"
+declare -A FLAGS=(
+    [steady]="$C"
+    [drift]="$C --drift 0.15"
+    [bursts]="$C --bursts-per-week 1 --burst-postings 10"
+    [startstop]="$C --start-stop 0.4"
+    [mixed]="$C --drift 0.1 --bursts-per-week 0.5 --start-stop 0.3"
+    [quiet]="$Q"
+)
+ORDER="steady drift bursts startstop mixed quiet real"
+ONLY=${ONLY:-$ORDER}
+
+jobs=()
+for v in $ORDER; do
+    case " $ONLY " in *" $v "*) ;; *) continue ;; esac
+    if [ "$v" = real ]; then
+        ln -sfn "$REAL" "$OUT/traces/real"
+    elif [ ! -s "$OUT/traces/$v/postings.csv" ]; then
+        # shellcheck disable=SC2086
+        "$BIN" synth --out "$OUT/traces/$v" ${FLAGS[$v]} >/dev/null
+    fi
+    for b in $BUDGETS; do jobs+=("$v $b"); done
+done
+echo "${#jobs[@]} runs, $P at a time" >&2
+
+run() {
+    local log="$OUT/$1-$2.log"
+    if [ -s "$log" ] && grep -q '^kairos (live)' "$log"; then return 0; fi
+    RAYON_NUM_THREADS=1 "$BIN" replay --trace "$OUT/traces/$1" --fetches-per-feed-per-day "$2" \
+        --peers all --json "$OUT/$1-$2.json" >"$log" 2>&1 || echo "replay failed: $1 $2 (see $log)" >&2
+}
+export -f run
+export BIN OUT
+printf "%s\n" "${jobs[@]}" | xargs -P "$P" -L 1 bash -c 'run $0 $1'
+
+python3 - "$OUT" "${jobs[@]}" <<'EOF' | tee "$OUT/summary.md"
+import json, sys
+out, jobs = sys.argv[1], [j.split() for j in sys.argv[2:]]
+
+def last_two(line):
+    f = line.split()
+    return float(f[-2]), f[-1]
+
+print("| trace | budget | live (min) | / best tuned peer | / truth or offline | days over budget | lowest day / budget |")
+print("|---|---|---|---|---|---|---|")
+for v, b in jobs:
+    try:
+        lines = open(f"{out}/{v}-{b}.log").read().splitlines()
+        days = json.load(open(f"{out}/{v}-{b}.json"))
+    except (OSError, ValueError) as e:
+        print(f"| {v} | {b} | failed: {e} | | | | |")
+        continue
+    rows = {}
+    for l in lines:
+        for name in ("kairos (live)", "offline (same history)"):
+            if l.startswith(name):
+                rows[name] = float(l.split()[-2])
+        if "(tuned)" in l and not l.startswith("kairos"):
+            name = l.split("(tuned)")[0].strip()
+            rows.setdefault("peers", {})[name] = float(l.split()[-2])
+        if l.startswith("kairos / truth"):
+            rows["truth"] = float(l.split()[-1])
+        if l.startswith("replay of"):
+            feeds = int(l.split("(")[1].split()[0])
+    live = rows["kairos (live)"]
+    peer, best = min(rows.get("peers", {}).items(), key=lambda kv: kv[1])
+    ref = (f"{rows['truth']:.3f} (truth)" if "truth" in rows
+           else f"{live / rows['offline (same history)']:.3f} (offline)")
+    per_day = [d["live"]["fetches"] / (float(b) * feeds) for d in days]
+    over = sum(r > 1.0 + 1e-9 for r in per_day)
+    print(f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {ref} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) |")
+EOF
