@@ -8,9 +8,11 @@
 //! feeds, busy for a week and quiet after, the error runs the other way for busy ones.
 //!
 //! So the learner asks the population itself: it rebuilds every feed's rate as it would
-//! have been [`HORIZON_DAYS`] ago (the same formula, the same pseudo-days, the window ending
-//! then, reaching back as far as the states keep: the live window is pruned at its start, so
-//! the forecast learns from that much less), and compares each forecast with the postings the feed made since. Feeds are
+//! have been [`HORIZON_DAYS`] ago (the same formula, the window ending then, reaching back
+//! as far as the states keep: the live window is pruned at its start, so the forecast learns
+//! from that much less; its pseudo-days scaled by its days over today's, so it is pulled
+//! toward the typical rate as hard as today's rate is), and compares each forecast with the
+//! postings the feed made since. Feeds are
 //! grouped by their forecast, an octave of rate per group; each group's factor is its
 //! postings over its forecast postings, each side with [`PSEUDO_POSTINGS`] added so a thin
 //! group stays near 1. A feed's rate now is multiplied by the factor of its rate,
@@ -127,11 +129,17 @@ pub fn fit(
                 return None;
             }
             let past = tally_before(st, window_start, cut, &w, cut)?;
+            let days = watched_days(st, cut, until);
+            // The forecast is pulled toward the typical rate as hard as the feed's rate is
+            // now: the week-old window holds a week fewer days, and with the same
+            // pseudo-days it was pulled harder, so its factor undid more shrinkage than
+            // today's rate carries (`steady` at half a fetch a day, 4–8 pseudo-days: busy
+            // groups scaled 1.5–1.8, +22% delay; docs/RESULTS.md).
+            let beta = beta * past.span_days / (past.span_days + days).max(1e-9);
             let rate = (past.n + beta * typical) / (past.span_days + beta);
             if !(rate > 0.0 && rate.is_finite()) {
                 return None;
             }
-            let days = watched_days(st, cut, until);
             let came = st
                 .postings_ms
                 .iter()
@@ -215,6 +223,25 @@ mod tests {
             );
         }
         st
+    }
+
+    #[test]
+    fn a_steady_feeds_calibrated_rate_undoes_its_shrinkage_and_no_more() {
+        let now = 20_000 * DAY_MS;
+        let steady: Vec<FeedState> = (0..40).map(|_| feed(now, |_| true)).collect();
+        let states: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
+        // Heavy shrinkage toward a busier typical feed, as the held-out choice takes at
+        // half a fetch a day: today's rate (27 postings over 27 days watched) is pulled up.
+        let (beta, typical) = (8.0, 4.0);
+        let c = fit(&states, 28.0, now, 0.0, beta, typical).expect("watched both sides");
+        let today = (27.0 + beta * typical) / (27.0 + beta);
+        assert!(today > 1.6, "{today}");
+        let calibrated = today * c.factor(today, false);
+        // A week-old forecast shrunk with the same pseudo-days over its 20 days gave 0.92.
+        assert!(
+            (0.95..1.05).contains(&calibrated),
+            "calibrated rate {calibrated}"
+        );
     }
 
     #[test]
