@@ -10,7 +10,8 @@
 #   BUDGETS default "0.5 1 2 4"
 #   ONLY    space-separated variant names to run (default: all, `real` included)
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
-# docs/RESULTS.md "Every target at one commit (2026-12-01)" is its output.
+# docs/RESULTS.md "Every target at one commit, and the forward calibration where it was not
+# judged" (2026-12-01) is its output.
 set -euo pipefail
 
 BIN=$(realpath "${BIN:-target/release/kairos-coordinator}")
@@ -62,20 +63,10 @@ python3 - "$OUT" "${jobs[@]}" <<'EOF' | tee "$OUT/summary.md"
 import json, sys
 out, jobs = sys.argv[1], [j.split() for j in sys.argv[2:]]
 
-def last_two(line):
-    f = line.split()
-    return float(f[-2]), f[-1]
-
-print("| trace | budget | live (min) | / best tuned peer | / truth or offline | days over budget | lowest day / budget |")
-print("|---|---|---|---|---|---|---|")
-for v, b in jobs:
-    try:
-        lines = open(f"{out}/{v}-{b}.log").read().splitlines()
-        days = json.load(open(f"{out}/{v}-{b}.json"))
-    except (OSError, ValueError) as e:
-        print(f"| {v} | {b} | failed: {e} | | | | |")
-        continue
-    rows = {}
+def row(v, b):
+    lines = open(f"{out}/{v}-{b}.log").read().splitlines()
+    days = json.load(open(f"{out}/{v}-{b}.json"))
+    rows, feeds = {}, None
     for l in lines:
         for name in ("kairos (live)", "offline (same history)"):
             if l.startswith(name):
@@ -93,5 +84,15 @@ for v, b in jobs:
            else f"{live / rows['offline (same history)']:.3f} (offline)")
     per_day = [d["live"]["fetches"] / (float(b) * feeds) for d in days]
     over = sum(r > 1.0 + 1e-9 for r in per_day)
-    print(f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {ref} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) |")
+    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {ref} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) |")
+
+
+print("| trace | budget | live (min) | / best tuned peer | / truth or offline | days over budget | lowest day / budget |")
+print("|---|---|---|---|---|---|---|")
+for v, b in jobs:
+    try:
+        print(row(v, b))
+    except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as e:
+        # A replay that failed or was cut short leaves a log without its figures.
+        print(f"| {v} | {b} | no result: {type(e).__name__} {e} | | | | |")
 EOF
