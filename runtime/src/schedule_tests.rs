@@ -433,7 +433,7 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     // Room beyond what an eighth of the gap brings takes the next ones by a quarter,
     // after the near ones: a six-hourly feed due at 00:50 (an eighth, 45 minutes, would
     // land at 00:05) comes by 90 minutes to 23:20, a daily one at 01:30 by two hours to
-    // 23:30; one at 02:30 is out of reach.
+    // 23:30; one at 02:30 would need the next reach, and the room is spent.
     let late_busy = feed("late", "late", &[50 * 60_000], 6 * hour);
     let mut s = Schedule::new(0);
     s.apply_snapshot(
@@ -459,6 +459,63 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
         ],
         "{days:?}"
     );
+
+    // Room beyond that reaches further into the next day: by an eighth of the gap up to
+    // six hours (a daily feed at 02:30 to 23:30, one fetched every other day at 05:00 to
+    // 23:00), then by a quarter up to twelve (every other day at 10:00, to 22:00 and so
+    // at once). A daily feed at 07:00 and an every-other-day one at 13:00 stay where they
+    // are, however much room is left.
+    let other_day =
+        |id: &str, hour_of_day: i64| feed(id, id, &[DAY_MS + hour_of_day * hour], 2 * DAY_MS);
+    let weekly = |id: &str| feed(id, id, &[5 * DAY_MS], 7 * DAY_MS);
+    let reach_plans = vec![
+        daily("a"),
+        feed("f", "f", &[150 * 60_000], DAY_MS),
+        other_day("g", 5),
+        other_day("h", 10),
+        feed("i", "i", &[7 * hour], DAY_MS),
+        other_day("j", 13),
+        weekly("k"),
+        weekly("l"),
+        weekly("m"),
+    ];
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
+    // Day 0's plan: a, f, i; room for 9 (a fetch per feed, where the longer reaches
+    // apply) leaves 6, more than there is to move.
+    s.set_allowance(Some(allow(9)), 0);
+    let days = per_day(&mut s, 2);
+    let mut moved = late(&days[0], 0);
+    moved.sort();
+    assert_eq!(
+        moved,
+        vec![
+            at("a", 23 * hour + 5 * 60_000),
+            at("f", 23 * hour + 30 * 60_000),
+            at("g", 23 * hour),
+            at("h", 23 * hour),
+        ],
+        "{days:?}"
+    );
+    // The moved fetches stand for their day-1 times, which are not made again (day 1's
+    // own sweep, at 23:00, moves day 2's).
+    let before_sweep = |id: &str| {
+        days[1]
+            .iter()
+            .filter(|(f, t)| f == id && *t < DAY_MS + 23 * hour)
+            .count()
+    };
+    for id in ["f", "g", "h"] {
+        assert_eq!(before_sweep(id), 0, "{id}");
+    }
+    assert_eq!(before_sweep("i"), 1);
+    assert_eq!(before_sweep("j"), 1);
+    // Above a fetch per feed a day only the first two reach: a alone comes.
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
+    s.set_allowance(Some(allow(20)), 0);
+    let days = per_day(&mut s, 1);
+    assert_eq!(late(&days[0], 0), vec![at("a", 23 * hour + 5 * 60_000)]);
 
     // An allowance the day's own fetches use up leaves nothing to move.
     let mut s = Schedule::new(0);
