@@ -173,6 +173,10 @@ pub struct Replanner {
 /// made have run.
 pub const MIN_BUDGET_SHARE: f64 = 0.02;
 
+/// The largest share: what a day that holds first sights has left, re-dealt over the rest
+/// of it, when the plan's fetches so far fell short of an even spread (`hub::pacing`).
+pub const MAX_BUDGET_SHARE: f64 = 1.5;
+
 /// Fetches a day the plan leaves under the workers' daily allowance, which is the day's
 /// budget rounded down (`hub::allowances`): a plan that asks on average what the allowance
 /// gives fills it on every day its quiet feeds' cycles ask one more, and the fetches held
@@ -239,7 +243,7 @@ impl Replanner {
     /// reports the configured budget.
     pub fn set_budget_share(&mut self, share: f64) {
         self.budget_share = if share.is_finite() {
-            share.clamp(MIN_BUDGET_SHARE, 1.0)
+            share.clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE)
         } else {
             1.0
         };
@@ -328,10 +332,11 @@ impl Replanner {
         let days = self.settings.days_per_period();
         // Whether the last plan fetched some feeds less than daily (see `held_budget`).
         let cycles = self.view.values().any(|(_, p)| p.period_multiple > 1);
+        let above = self.budget_share.max(1.0);
         cfg.budget = (configured_budget * self.budget_share)
-            .min(held_budget(configured_budget, days, cycles))
+            .min(held_budget(configured_budget, days, cycles) * above)
             .max(minimums)
-            .min(configured_budget);
+            .min(configured_budget * above);
         let share = cfg.budget / configured_budget;
         for (h, cap) in &host_caps {
             let cap = cap * days;

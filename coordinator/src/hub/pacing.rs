@@ -23,6 +23,7 @@
 //! to the workers in each feed's assignment (`first_fetch_unix_ms`).
 
 use super::figures::Ledger;
+use crate::control::relearn::MAX_BUDGET_SHARE;
 use crate::time::DAY_MS;
 use std::collections::HashMap;
 
@@ -39,7 +40,8 @@ pub struct Steering {
 pub struct Pacing {
     /// What steers the next round.
     pub paced_day: Steering,
-    /// Share of the daily budget the plan may spend for the rest of the day (0..=1; the
+    /// Share of the daily budget the plan may spend for the rest of the day (0 to
+    /// [`MAX_BUDGET_SHARE`]; the
     /// replanner keeps it at or above what the minimums need).
     pub share: f64,
     /// When each pending feed's first fetch is due, Unix ms.
@@ -126,13 +128,19 @@ pub fn pace(
     // a cold start the feeds' models are alike and their fetches fall in the same hours),
     // so what the day has left is re-dealt at each round. The workers' allowances keep the
     // day within its budget. (Holding the share at the day's lowest left day 0 at two
-    // fetches a day on `real-commits` at 0.81 of its budget; re-dealt, 0.97.)
+    // fetches a day on `real-commits` at 0.81 of its budget; re-dealt, 0.97.) It may pass
+    // 1: a plan whose fetches crowd into some hours leaves the day behind an even pace
+    // however the earlier rounds dealt it (`bursts` at four a day, its fetches mostly in
+    // the morning: held at 1, day 0 spent 0.956 of its budget; up to 1.5, the whole of it).
+    // The payback below only ever lowers it.
     let share = if left > 0.0 && last_day.is_some_and(|d| d >= today) {
-        (spare / (per_day * left)).clamp(0.0, 1.0)
+        (spare / (per_day * left)).clamp(0.0, MAX_BUDGET_SHARE)
     } else {
         1.0
     };
-    let share = share.min(payback(now_ms, ledger, per_day));
+    // Paying back only where the run is ahead of its budget: a day behind keeps its share.
+    let back = payback(now_ms, ledger, per_day);
+    let share = if back < 1.0 { share.min(back) } else { share };
     Pacing {
         paced_day: Steering { last_day },
         share,
@@ -348,5 +356,40 @@ mod tests {
         // Minimums that take the whole budget still let one first sight a day through.
         let p = fresh(0, 10.0, 1.0, &Ledger::default(), &pending);
         assert_eq!(per_day_count(&p).values().max(), Some(&1));
+    }
+
+    #[test]
+    fn a_first_sight_day_behind_its_pace_may_plan_above_the_budget_for_its_rest() {
+        // 20:00 of a day with first sights, 1,000 a day, 700 spent since midnight: 300
+        // left for the last sixth of the day, 1.8 times the even pace, held at the largest
+        // share. Not ahead of the budget earned (833), so nothing is paid back.
+        let at = |h: i64, spent_today: u64| {
+            pace(
+                h * 3_600_000,
+                1000.0,
+                0.0,
+                &spent(0, spent_today),
+                &[],
+                &HashMap::new(),
+                Steering { last_day: Some(0) },
+            )
+            .share
+        };
+        assert_eq!(at(20, 700), MAX_BUDGET_SHARE);
+        // 780 spent: 220 left, 1.32 times the pace.
+        assert!((at(20, 780) - 1.32).abs() < 1e-9, "{}", at(20, 780));
+        // On pace or ahead, at most the budget's pace, less what it pays back.
+        assert!(at(20, 834) <= 1.0);
+        // A day without first sights is never steered above it.
+        let free = pace(
+            20 * 3_600_000,
+            1000.0,
+            0.0,
+            &spent(0, 700),
+            &[],
+            &HashMap::new(),
+            Steering { last_day: Some(-1) },
+        );
+        assert_eq!(free.share, 1.0);
     }
 }
