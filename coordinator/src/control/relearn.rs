@@ -237,10 +237,11 @@ impl Replanner {
         }
     }
 
-    /// Plans the next rounds with `share` (clamped to [[`MIN_BUDGET_SHARE`], 1], and never
-    /// below what the minimums need) of the configured budget: what is left after paying
-    /// back fetches made ahead of it (`hub::rounds::budget_share`). The outcome still
-    /// reports the configured budget.
+    /// Plans the next rounds with `share` (clamped to [[`MIN_BUDGET_SHARE`],
+    /// [`MAX_BUDGET_SHARE`]], and never below what the minimums need) of the configured
+    /// budget: what is left after paying back fetches made ahead of it, or above 1 what a
+    /// day with first sights has left over the rest of it (`hub::pacing`). The outcome
+    /// still reports the configured budget.
     pub fn set_budget_share(&mut self, share: f64) {
         self.budget_share = if share.is_finite() {
             share.clamp(MIN_BUDGET_SHARE, MAX_BUDGET_SHARE)
