@@ -9,8 +9,8 @@
 //! anything not newer than what was applied is ignored. A daily allowance from the
 //! coordinator ([`crate::allowance`]) caps the fetches started on each UTC day, and an
 //! hour before each day ends the room the day has left is given to the fetches due in the
-//! next day's first hours ([`SWEEP_MS`], [`SWEEP_WIDE_GAP_SHARE`], [`SWEEP_FAR_MS`]). Time is an input
-//! (simulated Unix ms), so tests drive it directly.
+//! next day's first hours ([`SWEEP_MS`], [`SWEEP_WIDE_GAP_SHARE`], [`SWEEP_FAR_MS`]). Time
+//! is an input (simulated Unix ms), so tests drive it directly.
 
 use crate::allowance::{Allowance, DayGate, DAY_MS};
 use std::cmp::Reverse;
@@ -481,12 +481,16 @@ impl Schedule {
         // eighth of their gap and an hour bring first, then a quarter and two hours, then
         // (at most a fetch per feed a day) an eighth and six hours, then a quarter and
         // twelve.
-        let reaches = if self.about_daily() { 4 } else { 2 };
+        let (reaches, horizon) = if self.about_daily() {
+            (4, 2 * SWEEP_FAR_MS)
+        } else {
+            (2, 2 * SWEEP_MS)
+        };
         let mut early: Vec<(u8, i64, i64, i64, String)> = self
             .heap
             .iter()
             .filter(|Reverse((due, g, _, id))| {
-                (day_end..day_end + 2 * SWEEP_FAR_MS).contains(due) && self.is_live(*g, id)
+                (day_end..day_end + horizon).contains(due) && self.is_live(*g, id)
             })
             .filter_map(|Reverse((due, _, planned, id))| {
                 let (times, _) = self.feeds.get(id)?;

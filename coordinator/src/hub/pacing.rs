@@ -41,8 +41,7 @@ pub struct Pacing {
     /// What steers the next round.
     pub paced_day: Steering,
     /// Share of the daily budget the plan may spend for the rest of the day (0 to
-    /// [`MAX_BUDGET_SHARE`]; the
-    /// replanner keeps it at or above what the minimums need).
+    /// [`MAX_BUDGET_SHARE`]; the replanner keeps it at or above what the minimums need).
     pub share: f64,
     /// When each pending feed's first fetch is due, Unix ms.
     pub first_sights: HashMap<String, i64>,
@@ -138,9 +137,7 @@ pub fn pace(
     } else {
         1.0
     };
-    // Paying back only where the run is ahead of its budget: a day behind keeps its share.
-    let back = payback(now_ms, ledger, per_day);
-    let share = if back < 1.0 { share.min(back) } else { share };
+    let share = payback(now_ms, ledger, per_day).map_or(share, |back| share.min(back));
     Pacing {
         paced_day: Steering { last_day },
         share,
@@ -149,13 +146,13 @@ pub fn pace(
 }
 
 /// The share of the budget that pays back, over [`PAYBACK_DAYS`], what the run spent ahead
-/// of the budget earned since its first fetch; 1 when it is not ahead (the plan never
-/// spends above its budget to make up for fetches not made).
-fn payback(now_ms: i64, ledger: &Ledger, per_day: f64) -> f64 {
+/// of the budget earned since its first fetch; `None` when it is not ahead (only a day with
+/// first sights makes up for fetches not made, through its share).
+fn payback(now_ms: i64, ledger: &Ledger, per_day: f64) -> Option<f64> {
     let since = ledger.since_ms.unwrap_or(now_ms).min(now_ms);
     let earned = per_day * (now_ms - since) as f64 / DAY_MS as f64;
     let ahead = ledger.fetches as f64 - earned;
-    (1.0 - ahead / (PAYBACK_DAYS * per_day)).clamp(0.0, 1.0)
+    (ahead > 0.0).then(|| (1.0 - ahead / (PAYBACK_DAYS * per_day)).clamp(0.0, 1.0))
 }
 
 /// Days over which fetches made ahead of the budget are paid back. A single day made the
