@@ -400,6 +400,7 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         &s.trace,
         &learn_config(c, s, 0.0),
         &settings,
+        None,
     ))
 }
 

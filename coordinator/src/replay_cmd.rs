@@ -12,7 +12,7 @@ use clap::Args;
 use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
-use kairos_coordinator::plan::alloc::{ceil_level, level_rate, HostCaps};
+use kairos_coordinator::plan::alloc::{ceil_level, drop_raised_minimums_unless_they_fit, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{document_level, solve, PlanConfig, Policy, Scheduler};
@@ -332,26 +332,27 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let floor_cfg = pc(Policy::Optimal);
     // As the live planner does, the document floors are dropped when together they need
     // more than the budget (at half a fetch a day, 500 feeds posting 3.4 a day into 20-item
-    // documents need more than the budget to never overflow): the references then plan
+    // documents may need more than the budget to never overflow): the references then plan
     // with the configured minimums rather than refusing to plan at all.
-    let with_floors = |mut l: kairos_coordinator::learn::Learned| {
-        if !a.references_ignore_documents {
-            let raised: Vec<_> = l
-                .models
-                .iter()
-                .map(|m| {
-                    let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
-                    m.min_level.max(floor).min(m.max_level)
-                })
-                .collect();
-            let need: f64 = raised.iter().map(|&lv| level_rate(lv)).sum();
-            if need <= budget + 1e-9 {
-                for (m, lv) in l.models.iter_mut().zip(raised) {
-                    m.min_level = lv;
-                }
-            }
+    let configured_min = ceil_level(a.min_fetches_per_day);
+    let fit = |mut l: kairos_coordinator::learn::Learned| {
+        let mut mins: Vec<_> = l.models.iter().map(|m| m.min_level).collect();
+        drop_raised_minimums_unless_they_fit(&mut mins, configured_min, budget);
+        for (m, lv) in l.models.iter_mut().zip(mins) {
+            m.min_level = lv;
         }
         l
+    };
+    // The truth plan's floors, from the generating intensities: half a document for every
+    // feed (the live planner's margin for feeds that post in clumps).
+    let with_floors = |mut l: kairos_coordinator::learn::Learned| {
+        if !a.references_ignore_documents {
+            for m in l.models.iter_mut() {
+                let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
+                m.min_level = m.min_level.max(floor).min(m.max_level);
+            }
+        }
+        fit(l)
     };
     // Days `from..to` of the trace as a learning window.
     let span = |from: usize, to: usize, shrinkage: f64| LearnConfig {
@@ -367,13 +368,17 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let learn_plain = |from: usize, to: usize| learn(&trace, &span(from, to, 2.0));
     // The offline references learn with the live learner's rules (one learner everywhere),
     // as if every posting of those days had been seen by a fetch.
+    // They carry the live floors (the document's size as a fetch would have seen it, the
+    // live margins), fitted to the budget as the live planner fits them.
+    let documents = (!a.references_ignore_documents).then_some(items as u32);
     let learn_days = |from: usize, to: usize| {
         let (learned, _) = kairos_coordinator::control::from_trace::learn_live(
             &trace,
             &span(from, to, 0.0),
             &cfg.planner,
+            documents,
         );
-        with_floors(learned)
+        fit(learned)
     };
     let learned = learn_days(0, a.train_days);
     let schedules = |models: &[_], policy| -> Result<Vec<FeedSchedule>> {

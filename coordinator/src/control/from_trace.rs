@@ -18,9 +18,18 @@ use rayon::prelude::*;
 /// user and hour rather than per event. Time 0 of the trace maps to
 /// [`TRACE_ORIGIN_MS`], as in `replay`.
 ///
+/// With `document_items`, each feed's document is taken to hold that many items (or the
+/// postings it has had so far, if fewer, as a fetch would have seen it), and the models
+/// carry the live floors that keep it from overflowing between fetches.
+///
 /// Also returns the pseudo-days of shrinkage used (chosen on held-out days of the training
 /// window when `settings.tune_shrinkage`).
-pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) -> (Learned, f64) {
+pub fn learn_live(
+    trace: &Trace,
+    cfg: &LearnConfig,
+    settings: &PlannerSettings,
+    document_items: Option<u32>,
+) -> (Learned, f64) {
     let ms = |t: f64| TRACE_ORIGIN_MS + (t * 1000.0) as i64;
     let access = access_bins(trace, &daily_config(cfg));
     let feeds: Vec<FeedRecord> = trace
@@ -51,12 +60,15 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
                 .map(|&t| ms(t))
                 .collect();
             seen.shrink_to_fit();
+            let shown = posts.partition_point(|&t| t < cfg.train_end);
+            let doc_capacity = document_items.map_or(0, |n| n.min(shown as u32));
             let seen = std::collections::VecDeque::from(seen);
             let st = FeedState {
                 observed_since_ms: Some(ms(cfg.train_start)),
                 last_answered_ms: Some(ms(cfg.train_end)),
                 postings_ms: seen,
                 fetches: 1,
+                doc_capacity,
                 ..FeedState::default()
             };
             (f.id.clone(), Box::new(st))
@@ -103,4 +115,92 @@ pub fn learn_live(trace: &Trace, cfg: &LearnConfig, settings: &PlannerSettings) 
         week_shapes: counts.week_shapes,
     };
     (learned, counts.shrinkage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::relearn::Budget;
+    use crate::trace::FeedRow;
+
+    const DAY_S: f64 = 86_400.0;
+
+    /// One feed posting 40 times a day, evenly; one that posted 5 times, on day 0; and
+    /// twenty posting twice a day.
+    fn trace() -> Trace {
+        let every = |per_day: usize, days: usize| -> Vec<f64> {
+            (0..per_day * days)
+                .map(|i| (i as f64 + 0.5) * DAY_S / per_day as f64)
+                .collect()
+        };
+        let mut postings = vec![every(40, 14), every(5, 1)];
+        postings.extend((0..20).map(|_| every(2, 14)));
+        Trace {
+            feeds: (0..postings.len())
+                .map(|f| FeedRow {
+                    id: format!("f{f}"),
+                    weight: 1.0,
+                    host: None,
+                })
+                .collect(),
+            postings,
+            users: Vec::new(),
+            subscriptions: Vec::new(),
+            accesses: Vec::new(),
+            end_ts: 14.0 * DAY_S,
+        }
+    }
+
+    fn learned(documents: Option<u32>) -> Learned {
+        let cfg = LearnConfig {
+            period_seconds: DAY_S,
+            bins: 24,
+            train_start: 0.0,
+            train_end: 14.0 * DAY_S,
+            shrinkage: 0.0,
+            explore_min_postings: 0,
+            min_level: -5,
+            max_level: 96,
+        };
+        let settings = PlannerSettings {
+            budget: Budget::PerFeedPerDay(4.0),
+            slots: 96,
+            min_fetches_per_day: 1.0 / 7.0,
+            explore_min_postings: 0,
+            ..PlannerSettings::default()
+        };
+        learn_live(&trace(), &cfg, &settings, documents).0
+    }
+
+    #[test]
+    fn a_document_size_gives_the_models_the_live_floors() {
+        let without = learned(None);
+        let with = learned(Some(20));
+        // Forty a day into twenty items, at most 70% full between fetches (not in clumps):
+        // at least three fetches a day, more where the model's hours (pooled with the
+        // other feeds' two) peak, and never near the slots' cap.
+        assert!(
+            with.models[0].min_level >= 3,
+            "busy feed's floor {}",
+            with.models[0].min_level
+        );
+        assert!(
+            with.models[0].min_level <= 12,
+            "{}",
+            with.models[0].min_level
+        );
+        assert!(
+            without.models[0].min_level < 3,
+            "no document, no floor: {}",
+            without.models[0].min_level
+        );
+        // Feeds whose documents never filled have nothing to lose: their floors are the
+        // configured minimum's, as without a document.
+        for f in 1..with.models.len() {
+            assert_eq!(
+                with.models[f].min_level, without.models[f].min_level,
+                "feed {f}"
+            );
+        }
+    }
 }

@@ -25,7 +25,9 @@ use super::feedstate::FeedState;
 pub(crate) use super::models::hour_exposure;
 pub use super::models::{models, ModelCounts};
 use super::FeedSpec;
-use crate::plan::alloc::{floor_level, level_rate, AllocError, Level};
+use crate::plan::alloc::{
+    drop_raised_minimums_unless_they_fit, floor_level, level_rate, AllocError, Level,
+};
 use crate::plan::cost::Metric;
 use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Policy};
 use crate::registry::FeedRecord;
@@ -86,14 +88,10 @@ pub struct HostLimited {
 /// Drops the raised floors (exploration, document capacity) back to the configured minimum
 /// when together they need more than the budget; returns the feeds lowered.
 fn fit_budget_minimums(models: &mut [FeedModel], cfg: &PlanConfig, configured_min: Level) -> usize {
-    let need: f64 = models.iter().map(|m| level_rate(m.min_level)).sum();
-    if need <= cfg.budget + 1e-9 {
-        return 0;
-    }
-    let mut lowered = 0;
-    for m in models.iter_mut().filter(|m| m.min_level > configured_min) {
-        m.min_level = configured_min;
-        lowered += 1;
+    let mut mins: Vec<Level> = models.iter().map(|m| m.min_level).collect();
+    let lowered = drop_raised_minimums_unless_they_fit(&mut mins, configured_min, cfg.budget);
+    for (m, l) in models.iter_mut().zip(mins) {
+        m.min_level = l;
     }
     lowered
 }

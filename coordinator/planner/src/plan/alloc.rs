@@ -78,6 +78,26 @@ pub fn ceil_level(rate: f64) -> Level {
     }
 }
 
+/// Drops every raised minimum (those above `base`) to `base` when all minimums together
+/// need more than `budget` fetches per period; returns how many were dropped.
+///
+/// All or none: lowering every raised minimum by the same share until they fit was
+/// measured (docs/RESULTS.md, "Document floors that do not fit", 2026-12-01) and not kept.
+/// It keeps more postings from scrolling off but pins the whole budget to the floors: at
+/// half a fetch a day it cost `bursts`, `drift` and `mixed` 21–53% of their delay.
+pub fn drop_raised_minimums_unless_they_fit(mins: &mut [Level], base: Level, budget: f64) -> usize {
+    let total: f64 = mins.iter().map(|&l| level_rate(l)).sum();
+    if total <= budget + 1e-9 {
+        return 0;
+    }
+    let mut dropped = 0;
+    for l in mins.iter_mut().filter(|l| **l > base) {
+        *l = base;
+        dropped += 1;
+    }
+    dropped
+}
+
 /// Per-feed inputs of the allocation.
 #[derive(Clone, Debug)]
 pub struct AllocFeed {

@@ -525,3 +525,20 @@ proptest! {
         prop_assert!((a - b).abs() <= 1e-9 * (1.0 + b), "{} vs {}", a, b);
     }
 }
+
+#[test]
+fn raised_minimums_stay_when_they_fit_and_all_drop_when_they_do_not() {
+    use super::alloc::drop_raised_minimums_unless_they_fit;
+    // Base: once a week (level −5). Raised: 3 a day, daily, every other day; one feed
+    // below the base (a host's share) stays where it is either way.
+    let start = vec![-5, 3, 1, 0, -5, -8];
+    let need: f64 = start.iter().map(|&l| level_rate(l)).sum();
+    let mut mins = start.clone();
+    assert_eq!(drop_raised_minimums_unless_they_fit(&mut mins, -5, need), 0);
+    assert_eq!(mins, start);
+    assert_eq!(
+        drop_raised_minimums_unless_they_fit(&mut mins, -5, need - 0.01),
+        3
+    );
+    assert_eq!(mins, vec![-5, -5, -5, -5, -5, -8]);
+}
