@@ -613,14 +613,31 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
             a.train_days
         );
+        // What the delay figures do not show: a posting that scrolled off is counted at the
+        // next fetch as if it had been seen, so a scheduler that lets documents overflow
+        // looks better there than it is to a reader.
+        let lost = |log: &[Vec<f64>]| scrolled_off_log(&trace, log, items, scored_from, scored_end);
+        println!(
+            "  {:<26} postings scrolled off on those days: {}",
+            "kairos (live)",
+            lost(&log.fetches)
+        );
         for p in peer_logs.iter().filter(|p| p.tuned) {
             let scored = fetches_in(&p.log, scored_from, scored_end);
+            // A rule whose fetches jump from below the budget to a run-away storm between
+            // two settings (Nutch's adaptive interval can) has no setting that spends it.
+            let short = if (scored as f64) < 0.97 * live_scored as f64 {
+                " (below the budget: no setting of its rule spends it without running away)"
+            } else {
+                ""
+            };
             println!(
-                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days, {} in all",
+                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days{short}, {} in all; postings scrolled off on those days: {}",
                 p.peer.name(),
                 p.knobs.fast,
                 p.knobs.slow,
-                fetches_before(&p.log, scored_end)
+                fetches_before(&p.log, scored_end),
+                lost(&p.log)
             );
         }
     }

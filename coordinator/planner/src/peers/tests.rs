@@ -279,3 +279,63 @@ fn tuning_spends_the_budget_without_passing_it() {
         );
     }
 }
+
+#[test]
+fn a_probe_stopped_at_its_cap_counts_as_too_many() {
+    let trace = small_trace();
+    let cfg = six_days();
+    // Round robin every 3.6 s against a cap of 5,000: stopped, and said so; at its default
+    // (8,640 fetches) with no cap: not.
+    let fast = PeerRun {
+        knobs: Knobs::uniform(0.001),
+        max_fetches: Some(5_000),
+        ..cfg
+    };
+    let (cut, stopped) = run_within(&trace, Peer::MinifluxRoundRobin, &fast);
+    assert!(stopped);
+    assert!(!run_within(&trace, Peer::MinifluxRoundRobin, &cfg).1);
+    // The cut run's log ends in its first hours, so its last day looks cheap.
+    let last_day = |l: &[Vec<f64>]| -> u64 {
+        l.iter()
+            .map(|f| f.iter().filter(|&&x| x >= 5.0 * 86_400.0).count() as u64)
+            .sum()
+    };
+    assert_eq!(last_day(&cut), 0);
+    // Round robin over 100 days (2,400 fetches a feed at its default, one an hour), tuned
+    // to spend 20 a feed on the last day, under a cap of 80,000 fetches: the default's
+    // probe is stopped, its last 21 feeds cut short, and what its last day holds (39 feeds
+    // × 24 = 936) is under the target. Counted as that, the bisection walked on
+    // toward ever faster probes, all stopped, and never found the target. One thread, so
+    // which feeds are cut is fixed.
+    let long = PeerRun {
+        duration: 100.0 * D,
+        max_fetches: Some(80_000),
+        ..cfg
+    };
+    let day_99 = |l: &[Vec<f64>]| -> u64 {
+        l.iter()
+            .map(|f| f.iter().filter(|&&x| x >= 99.0 * D).count() as u64)
+            .sum()
+    };
+    let target = 60 * 20;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let t = pool.install(|| {
+        tune(
+            &trace,
+            Peer::MinifluxRoundRobin,
+            &long,
+            target,
+            &day_99,
+            &|l| fetch_count(l) as f64,
+        )
+    });
+    let spent = day_99(&t.log);
+    assert!(
+        spent <= target && spent as f64 >= 0.97 * target as f64,
+        "{spent} of {target} on the last day at {:?}",
+        t.knobs
+    );
+}
