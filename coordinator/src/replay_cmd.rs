@@ -624,10 +624,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         );
         for p in peer_logs.iter().filter(|p| p.tuned) {
             let scored = fetches_in(&p.log, scored_from, scored_end);
-            // A rule whose fetches jump from below the budget to a run-away storm between
-            // two settings (Nutch's adaptive interval can) has no setting that spends it.
+            // The search assumes fewer fetches at larger settings; a rule for which that
+            // does not hold (Nutch's adaptive interval: its runs jump between a storm and
+            // well below the budget) can be left short, and is shown so.
             let short = if (scored as f64) < 0.97 * live_scored as f64 {
-                " (below the budget: no setting of its rule spends it without running away)"
+                " (below the budget: the search found no setting that spends it without passing it)"
             } else {
                 ""
             };

@@ -132,8 +132,8 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
             .iter()
             .map(|d| peer_day(d, label)["fetches"].as_f64().unwrap())
             .sum();
-        // Within 3% below; or, for a rule that cannot spend it without running away
-        // (Nutch's adaptive interval here), fewer, and said.
+        // Within 3% below; or, for a rule the search leaves short (Nutch's adaptive
+        // interval here), fewer, and said.
         let name = label.trim_end_matches(" (tuned)");
         let said = stdout.lines().any(|l| {
             l.trim_start().starts_with(&format!("{name} ")) && l.contains("below the budget")
