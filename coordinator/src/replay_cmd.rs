@@ -12,10 +12,12 @@ use clap::Args;
 use kairos_coordinator::control::models::DOCUMENT_FILL;
 use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
 use kairos_coordinator::learn::{learn, LearnConfig};
-use kairos_coordinator::plan::alloc::{ceil_level, drop_raised_minimums_unless_they_fit, HostCaps};
+use kairos_coordinator::plan::alloc::{ceil_level, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::pattern::Smoothing;
-use kairos_coordinator::plan::planner::{document_level, solve, PlanConfig, Policy, Scheduler};
+use kairos_coordinator::plan::planner::{
+    document_level, drop_raised_floors_unless_they_fit, solve, PlanConfig, Policy, Scheduler,
+};
 use kairos_coordinator::simulate::{
     replay, replay_log, scrolled_off_log, scrolled_off_schedules, FeedSchedule, Realized,
 };
@@ -336,11 +338,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     // with the configured minimums rather than refusing to plan at all.
     let configured_min = ceil_level(a.min_fetches_per_day);
     let fit = |mut l: kairos_coordinator::learn::Learned| {
-        let mut mins: Vec<_> = l.models.iter().map(|m| m.min_level).collect();
-        drop_raised_minimums_unless_they_fit(&mut mins, configured_min, budget);
-        for (m, lv) in l.models.iter_mut().zip(mins) {
-            m.min_level = lv;
-        }
+        drop_raised_floors_unless_they_fit(&mut l.models, configured_min, budget);
         l
     };
     // The truth plan's floors, from the generating intensities: half a document for every
@@ -627,7 +625,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             // The search assumes fewer fetches at larger settings; a rule for which that
             // does not hold (Nutch's adaptive interval: its runs jump between a storm and
             // well below the budget) can be left short, and is shown so.
-            let short = if (scored as f64) < 0.97 * live_scored as f64 {
+            let short = if scored < live_scored
+                && !kairos_coordinator::peers::reaches(scored, live_scored)
+            {
                 " (below the budget: the search found no setting that spends it without passing it)"
             } else {
                 ""

@@ -25,11 +25,11 @@ use super::feedstate::FeedState;
 pub(crate) use super::models::hour_exposure;
 pub use super::models::{models, ModelCounts};
 use super::FeedSpec;
-use crate::plan::alloc::{
-    drop_raised_minimums_unless_they_fit, floor_level, level_rate, AllocError, Level,
-};
+use crate::plan::alloc::{floor_level, level_rate, AllocError, Level};
 use crate::plan::cost::Metric;
-use crate::plan::planner::{self, FeedModel, FeedPlan, PlanConfig, PlanState, Policy};
+use crate::plan::planner::{
+    self, drop_raised_floors_unless_they_fit, FeedModel, FeedPlan, PlanConfig, PlanState, Policy,
+};
 use crate::registry::FeedRecord;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -83,17 +83,6 @@ pub struct HostLimited {
     /// Feeds whose minimum (or exploration floor) was lowered because their host cannot
     /// carry the minimums of all its feeds.
     pub floors_lowered: usize,
-}
-
-/// Drops the raised floors (exploration, document capacity) back to the configured minimum
-/// when together they need more than the budget; returns the feeds lowered.
-fn fit_budget_minimums(models: &mut [FeedModel], cfg: &PlanConfig, configured_min: Level) -> usize {
-    let mut mins: Vec<Level> = models.iter().map(|m| m.min_level).collect();
-    let lowered = drop_raised_minimums_unless_they_fit(&mut mins, configured_min, cfg.budget);
-    for (m, l) in models.iter_mut().zip(mins) {
-        m.min_level = l;
-    }
-    lowered
 }
 
 /// Lowers the minimum levels of the feeds of hosts whose cap cannot carry them: first the
@@ -346,7 +335,9 @@ impl Replanner {
         let mut models = models;
         let configured_min = self.settings.levels().0;
         let floors_lowered = fit_host_minimums(&mut models, &cfg, configured_min)
-            + fit_budget_minimums(&mut models, &cfg, configured_min);
+            // Raised floors (exploration, document capacity) the budget cannot carry together go
+            // back to the configured minimum, all of them.
+            + drop_raised_floors_unless_they_fit(&mut models, configured_min, cfg.budget);
         let hosts: Vec<Option<u32>> = models.iter().map(|m| m.host).collect();
         let (plan, resolved, fresh) = if self.settings.policy != Policy::Optimal {
             let plan = planner::solve(&models, &cfg)?;

@@ -219,6 +219,11 @@ pub struct Tuned {
     pub score: f64,
 }
 
+/// Whether a tuned run's `fetches` spend `target`: at most it, and within 3% of it.
+pub fn reaches(fetches: u64, target: u64) -> bool {
+    fetches <= target && fetches as f64 >= 0.97 * target as f64
+}
+
 /// Ratios of the quiet feeds' multiplier to the busy feeds' that [`tune`] tries.
 const RATIOS: [f64; 4] = [0.25, 1.0, 4.0, 16.0];
 
@@ -290,7 +295,7 @@ pub fn tune(
             fetches,
         });
     }
-    let reach = |t: &Tuned| t.fetches as f64 >= 0.97 * target as f64 && t.fetches <= target;
+    let reach = |t: &Tuned| reaches(t.fetches, target);
     let pick = if candidates.iter().any(reach) {
         candidates
             .into_iter()

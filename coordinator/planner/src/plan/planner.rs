@@ -4,8 +4,8 @@
 //! (`0..feeds.len()`); mapping to external ids is the caller's business.
 
 use super::alloc::{
-    ceil_level, level_period_multiple, level_rate, AllocError, AllocFeed, AllocStats, Allocator,
-    HostCaps, Level,
+    ceil_level, drop_raised_minimums_unless_they_fit, level_period_multiple, level_rate,
+    AllocError, AllocFeed, AllocStats, Allocator, HostCaps, Level,
 };
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
@@ -274,6 +274,21 @@ pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64, placed: bo
         steps += 1;
     }
     b
+}
+
+/// [`drop_raised_minimums_unless_they_fit`] on the models' minimum levels: the live
+/// planner's rule for floors the budget cannot carry, and the references' in `replay`.
+pub fn drop_raised_floors_unless_they_fit(
+    models: &mut [FeedModel],
+    base: Level,
+    budget: f64,
+) -> usize {
+    let mut mins: Vec<Level> = models.iter().map(|m| m.min_level).collect();
+    let dropped = drop_raised_minimums_unless_they_fit(&mut mins, base, budget);
+    for (m, l) in models.iter_mut().zip(mins) {
+        m.min_level = l;
+    }
+    dropped
 }
 
 /// Schedules solved per feed by [`document_level`] at most.
