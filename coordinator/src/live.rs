@@ -5,7 +5,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kairos_coordinator::control::cluster::ClusterConfig;
 use kairos_coordinator::control::health::HealthPolicy;
-use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
+use kairos_coordinator::control::relearn::{
+    parse_lost_posting_hours, Budget, LostPostingArg, PlannerSettings, DEFAULT_LOST_POSTING_HOURS,
+};
 use kairos_coordinator::hub::HubConfig;
 use kairos_coordinator::plan::cost::Metric;
 use kairos_coordinator::plan::planner::Policy;
@@ -73,6 +75,11 @@ pub struct LivePlanArgs {
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
     pub no_rate_calibration: bool,
+    /// Hours of delay one posting lost to a document overflowing between fetches costs the
+    /// plan, or `floors`: fetch often enough that no document is expected to overflow,
+    /// where the budget allows (docs/PLANNER.md).
+    #[arg(long, default_value_t = LostPostingArg(Some(DEFAULT_LOST_POSTING_HOURS)), value_parser = parse_lost_posting_hours)]
+    pub lost_posting_hours: LostPostingArg,
     /// How long postings are kept after their discovery (on the run's clock), or `forever`:
     /// how far back the Postings API pages. Older ones are removed in bounded batches once
     /// a minute. Three days keep a million feeds posting once a day within half of an
@@ -173,6 +180,7 @@ impl LivePlanArgs {
             host_level: self.host_level,
             quick_updates: self.quick_updates,
             calibrate_rates: !self.no_rate_calibration,
+            lost_posting_hours: self.lost_posting_hours.0,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,
             ..PlannerSettings::default()

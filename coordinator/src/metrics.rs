@@ -144,6 +144,9 @@ declare! {
     /// Gauge: fetches per day the document floors hold beyond the configured minimums.
     describe_gauge PLAN_CAPACITY_FLOOR_FETCHES = "kairos_plan_capacity_floor_fetches_per_day",
         "Fetches per day the raised minimums of feeds whose documents would overflow hold beyond the configured minimums: budget the plan cannot move to where it would cut delay most.";
+    /// Gauge: postings per day the plan expects to scroll off documents before a fetch.
+    describe_gauge PLAN_EXPECTED_LOST_POSTINGS = "kairos_plan_expected_lost_postings_per_day",
+        "Postings per day the plan expects to scroll off their feeds' documents before any fetch sees them, under its own rates (the count the price of --lost-posting-hours weighs against delay).";
     /// Counter: replans that failed (the previous plan stayed in force).
     describe_counter REPLAN_FAILURES_TOTAL = "kairos_replan_failures_total",
         "Replans that failed; the previous plan stays in force until one succeeds.";

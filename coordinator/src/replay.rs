@@ -79,6 +79,9 @@ pub struct ReplayLog {
     /// The plans' own expected delay per posting (minutes; `delay` metric), averaged over
     /// the replans of each simulated day: what the model promised, next to what happened.
     pub expected_delay_min_by_day: Vec<f64>,
+    /// The postings the plans expected to scroll off documents unseen, per day, averaged
+    /// over the replans of each simulated day.
+    pub expected_lost_by_day: Vec<f64>,
     /// Each replan's time (ms since the trace's start) and every feed's expected delay per
     /// posting under it (seconds, by feed index; NaN: not planned): what the plan in force
     /// promised each posting, to weigh by the postings that came.
@@ -164,6 +167,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     let step_ms = (cfg.replan_every * 1000.0) as i64;
     let mut next_replan = 0i64;
     let mut expected: Vec<(f64, usize)> = Vec::new();
+    let mut expected_lost: Vec<f64> = Vec::new();
     let mut access_i = 0usize;
     let mut seq = 0u64;
     loop {
@@ -211,6 +215,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 expected.resize(day + 1, (0.0, 0));
                 expected[day].0 += p.expected_delay_seconds / 60.0;
                 expected[day].1 += 1;
+                expected_lost.resize(day + 1, 0.0);
+                expected_lost[day] += p.expected_lost_per_day;
             }
             let mut upserts = Vec::new();
             let mut first = Vec::new();
@@ -344,6 +350,11 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     log.expected_delay_min_by_day = expected
         .iter()
         .map(|&(sum, n)| if n > 0 { sum / n as f64 } else { f64::NAN })
+        .collect();
+    log.expected_lost_by_day = expected
+        .iter()
+        .zip(&expected_lost)
+        .map(|(&(_, n), &sum)| if n > 0 { sum / n as f64 } else { f64::NAN })
         .collect();
     Ok(log)
 }

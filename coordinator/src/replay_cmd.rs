@@ -10,10 +10,13 @@ use crate::replay::{run, ReplayConfig};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use kairos_coordinator::control::models::DOCUMENT_FILL;
-use kairos_coordinator::control::relearn::{Budget, PlannerSettings};
+use kairos_coordinator::control::relearn::{
+    parse_lost_posting_hours, Budget, LostPostingArg, PlannerSettings, DEFAULT_LOST_POSTING_HOURS,
+};
 use kairos_coordinator::learn::{learn, LearnConfig};
 use kairos_coordinator::plan::alloc::{ceil_level, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::plan::overflow::Document;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{
     document_level, drop_raised_floors_unless_they_fit, solve, PlanConfig, Policy, Scheduler,
@@ -88,6 +91,11 @@ pub struct ReplayArgs {
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
     no_rate_calibration: bool,
+    /// Hours of delay one posting lost to a document overflowing between fetches costs the
+    /// plan, or `floors`: fetch often enough that no document is expected to overflow,
+    /// where the budget allows (docs/PLANNER.md).
+    #[arg(long, default_value_t = LostPostingArg(Some(DEFAULT_LOST_POSTING_HOURS)), value_parser = parse_lost_posting_hours)]
+    lost_posting_hours: LostPostingArg,
     /// Feeds with fewer observed postings are fetched at least daily (0: no such floor).
     #[arg(long, default_value_t = PlannerSettings::default().explore_min_postings)]
     explore_min_postings: usize,
@@ -286,6 +294,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         host_level: a.host_level,
         quick_updates: a.quick_updates,
         calibrate_rates: !a.no_rate_calibration,
+        lost_posting_hours: a.lost_posting_hours.0,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
         explore_min_postings: a.explore_min_postings,
@@ -346,6 +355,15 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     let with_floors = |mut l: kairos_coordinator::learn::Learned| {
         if !a.references_ignore_documents {
             for m in l.models.iter_mut() {
+                if let Some(hours) = cfg.planner.lost_posting_hours {
+                    // Priced as the live plans price them; the intensities know no clumps.
+                    m.document = Some(Document {
+                        items: items as f64,
+                        clump: 1.0,
+                        lost_cost: m.weight * hours * 3600.0,
+                    });
+                    continue;
+                }
                 let floor = document_level(m, &floor_cfg, DOCUMENT_FILL * items as f64, true);
                 m.min_level = m.min_level.max(floor).min(m.max_level);
             }
@@ -580,9 +598,23 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             offline_causal: t.offline_causal + r.scrolled_off.offline_causal,
             offline: t.offline + r.scrolled_off.offline,
         });
+    // What the live plans expected to lose on the days scored, beside what they lost.
+    let scored = a.train_days.min(days.saturating_sub(1))..days;
+    let expected_lost: f64 = log
+        .expected_lost_by_day
+        .get(scored.clone())
+        .unwrap_or_default()
+        .iter()
+        .filter(|v| v.is_finite())
+        .sum();
+    let lost_scored: usize = rows[scored.clone()]
+        .iter()
+        .map(|r| r.scrolled_off.live)
+        .sum();
     println!(
-        "postings that scrolled off a {items}-item document before any fetch saw them: live {}, uniform {}, offline {}, {fixed} {}{}",
+        "postings that scrolled off a {items}-item document before any fetch saw them: live {} (days {}+: {lost_scored}, the plans expected {expected_lost:.0}), uniform {}, offline {}, {fixed} {}{}",
         lost.live,
+        scored.start,
         lost.uniform,
         lost.offline_causal,
         lost.offline,

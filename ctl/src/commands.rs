@@ -624,6 +624,7 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
         "workers": s.workers, "budget_fetches_per_day": s.budget_fetches_per_day,
         "allocated_fetches_per_day": s.allocated_fetches_per_day,
         "capacity_floor_fetches_per_day": s.capacity_floor_fetches_per_day,
+        "expected_lost_postings_per_day": s.expected_lost_postings_per_day,
         "fetches_total": s.fetches_total, "postings_total": s.postings_total,
         "realized_avg_delay_seconds": s.realized_avg_delay_seconds,
         "expected_avg_delay_seconds": s.expected_avg_delay_seconds,
@@ -667,6 +668,13 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
             ("plan in force", plan),
             ("fetches", s.fetches_total.to_string()),
             ("postings", s.postings_total.to_string()),
+            (
+                "postings expected lost",
+                format!(
+                    "{} a day (scrolled off a document before any fetch)",
+                    per_day(s.expected_lost_postings_per_day)
+                ),
+            ),
             (
                 "delay per posting",
                 format!(

@@ -359,6 +359,7 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
                 min_level,
                 max_level: cfg.max_level.max(min_level),
                 host: row.host.as_deref().map(|h| hosts[h]),
+                document: None,
             }
         })
         .collect();
@@ -403,6 +404,7 @@ mod tests {
             min_level,
             max_level: 1440,
             host: None,
+            document: None,
         }
     }
 

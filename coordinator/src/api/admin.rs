@@ -333,6 +333,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             stored_plan_written_unix_ms: stored.map_or(0, |s| s.1),
             stored_plan_feeds: stored.map_or(0, |s| s.0 as u64),
             capacity_floor_fetches_per_day: plan.capacity_floor_fetches_per_day,
+            expected_lost_postings_per_day: plan.expected_lost_per_day,
         }))
     }
 

@@ -152,6 +152,10 @@ mod tests {
     }
 
     fn learned(documents: Option<u32>) -> Learned {
+        learned_with(documents, None)
+    }
+
+    fn learned_with(documents: Option<u32>, lost_posting_hours: Option<f64>) -> Learned {
         let cfg = LearnConfig {
             period_seconds: DAY_S,
             bins: 24,
@@ -167,6 +171,7 @@ mod tests {
             slots: 96,
             min_fetches_per_day: 1.0 / 7.0,
             explore_min_postings: 0,
+            lost_posting_hours,
             ..PlannerSettings::default()
         };
         learn_live(&trace(), &cfg, &settings, documents).0
@@ -197,6 +202,24 @@ mod tests {
         // Feeds whose documents never filled have nothing to lose: their floors are the
         // configured minimum's, as without a document.
         for f in 1..with.models.len() {
+            assert_eq!(
+                with.models[f].min_level, without.models[f].min_level,
+                "feed {f}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_document_size_gives_the_models_their_document_priced() {
+        let without = learned_with(None, Some(24.0));
+        let with = learned_with(Some(20), Some(24.0));
+        let doc = with.models[0].document.expect("the busy feed's document");
+        assert_eq!(doc.items, 20.0);
+        assert!((doc.lost_cost - with.models[0].weight * 24.0 * 3600.0).abs() < 1e-6);
+        assert!(doc.clump >= 1.0);
+        assert!(without.models.iter().all(|m| m.document.is_none()));
+        // Priced, not floored: every minimum is the configured one.
+        for f in 0..with.models.len() {
             assert_eq!(
                 with.models[f].min_level, without.models[f].min_level,
                 "feed {f}"

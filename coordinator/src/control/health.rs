@@ -467,6 +467,7 @@ mod tests {
             min_level: min,
             max_level: max,
             host: None,
+            document: None,
         };
         let mut models = vec![
             model(2, 1440),

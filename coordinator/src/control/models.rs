@@ -14,6 +14,7 @@ use super::shapes;
 use super::shrink;
 use super::siblings;
 use crate::plan::alloc::{ceil_level, level_rate};
+use crate::plan::overflow::Document;
 use crate::plan::planner::{document_level, FeedModel};
 use crate::registry::FeedRecord;
 use crate::time::DAY_MS;
@@ -80,7 +81,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     let half_life = chosen.map_or(s.half_life_days, |c| c.0);
     let w = |t: i64| recency::weight(now_ms - t, half_life);
     let mut span_days = vec![0.0f64; feeds.len()];
-    let mut clumped = vec![false; feeds.len()];
+    let mut clump = vec![1.0f64; feeds.len()];
     // Each feed's tally on every core, written in place (a vector of tallies beside
     // these would hold 400 bytes a feed more at the peak); the pooled sums after, in feed
     // order, so they do not depend on the thread count.
@@ -88,11 +89,11 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .par_iter_mut()
         .zip(exposure.par_iter_mut())
         .zip(span_days.par_iter_mut())
-        .zip(clumped.par_iter_mut())
+        .zip(clump.par_iter_mut())
         .zip(feeds.par_iter())
         .map(|((((c, e), span), cl), feed)| {
             let t = tally(state_of(&feed.id)?, window_start, now_ms, &w)?;
-            (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clumped);
+            (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clump_size);
             Some((t.n / t.span_days.max(1.0), t.level))
         })
         .collect();
@@ -340,6 +341,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
                 min_level: lo,
                 max_level: max_level.max(lo),
                 host: Some(host_ids[f]),
+                document: None,
             };
             (model, shape)
         })
@@ -371,14 +373,9 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             };
             // A model watched for less than a day does not know its busy hours yet: its
             // floor only covers its mean rate until then.
-            let fill = if clumped[f] {
-                DOCUMENT_FILL
-            } else {
-                DOCUMENT_FILL_UNCLUMPED
-            };
             let document = state.filter(|st| st.doc_capacity >= 2).map(|st| {
                 (
-                    fill * st.doc_capacity as f64,
+                    st.doc_capacity as f64,
                     st.observed_span_ms(now_ms) >= DAY_MS,
                 )
             });
@@ -394,19 +391,39 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     // that it does not overflow between two of them. Busy feeds solve a few schedules for
     // this, so it runs on every core.
     // Each feed's fetches per period held by its raised minimum beyond the one it had.
+    // With lost postings priced (`delay` only: the price is in its units), each feed's
+    // document goes to the planner instead, and no floor is raised.
+    let priced = s
+        .lost_posting_hours
+        .filter(|_| s.metric == crate::plan::cost::Metric::Delay);
     let raised: Vec<Option<f64>> = models
         .par_iter_mut()
         .zip(&documents)
-        .map(|(model, items)| match *items {
-            Some((items, placed)) => {
-                let floor = document_level(model, &plan_cfg, items, placed);
+        .zip(&clump)
+        .map(|((model, items), &clump)| match (*items, priced) {
+            (Some((items, _)), Some(hours)) => {
+                model.document = Some(Document {
+                    items,
+                    clump,
+                    lost_cost: model.weight * hours * 3600.0,
+                });
+                None
+            }
+            (Some((items, placed)), None) => {
+                // Not priced, but counted: the plan's expected losses are shown either way.
+                model.document = Some(Document {
+                    items,
+                    clump,
+                    lost_cost: 0.0,
+                });
+                let floor = document_level(model, &plan_cfg, fill_of(clump) * items, placed);
                 (floor > model.min_level).then(|| {
                     let before = level_rate(model.min_level);
                     model.min_level = floor.min(model.max_level);
                     level_rate(model.min_level) - before
                 })
             }
-            None => None,
+            (None, _) => None,
         })
         .collect();
     decided.capacity_floors = raised.iter().flatten().count();
@@ -464,6 +481,15 @@ pub struct ModelCounts {
     pub regime_rising: usize,
     /// Feeds whose current regime posts at most half their window's rate.
     pub regime_falling: usize,
+}
+
+/// The share of its document a feed's floor lets one gap fill, by its lump size.
+fn fill_of(clump: f64) -> f64 {
+    if clump > 1.0 {
+        DOCUMENT_FILL
+    } else {
+        DOCUMENT_FILL_UNCLUMPED
+    }
 }
 
 /// Share of a feed's document the postings expected between two fetches may fill: the

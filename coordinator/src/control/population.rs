@@ -10,7 +10,7 @@ use super::models::hour_exposure;
 use super::regimes;
 use super::shapes::Mixture;
 use super::shrink;
-use crate::time::DAY_MS;
+use crate::time::{DAY_MS, HOUR_MS};
 use std::sync::Arc;
 
 const BINS: usize = 24;
@@ -55,6 +55,11 @@ pub struct Tally {
     pub span_days: f64,
     /// Whether some postings in the window were a clump's excess (see `clump_excess`).
     pub clumped: bool,
+    /// The size of the lump a posting arrives in, averaged over postings (`Σ n_g² / Σ n_g`
+    /// over the clock hours `g` whose postings hold a clump's excess, each other posting a
+    /// lump of one): 1 for a feed that posts no clumps. Postings in lumps of this size, the
+    /// lumps Poisson, vary between gaps as the feed's do ([`crate::plan::overflow`]).
+    pub clump_size: f64,
     /// The level the exposure was divided by ([`regimes::level`]'s square root): 1 for a
     /// steady feed.
     pub level: f64,
@@ -96,6 +101,7 @@ pub fn tally_before(
     // The feed's level now against its whole window's ([`regimes`]).
     let level = regime_level(st, &dated, start, until, w);
     let excess = clump_excess(&dated, start, until);
+    let clump_size = lump_size(&dated, &excess);
     let mut excess_mass = 0.0;
     for (&t, excess) in dated.iter().zip(excess) {
         let wt = w(t);
@@ -154,8 +160,33 @@ pub fn tally_before(
         n,
         span_days,
         clumped: excess_mass > 0.0,
+        clump_size,
         level,
     })
+}
+
+/// [`Tally::clump_size`] of the sorted postings `dated`, with `excess` marking a clump's
+/// excess among them.
+fn lump_size(dated: &[i64], excess: &[bool]) -> f64 {
+    let (mut squares, mut total) = (0.0f64, 0.0f64);
+    let mut i = 0;
+    while i < dated.len() {
+        let hour = dated[i].div_euclid(HOUR_MS);
+        let mut j = i;
+        while j < dated.len() && dated[j].div_euclid(HOUR_MS) == hour {
+            j += 1;
+        }
+        let n = (j - i) as f64;
+        let lump = excess[i..j].iter().any(|&e| e);
+        squares += if lump { n * n } else { n };
+        total += n;
+        i = j;
+    }
+    if total > 0.0 {
+        squares / total
+    } else {
+        1.0
+    }
 }
 
 /// The square root of the feed's level in its current regime against its whole window

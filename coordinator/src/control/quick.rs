@@ -217,6 +217,7 @@ mod tests {
             min_level: 1,
             max_level: 96,
             host: None,
+            document: None,
         }
     }
 

@@ -40,9 +40,9 @@ use crate::time::DAY_MS;
 const BINS: usize = 24;
 
 pub use super::settings::{
-    Budget, PlannerSettings, DEFAULT_EXPLORE_SHARE, DEFAULT_MIXTURE_MIN_PER_DAY,
-    DEFAULT_SHAPE_MIXTURE, DEFAULT_SHAPE_PSEUDO_POSTINGS, MAX_SHAPE_MIXTURE,
-    MAX_SHAPE_PSEUDO_POSTINGS,
+    parse_lost_posting_hours, Budget, LostPostingArg, PlannerSettings, DEFAULT_EXPLORE_SHARE,
+    DEFAULT_LOST_POSTING_HOURS, DEFAULT_MIXTURE_MIN_PER_DAY, DEFAULT_SHAPE_MIXTURE,
+    DEFAULT_SHAPE_PSEUDO_POSTINGS, MAX_SHAPE_MIXTURE, MAX_SHAPE_PSEUDO_POSTINGS,
 };
 
 /// What one planning round produced.
@@ -56,6 +56,9 @@ pub struct PlanOutcome {
     /// feeds): what `expected_cost` is spread over, so that their ratio is the delay per
     /// posting the plan expects under its own rates.
     pub expected_postings_per_day: f64,
+    /// Postings the plan expects to scroll off its feeds' documents unseen per day, under its
+    /// own rates ([`crate::plan::overflow`]; feeds whose document size is known).
+    pub expected_lost_per_day: f64,
     /// Planned fetches per day.
     pub fetches_per_day: f64,
     /// Budget per day, as configured.
@@ -424,6 +427,12 @@ impl Replanner {
             })
             .collect();
         host_limited.unspent_per_day /= days;
+        // What the plan expects its feeds' documents to lose (priced or not).
+        let expected_lost: f64 = self
+            .view
+            .values()
+            .map(|(m, p)| planner::expected_lost(m, &cfg, p))
+            .sum();
         let expected_postings: f64 = self
             .view
             .values()
@@ -433,6 +442,7 @@ impl Replanner {
             specs,
             expected_cost: plan.expected_cost / days,
             expected_postings_per_day: expected_postings / days,
+            expected_lost_per_day: expected_lost / days,
             fetches_per_day: plan.fetches_per_period / days,
             budget_per_day: configured_budget / days,
             budget_share: share,

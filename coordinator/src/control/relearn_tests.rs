@@ -75,6 +75,7 @@ fn a_new_populations_schedules_are_turned_apart_and_keep_their_spacing() {
             min_level: 1,
             max_level: 1440,
             host: Some(i),
+            document: None,
         })
         .collect();
     let s = PlannerSettings {
@@ -412,7 +413,10 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
         ("f1".to_string(), watched(40, 9, 7, now)),
     ]
     .into();
-    let s = PlannerSettings::default();
+    let s = PlannerSettings {
+        lost_posting_hours: None,
+        ..PlannerSettings::default()
+    };
     let (m, counts) = models_with(&feeds, &states, now, &s);
     assert_eq!(counts.capacity_floors, 1);
     // The same 40 every day at the same hour are no clump: 70% of a 10-item document holds
@@ -434,6 +438,50 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     });
     let out = r.plan(&feeds, m).unwrap();
     assert_eq!(out.host_limited.floors_lowered, 1);
+}
+
+#[test]
+fn a_feed_posting_faster_than_its_document_holds_has_its_losses_priced() {
+    let now = 1000 * DAY_MS + 23 * 3_600_000 + 1;
+    let feeds: Vec<FeedRecord> = (0..3).map(feed).collect();
+    // As above, and a third feed posting 4 a day at 20:00 to take the rest of the budget.
+    let mut small = watched(40, 9, 7, now);
+    small.doc_capacity = 10;
+    let states: HashMap<String, FeedState> = [
+        ("f0".to_string(), small),
+        ("f1".to_string(), watched(40, 9, 7, now)),
+        ("f2".to_string(), watched(4, 20, 7, now)),
+    ]
+    .into();
+    let planned = |hours: f64| {
+        let s = PlannerSettings {
+            budget: Budget::PerDay(12.0),
+            lost_posting_hours: Some(hours),
+            ..PlannerSettings::default()
+        };
+        let (m, counts) = models_with(&feeds, &states, now, &s);
+        // No floor is raised: the document goes to the planner.
+        assert_eq!(counts.capacity_floors, 0);
+        assert_eq!(m[0].min_level, s.levels().0);
+        let doc = m[0].document.expect("f0's document");
+        assert_eq!((doc.items, doc.clump), (10.0, 1.0));
+        assert!((doc.lost_cost - hours * 3600.0 * m[0].weight).abs() < 1e-6);
+        assert!(m[1].document.is_none(), "f1's size is not known");
+        let out = Replanner::new(s).plan(&feeds, m).unwrap();
+        let f0 = out.specs.iter().find(|(id, _)| *id == "f0").unwrap();
+        (f0.1.offsets_seconds.len(), out.expected_lost_per_day)
+    };
+    let (free_fetches, free_lost) = planned(0.0);
+    let (week_fetches, week_lost) = planned(168.0);
+    // Unpriced, f0's fetches at its 40-posting hour still lose a few a day off its 10
+    // items (5 fetches: 3.5 a day); priced at a week of delay a posting, it takes a fetch
+    // from the others and loses half as many.
+    assert!(free_lost > 1.0, "{free_lost}");
+    assert!(
+        week_fetches > free_fetches,
+        "{week_fetches} vs {free_fetches}"
+    );
+    assert!(week_lost < free_lost / 1.5, "{week_lost} vs {free_lost}");
 }
 
 #[test]

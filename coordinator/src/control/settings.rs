@@ -93,9 +93,50 @@ pub struct PlannerSettings {
     /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
     /// ([`super::quick`]; off by default).
     pub quick_updates: bool,
+    /// What one posting lost to a document overflowing between two fetches costs, in hours
+    /// of delay (`delay` metric only): the allocation prices each feed's expected losses
+    /// ([`crate::plan::overflow`]) in place of the document floors of
+    /// [`super::models::DOCUMENT_FILL`] ([`DEFAULT_LOST_POSTING_HOURS`]). `None` keeps the
+    /// floors.
+    pub lost_posting_hours: Option<f64>,
     /// Plan over a week instead of a day: feeds learn day-of-week factors
     /// ([`crate::weekly`]) and schedules repeat weekly (`slots` per day, seven days).
     pub weekly: bool,
+}
+
+/// [`PlannerSettings::lost_posting_hours`]'s default: a posting lost to a document that
+/// overflowed costs what a day's delay costs. Live `replay` (docs/RESULTS.md, "Lost postings
+/// priced in place of the document floors"): at half a fetch a day it takes `steady` from
+/// 985.5 min to 840.0 and `startstop` from 811.7 to 756.5 (the floors held there), and
+/// `bursts` and `mixed` from 2,427 and 2,497 postings lost on days 14–27 to 1,582 and 1,783
+/// (their floors did not fit the budget and were dropped) for 1–3% more delay.
+pub const DEFAULT_LOST_POSTING_HOURS: f64 = 24.0;
+
+/// How a command line gives [`PlannerSettings::lost_posting_hours`]: hours, or `floors`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LostPostingArg(pub Option<f64>);
+
+impl std::fmt::Display for LostPostingArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(h) => write!(f, "{h}"),
+            None => f.write_str("floors"),
+        }
+    }
+}
+
+/// Parses `--lost-posting-hours`: a finite number of hours of at least 0, or `floors` for
+/// the document floors instead of a price.
+pub fn parse_lost_posting_hours(s: &str) -> Result<LostPostingArg, String> {
+    if s == "floors" {
+        return Ok(LostPostingArg(None));
+    }
+    match s.parse::<f64>() {
+        Ok(h) if h >= 0.0 && h.is_finite() => Ok(LostPostingArg(Some(h))),
+        _ => Err(format!(
+            "`{s}`: hours of delay a lost posting costs (a number of at least 0), or `floors`"
+        )),
+    }
 }
 
 /// [`PlannerSettings::explore_share`]'s default. On `real-commits` at half a fetch a day
@@ -156,6 +197,7 @@ impl Default for PlannerSettings {
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,
             quick_updates: false,
+            lost_posting_hours: Some(DEFAULT_LOST_POSTING_HOURS),
             host_fetches_per_day: None,
             weekly: false,
         }
@@ -240,6 +282,13 @@ impl PlannerSettings {
         }
         if !(self.half_life_days >= 0.0 && self.half_life_days.is_finite()) {
             return Err("the half-life must be a non-negative number of days (0: none)".into());
+        }
+        if let Some(h) = self.lost_posting_hours {
+            if !(h >= 0.0 && h.is_finite()) {
+                return Err(format!(
+                    "the hours a lost posting costs must be a finite number of at least 0, got {h}"
+                ));
+            }
         }
         if let Some(h) = self.host_fetches_per_day {
             if !(h > 0.0 && h.is_finite()) {

@@ -164,6 +164,8 @@ pub struct PlanFigures {
     pub capacity_floors: usize,
     /// Fetches per day those raised minimums hold beyond the configured ones.
     pub capacity_floor_fetches_per_day: f64,
+    /// Postings per day the plan expects to scroll off documents unseen.
+    pub expected_lost_per_day: f64,
     /// Pseudo-days of shrinkage the models used.
     pub shrinkage_days: f64,
     /// Feed-days held out to choose `shrinkage_days` (0: the configured value, before two
@@ -291,6 +293,7 @@ impl PlanFigures {
         gauge!(m::PLAN_HOST_CAP).set(p.host_cap_per_day.unwrap_or(0.0));
         gauge!(m::PLAN_CAPACITY_FLOOR_FEEDS).set(p.capacity_floors as f64);
         gauge!(m::PLAN_CAPACITY_FLOOR_FETCHES).set(p.capacity_floor_fetches_per_day);
+        gauge!(m::PLAN_EXPECTED_LOST_POSTINGS).set(p.expected_lost_per_day);
         gauge!(m::PLAN_SHRINKAGE_DAYS).set(p.shrinkage_days);
         gauge!(m::PLAN_HALF_LIFE_DAYS).set(p.half_life_days);
         gauge!(m::PLAN_REGIME_FEEDS, "direction" => "rising").set(p.regime_feeds.0 as f64);

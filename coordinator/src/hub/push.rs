@@ -740,6 +740,7 @@ mod tests {
             min_level,
             max_level: 96,
             host: None,
+            document: None,
         }
     }
 

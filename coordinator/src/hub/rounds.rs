@@ -598,6 +598,7 @@ fn figures_of(
         host_cap_per_day: settings.host_fetches_per_day,
         capacity_floors: counts.capacity_floors,
         capacity_floor_fetches_per_day: counts.capacity_floor_fetches_per_day,
+        expected_lost_per_day: outcome.expected_lost_per_day,
         shrinkage_days: counts.shrinkage,
         shrinkage_held_out_days: counts.held_out_days,
         mixture_shapes: counts.mixture_shapes,
@@ -653,6 +654,7 @@ mod tests {
             min_level: crate::plan::alloc::ceil_level(1.0 / 7.0),
             max_level: 96,
             host: None,
+            document: None,
         };
         let mut r = Replanner::new(PlannerSettings {
             slots: 96,

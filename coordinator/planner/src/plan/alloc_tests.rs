@@ -142,6 +142,7 @@ fn flat_feed(post: f32, access: f32) -> FeedModel {
         min_level: 1,
         max_level: 100,
         host: None,
+        document: None,
     }
 }
 

@@ -18,8 +18,11 @@ use std::collections::{BinaryHeap, HashMap};
 /// One evaluated point of a feed's cost curve.
 #[derive(Clone, Debug)]
 pub struct CurvePoint {
-    /// Weighted expected cost per period at this level.
+    /// What the allocation minimizes: the weighted expected cost per period at this level,
+    /// plus the priced postings its schedule is expected to lose ([`super::overflow`]).
     pub cost: f64,
+    /// The weighted expected cost of the metric alone (what the plan reports).
+    pub delay: f64,
     /// The optimal fetch boundaries at this level (one for sub-period levels).
     pub slots: Box<[u32]>,
 }
@@ -29,6 +32,7 @@ impl CurvePoint {
     pub fn cost_only(cost: f64) -> Self {
         CurvePoint {
             cost,
+            delay: cost,
             slots: Box::default(),
         }
     }

@@ -4,6 +4,7 @@
 //! * [`exact`] — the exact cyclic m-fetch schedule (Monge DP + anchor interleaving);
 //! * [`search`] — the papers' baselines: uniform spacing and the optimality-condition search;
 //! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
+//! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
 //! * [`brute`] — exhaustive reference solver for tests and benchmarks.
 //!
@@ -14,6 +15,7 @@ pub mod brute;
 pub mod cost;
 pub mod exact;
 pub mod exchange;
+pub mod overflow;
 pub mod pattern;
 pub mod phases;
 pub mod planner;
@@ -27,5 +29,7 @@ pub use price::Prices;
 
 #[cfg(test)]
 mod alloc_tests;
+#[cfg(test)]
+mod overflow_tests;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use super::alloc::{
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
+use super::overflow::{prefix_sums, priced_loss, Document};
 use super::pattern::{expand, Smoothing};
 use super::search::{condition_search, uniform_slots};
 use rayon::prelude::*;
@@ -88,6 +89,9 @@ pub struct FeedModel {
     pub max_level: Level,
     /// Politeness group.
     pub host: Option<u32>,
+    /// The feed's document, when postings lost to it are priced into the plan
+    /// ([`super::overflow`]); `None` prices nothing.
+    pub document: Option<Document>,
 }
 
 /// Planner settings shared by all feeds.
@@ -188,6 +192,7 @@ pub(super) fn exact_points(
         .map(|&l| l as usize)
         .collect();
     let mut solved = s.solver.solve_levels(&table, &counts).into_iter();
+    let prefix = feed.document.map(|_| prefix_sums(&s.post));
     levels
         .iter()
         .map(|&l| {
@@ -198,8 +203,14 @@ pub(super) fn exact_points(
                 let (a, c) = table.best_multi_period(level_period_multiple(l));
                 (vec![a as u32], c)
             };
+            let delay = feed.weight * cost;
+            let lost = match (&feed.document, &prefix) {
+                (Some(doc), Some(prefix)) => priced_loss(doc, l, &slots, prefix),
+                _ => 0.0,
+            };
             CurvePoint {
-                cost: feed.weight * cost,
+                cost: delay + lost,
+                delay,
                 slots: slots.into_boxed_slice(),
             }
         })
@@ -214,6 +225,21 @@ pub fn level_costs(feed: &FeedModel, cfg: &PlanConfig, levels: &[Level]) -> Vec<
         .into_iter()
         .map(|p| p.cost)
         .collect()
+}
+
+/// Postings `plan` is expected to lose per period to the feed's document overflowing
+/// between fetches (0 for a feed with no [`Document`]), whatever their price.
+pub fn expected_lost(feed: &FeedModel, cfg: &PlanConfig, plan: &FeedPlan) -> f64 {
+    let Some(doc) = feed.document else {
+        return 0.0;
+    };
+    let mut s = Scratch::default();
+    expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
+    let counted = Document {
+        lost_cost: 1.0,
+        ..doc
+    };
+    priced_loss(&counted, plan.level, &plan.slots, &prefix_sums(&s.post))
 }
 
 /// The lowest level whose optimal schedule leaves no gap between two fetches in which the
@@ -249,11 +275,7 @@ pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64, placed: bo
     }
     let mut s = Scratch::default();
     let table = table_for(feed, cfg, &mut s);
-    let mut prefix = Vec::with_capacity(n + 1);
-    prefix.push(0.0);
-    for &x in &s.post {
-        prefix.push(prefix[prefix.len() - 1] + x);
-    }
+    let prefix = prefix_sums(&s.post);
     let mut holds = |level: Level| -> bool {
         let slots = s.solver.solve(&table, level as usize).slots;
         widest_gap(&slots, &prefix) <= items
@@ -658,9 +680,14 @@ fn keep_previous(
         } else {
             table.schedule_cost(&old.slots)
         };
-    (cost <= new_cost * (1.0 + KEEP_WITHIN) + 1e-12 * new_cost.abs().max(1.0)).then(|| FeedPlan {
-        expected_cost: cost,
-        ..old.clone()
+    let lost = feed.document.map_or(0.0, |doc| {
+        priced_loss(&doc, level, &old.slots, &prefix_sums(&s.post))
+    });
+    (cost + lost <= new_cost * (1.0 + KEEP_WITHIN) + 1e-12 * new_cost.abs().max(1.0)).then(|| {
+        FeedPlan {
+            expected_cost: cost,
+            ..old.clone()
+        }
     })
 }
 
@@ -707,7 +734,7 @@ fn assemble(
                             return (kept, false);
                         }
                     }
-                    (feed_plan(i, level, p.slots.to_vec(), p.cost), false)
+                    (feed_plan(i, level, p.slots.to_vec(), p.delay), false)
                 }
                 None => schedule_feed(i, feed, level, cfg, optimize_times, s),
             };

@@ -68,13 +68,13 @@ pub fn resolve_one(
         }
     };
     let plan = match cache.get(level) {
-        Some(p) => feed_plan(index, level, p.slots.to_vec(), p.cost),
+        Some(p) => feed_plan(index, level, p.slots.to_vec(), p.delay),
         None => {
             evaluations += 1;
             let p = exact_points(feed, cfg, &[level], &mut s)
                 .pop()
                 .expect("one point per level asked");
-            feed_plan(index, level, p.slots.to_vec(), p.cost)
+            feed_plan(index, level, p.slots.to_vec(), p.delay)
         }
     };
     let plan = if is_flat(feed) {
@@ -129,6 +129,7 @@ mod tests {
             min_level: ceil_level(1.0 / 7.0),
             max_level: 96,
             host: None,
+            document: None,
         }
     }
 

@@ -408,6 +408,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
             min_level: 1,
             max_level: 288,
             host: None,
+            document: None,
         };
         let cfg = PlanConfig {
             metric,
@@ -455,6 +456,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         min_level: -10,
         max_level: 288,
         host: None,
+        document: None,
     };
     let cfg = PlanConfig {
         metric: Metric::Delay,
@@ -494,6 +496,7 @@ fn start_score_splits_like_the_exact_curves() {
         min_level: 1,
         max_level: 288,
         host: None,
+        document: None,
     };
     let (flat, peak) = (model(&flat_bins), model(&peak_bins));
     let curve = |bins: &Vec<f32>| -> Vec<f64> {
