@@ -669,7 +669,7 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
             ("fetches", s.fetches_total.to_string()),
             ("postings", s.postings_total.to_string()),
             (
-                "postings expected lost",
+                "expected lost",
                 format!(
                     "{} a day (scrolled off a document before any fetch)",
                     per_day(s.expected_lost_postings_per_day)

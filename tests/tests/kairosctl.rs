@@ -222,6 +222,9 @@ fn kairosctl_drives_the_admin_api_with_meaningful_exit_codes() {
     assert!(dash.ok(&["stats"]).contains("fetches a day"));
     // No document has been fetched yet: no floor holds any of the budget.
     assert_eq!(st["capacity_floor_fetches_per_day"], 0.0, "{st}");
+    // Nor is any posting expected to scroll off one.
+    assert_eq!(st["expected_lost_postings_per_day"], 0.0, "{st}");
+    assert!(dash.ok(&["stats"]).contains("expected lost"));
     // A first start plans before it serves: no stored plan is in force.
     assert_eq!(st["stored_plan_written_unix_ms"], 0, "{st}");
     assert!(dash
