@@ -499,3 +499,18 @@ fn the_plan_asks_a_little_less_than_the_daily_allowance() {
     // Never above the configured budget, never below zero.
     assert!(close(held_budget(0.5, 1.0, true), 0.0));
 }
+
+#[test]
+fn a_lost_postings_price_is_hours_within_bounds_or_floors() {
+    use super::super::settings::parse_lost_posting_hours;
+    assert_eq!(parse_lost_posting_hours("floors").unwrap().0, None);
+    assert_eq!(parse_lost_posting_hours("24").unwrap().0, Some(24.0));
+    for bad in ["1e308", "NaN", "inf", "-1", "", "a day"] {
+        assert!(parse_lost_posting_hours(bad).is_err(), "{bad}");
+    }
+    let s = PlannerSettings {
+        lost_posting_hours: Some(1e308),
+        ..PlannerSettings::default()
+    };
+    assert!(s.validate().is_err());
+}

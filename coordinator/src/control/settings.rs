@@ -112,6 +112,11 @@ pub struct PlannerSettings {
 /// (their floors did not fit the budget and were dropped) for 1–3% more delay.
 pub const DEFAULT_LOST_POSTING_HOURS: f64 = 24.0;
 
+/// The highest [`PlannerSettings::lost_posting_hours`]: a century of delay is already no
+/// posting lost at any price, and a larger figure times a feed's weight leaves the finite
+/// range (1e308 hours became an infinite cost).
+pub const MAX_LOST_POSTING_HOURS: f64 = 1e6;
+
 /// How a command line gives [`PlannerSettings::lost_posting_hours`]: hours, or `floors`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LostPostingArg(pub Option<f64>);
@@ -132,9 +137,9 @@ pub fn parse_lost_posting_hours(s: &str) -> Result<LostPostingArg, String> {
         return Ok(LostPostingArg(None));
     }
     match s.parse::<f64>() {
-        Ok(h) if h >= 0.0 && h.is_finite() => Ok(LostPostingArg(Some(h))),
+        Ok(h) if (0.0..=MAX_LOST_POSTING_HOURS).contains(&h) => Ok(LostPostingArg(Some(h))),
         _ => Err(format!(
-            "`{s}`: hours of delay a lost posting costs (a number of at least 0), or `floors`"
+            "`{s}`: hours of delay a lost posting costs (a number from 0 to {MAX_LOST_POSTING_HOURS}), or `floors`"
         )),
     }
 }
@@ -284,9 +289,9 @@ impl PlannerSettings {
             return Err("the half-life must be a non-negative number of days (0: none)".into());
         }
         if let Some(h) = self.lost_posting_hours {
-            if !(h >= 0.0 && h.is_finite()) {
+            if !(0.0..=MAX_LOST_POSTING_HOURS).contains(&h) {
                 return Err(format!(
-                    "the hours a lost posting costs must be a finite number of at least 0, got {h}"
+                    "the hours a lost posting costs must be a number from 0 to {MAX_LOST_POSTING_HOURS}, got {h}"
                 ));
             }
         }

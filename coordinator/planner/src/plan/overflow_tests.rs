@@ -4,7 +4,7 @@
 use super::alloc::{level_rate, Level};
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
-use super::overflow::Document;
+use super::overflow::{by_tail, Document};
 use super::pattern::{expand, Smoothing};
 use super::planner::{
     expected_lost, level_costs, solve, FeedModel, Plan, PlanConfig, Policy, Scheduler,
@@ -48,21 +48,6 @@ fn feed(per_day: f32, items: f64, clump: f64, hours: f64) -> FeedModel {
     }
 }
 
-/// `E[(K − c)⁺]` for `K ~ Poisson(m)`, by the tail summed far past the mean.
-fn excess_by_tail(m: f64, c: f64) -> f64 {
-    let mut p = (-m).exp();
-    let mut sum = 0.0;
-    for k in 0..3000u32 {
-        if k > 0 {
-            p *= m / k as f64;
-        }
-        if k as f64 > c {
-            sum += (k as f64 - c) * p;
-        }
-    }
-    sum
-}
-
 /// The priced cost of a feed at a whole-fetch level, built by hand: the delay-optimal
 /// schedule's cost, plus the price times each gap's expected loss summed directly.
 fn priced_by_hand(f: &FeedModel, level: Level) -> f64 {
@@ -81,7 +66,7 @@ fn priced_by_hand(f: &FeedModel, level: Level) -> f64 {
                 b[0] + SLOTS
             };
             let mass: f64 = (b[i]..to).map(|j| post[j % SLOTS]).sum();
-            doc.clump * excess_by_tail(mass / doc.clump, doc.items / doc.clump)
+            doc.clump * by_tail(mass / doc.clump, doc.items / doc.clump)
         })
         .sum();
     f.weight * sch.cost + doc.lost_cost * lost
@@ -114,7 +99,7 @@ fn a_feeds_curve_is_its_delay_plus_its_priced_losses() {
             &cfg(100.0),
             &[-1],
         )[0];
-        let lost = doc.clump * excess_by_tail(3.0 * per_day as f64 / doc.clump, items / doc.clump);
+        let lost = doc.clump * by_tail(3.0 * per_day as f64 / doc.clump, items / doc.clump);
         assert!(
             (at - unpriced - doc.lost_cost * lost / 3.0).abs() <= 1e-6 * at,
             "{at} vs {unpriced} + {lost}/3 priced"

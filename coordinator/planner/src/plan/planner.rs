@@ -10,7 +10,7 @@ use super::alloc::{
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
-use super::overflow::{prefix_sums, priced_loss, Document};
+use super::overflow::{gap_loss, prefix_sums, priced_loss, Document};
 use super::pattern::{expand, Smoothing};
 use super::search::{condition_search, uniform_slots};
 use rayon::prelude::*;
@@ -233,6 +233,17 @@ pub fn expected_lost(feed: &FeedModel, cfg: &PlanConfig, plan: &FeedPlan) -> f64
     let Some(doc) = feed.document else {
         return 0.0;
     };
+    // No gap holds more than a whole cycle's postings: where even that loses nothing (most
+    // feeds), the slots are not expanded (this runs for every feed every round).
+    let cycle: f64 = feed
+        .post_bins
+        .iter()
+        .map(|&b| b.max(0.0) as f64)
+        .sum::<f64>()
+        * f64::from(level_period_multiple(plan.level));
+    if gap_loss(cycle, &doc) == 0.0 {
+        return 0.0;
+    }
     let mut s = Scratch::default();
     expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
     let counted = Document {
