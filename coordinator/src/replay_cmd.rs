@@ -121,7 +121,7 @@ pub struct ReplayArgs {
     /// allow.
     #[arg(long)]
     max_fetches_per_host_per_day: Option<f64>,
-    /// Plan the offline references without the live planner's document floors (the
+    /// Plan the offline references without documents, neither priced nor floored (the
     /// papers' setting, where a document holds every posting): they then lose the postings
     /// that scroll off between their fetches, counted in the `scrolled_off` figures.
     #[arg(long)]
@@ -618,10 +618,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         lost.uniform,
         lost.offline_causal,
         lost.offline,
-        if a.references_ignore_documents {
-            " (references planned without document floors)"
-        } else {
-            " (references planned with the live document floors)"
+        match (a.references_ignore_documents, cfg.planner.lost_posting_hours) {
+            (true, _) => " (references planned without documents)".to_string(),
+            (false, Some(h)) => format!(
+                " (references planned with the live documents, a lost posting priced at {h} h)"
+            ),
+            (false, None) => " (references planned with the live document floors)".to_string(),
         }
     );
     println!(
