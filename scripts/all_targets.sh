@@ -78,6 +78,12 @@ def row(v, b):
             rows["truth"] = float(l.split()[-1])
         if l.startswith("replay of"):
             feeds = int(l.split("(")[1].split()[0])
+        if l.startswith("calibration, days"):
+            # "... came on W of D days, within 15% or two standard errors (...) on C; live /
+            # promise over those days R"
+            w, d = l.split(" came on ")[1].split(" days")[0].split(" of ")
+            c = l.split(" on ")[-1].split(";")[0]
+            rows["calibration"] = f"{w} / {c} of {d}, {float(l.split()[-1]):.3f}"
     live = rows["kairos (live)"]
     peer, best = min(rows.get("peers", {}).items(), key=lambda kv: kv[1])
     # Every trace has the offline plan learned on the days before each day (target 1.10);
@@ -86,15 +92,19 @@ def row(v, b):
     truth = f"{rows['truth']:.3f}" if "truth" in rows else "-"
     per_day = [d["live"]["fetches"] / (float(b) * feeds) for d in days]
     over = sum(r > 1.0 + 1e-9 for r in per_day)
-    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) |")
+    cal = rows.get("calibration", "-")
+    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) | {cal} |")
 
 
-print("| trace | budget | live (min) | / best tuned peer | / offline | / truth | days over budget | lowest day / budget |")
-print("|---|---|---|---|---|---|---|---|")
+# The last column: days whose live delay is within 15% of the plans' promise for the
+# postings that came, then within 15% or two standard errors, of the days scored; and live
+# over promise over those days.
+print("| trace | budget | live (min) | / best tuned peer | / offline | / truth | days over budget | lowest day / budget | promise: days within 15% / or 2 SE, live / promise |")
+print("|---|---|---|---|---|---|---|---|---|")
 for v, b in jobs:
     try:
         print(row(v, b))
     except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as e:
         # A replay that failed or was cut short leaves a log without its figures.
-        print(f"| {v} | {b} | no result: {type(e).__name__} {e} | | | | | |")
+        print(f"| {v} | {b} | no result: {type(e).__name__} {e} | | | | | | |")
 EOF
