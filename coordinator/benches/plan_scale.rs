@@ -4,7 +4,10 @@
 //! 2. the papers' condition search vs the exact solver at equal N, time and cost;
 //! 3. a full `plan` (learn + allocate + schedule) on 100,000 synthetic feeds and 10,000 users
 //!    at N = 1440, with peak memory;
-//! 4. an incremental replan after 1% of the feeds changed.
+//! 4. an incremental replan after 1% of the feeds changed;
+//! 5. what pricing lost postings costs: the plan of (3) with every feed's 20-item document
+//!    priced at a day of delay per lost posting, beside the same models without, at 4 and 2
+//!    fetches per feed per day, and the expected-loss count a live round makes after it.
 //!
 //! Run: `cargo bench -p kairos-coordinator --bench plan_scale` (add `-- quick` for a smaller
 //! synthetic instance). Prints medians and ratios measured side by side in this one run.
@@ -13,9 +16,11 @@ use kairos_coordinator::learn::{learn, LearnConfig};
 use kairos_coordinator::plan::alloc::level_period_multiple;
 use kairos_coordinator::plan::cost::{CostTable, Metric};
 use kairos_coordinator::plan::exact::ExactSolver;
+use kairos_coordinator::plan::overflow::Document;
 use kairos_coordinator::plan::pattern::{expand, Smoothing};
 use kairos_coordinator::plan::planner::{
-    replan, solve, solve_optimal_with_state, FeedModel, PlanConfig, Policy, Scheduler,
+    expected_lost, replan, solve, solve_optimal_with_state, FeedModel, PlanConfig, Policy,
+    Scheduler,
 };
 use kairos_coordinator::plan::search::condition_search;
 use kairos_coordinator::synth::{generate, SynthConfig};
@@ -219,8 +224,10 @@ fn main() {
         hwm.saturating_sub(rss_trace) as f64 * 1024.0 / feeds as f64
     );
 
-    println!("\n## 4. Incremental replan after 1% of feeds changed");
     let mut models = models;
+    priced_documents(&models, feeds);
+
+    println!("\n## 4. Incremental replan after 1% of feeds changed");
     let changed: Vec<usize> = (0..feeds).step_by(100).collect();
     for &i in &changed {
         let h = i % 24;
@@ -241,4 +248,45 @@ fn main() {
         state.plan().expected_cost,
         fresh.expected_cost
     );
+}
+
+/// Section 5: the same models planned without documents and with every feed's 20-item
+/// document priced at a day of delay per lost posting (the live default), one after the
+/// other at each budget, then the round's count of expected losses over the priced plan.
+fn priced_documents(models: &[FeedModel], feeds: usize) {
+    println!("\n## 5. Lost postings priced: 20-item documents at a day of delay each, N = 1440");
+    let mut priced = models.to_vec();
+    for m in &mut priced {
+        m.document = Some(Document {
+            items: 20.0,
+            clump: 1.0,
+            lost_cost: m.weight * 24.0 * 3600.0,
+        });
+    }
+    for per_feed in [4.0, 2.0] {
+        let cfg = plan_cfg(1440, per_feed * feeds as f64);
+        let t0 = Instant::now();
+        let plain = solve(models, &cfg).expect("plan");
+        let t_plain = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let with = solve(&priced, &cfg).expect("priced plan");
+        let t_priced = t1.elapsed().as_secs_f64();
+        let t2 = Instant::now();
+        let lost = |plan: &kairos_coordinator::plan::planner::Plan| -> f64 {
+            priced
+                .iter()
+                .zip(&plan.feeds)
+                .map(|(m, p)| expected_lost(m, &cfg, p))
+                .sum()
+        };
+        let lost_priced = lost(&with);
+        let t_count = t2.elapsed().as_secs_f64();
+        let lost_plain = lost(&plain);
+        println!(
+            "{per_feed}/feed/day: without documents {t_plain:.2}s ({} exact solves), priced {t_priced:.2}s ({} exact solves), {:.2}x; expected lost a day {lost_plain:.0} -> {lost_priced:.0}; the round's loss count {t_count:.2}s",
+            plain.stats.alloc.evaluations,
+            with.stats.alloc.evaluations,
+            t_priced / t_plain,
+        );
+    }
 }
