@@ -655,27 +655,18 @@ impl Exchange<'_, '_> {
 /// feed not in the prefix, or the next step of a feed that is) and, if one step is not
 /// enough, that feed's further steps. Indices into `c`; empty when nothing covers `need`.
 fn cover(c: &[Move], need: f64) -> Vec<usize> {
-    // Each candidate's next step of the same feed, looked up once: scanning for it inside
-    // the double loop made a search over many small sub-period steps cubic (a replay at two
-    // fetches a day spent 96% of its time here).
-    let mut first_at: HashMap<(usize, u8), usize> = HashMap::with_capacity(c.len());
-    for (i, m) in c.iter().enumerate() {
-        first_at.entry((m.feed, m.depth)).or_insert(i);
+    // Each candidate's next step of the same feed (the first one after it), found once in
+    // a pass from the end: scanning for it inside the double loop made a search over many
+    // small sub-period steps cubic (a replay at two fetches a day spent 96% of its time here).
+    let mut next_step: Vec<Option<usize>> = vec![None; c.len()];
+    let mut later: HashMap<(usize, u8), usize> = HashMap::with_capacity(c.len());
+    for (x, m) in c.iter().enumerate().rev() {
+        next_step[x] = m
+            .depth
+            .checked_add(1)
+            .and_then(|d| later.get(&(m.feed, d)).copied());
+        later.insert((m.feed, m.depth), x);
     }
-    let next_step: Vec<Option<usize>> = c
-        .iter()
-        .enumerate()
-        .map(|(x, m)| {
-            let depth = m.depth.checked_add(1)?;
-            // The first such step after `x`, as the scan found it; a duplicate before `x`
-            // (not built by `loser_candidates`) falls back to the scan.
-            match first_at.get(&(m.feed, depth)) {
-                Some(&y) if y > x => Some(y),
-                Some(_) => (x + 1..c.len()).find(|&y| c[y].feed == m.feed && c[y].depth == depth),
-                None => None,
-            }
-        })
-        .collect();
     let mut best: Option<(f64, usize, Vec<usize>)> = None;
     let mut steps_in: HashMap<usize, u8> = HashMap::new();
     let (mut freed, mut loss) = (0.0, 0.0);
