@@ -4,8 +4,8 @@
 //! (`0..feeds.len()`); mapping to external ids is the caller's business.
 
 use super::alloc::{
-    ceil_level, drop_raised_minimums_unless_they_fit, level_period_multiple, level_rate,
-    AllocError, AllocFeed, AllocStats, Allocator, HostCaps, Level,
+    ceil_level, drop_raised_minimums_unless_they_fit, floor_level, level_period_multiple,
+    level_rate, AllocError, AllocFeed, AllocStats, Allocator, HostCaps, Level,
 };
 use super::cost::{CostTable, Metric};
 use super::exact::ExactSolver;
@@ -600,8 +600,29 @@ pub fn replan(
     for &i in changed {
         dirty[i] = true;
         state.caches[i] = CurveCache::new();
-        // A changed model may have moved the feed's bounds.
-        state.levels[i] = state.levels[i].clamp(feeds[i].min_level, feeds[i].max_level);
+    }
+    // A changed feed restarts where the proportional start puts it at the rate per unit of
+    // score the unchanged feeds hold now: its old level can be many steps from its new
+    // optimum, and every step the price's walks take toward it is an exact solve (1,000 of
+    // 100,000 feeds given a busy hour walked eight levels each and the replan took 1.4 s).
+    let (rate, score) = (0..feeds.len())
+        .filter(|&i| !dirty[i])
+        .fold((0.0, 0.0), |(r, s), i| {
+            (
+                r + level_rate(state.levels[i]),
+                s + alloc_feeds[i].score.max(0.0),
+            )
+        });
+    let per_score = rate / score;
+    for &i in changed {
+        let (min, max) = (feeds[i].min_level, feeds[i].max_level);
+        let estimate = per_score * alloc_feeds[i].score.max(0.0);
+        state.levels[i] = if estimate.is_finite() {
+            floor_level(estimate, min)
+        } else {
+            state.levels[i]
+        }
+        .clamp(min, max);
     }
     let result = allocator.solve_from(
         state.levels.clone(),

@@ -222,6 +222,14 @@ pub(crate) fn walk(
     (l, result.err())
 }
 
+/// Level steps between two allocations of the same feeds, summed over feeds.
+fn steps_apart(a: &[Level], b: &[Level]) -> u64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| u64::from(x.abs_diff(y)))
+        .sum()
+}
+
 /// Walks one task takes at least: a walk is a few curve lookups, far less than a task's
 /// cost, and late in a settle only a few feeds are left walking.
 const WALKS_PER_TASK: usize = 4_096;
@@ -389,12 +397,26 @@ impl Allocator<'_> {
                 }
             }
         }
-        while hi - lo > PRECISION * hi {
+        // Bisect until one step of one feed is all that separates the two ends: no price
+        // between them gives other levels (with convex curves each feed's level falls with
+        // the price), so the levels at `hi` are the answer. Halving on to a fixed precision
+        // walked every feed some thirty times where a dozen find the same levels.
+        let mut at_lo = {
+            p.at(lo, &groups);
+            p.levels.clone()
+        };
+        let mut at_hi = {
+            p.at(hi, &groups);
+            p.levels.clone()
+        };
+        while hi - lo > PRECISION * hi && steps_apart(&at_lo, &at_hi) > 1 {
             let mid = 0.5 * (lo + hi);
             if p.at(mid, &groups) <= budget + EPS {
                 hi = mid;
+                at_hi.clone_from(&p.levels);
             } else {
                 lo = mid;
+                at_lo.clone_from(&p.levels);
             }
         }
         if p.at(hi, &groups) > budget + EPS {
