@@ -244,11 +244,8 @@ fn main() {
         replanned = Some(copy);
     }
     let state = replanned.expect("replanned");
-    let (lo, hi) = (
-        times.iter().copied().fold(f64::INFINITY, f64::min),
-        times.iter().copied().fold(0.0, f64::max),
-    );
-    let t_re = median(&mut times);
+    let t_re = median(&mut times); // sorts them
+    let (lo, hi) = (times[0], times[times.len() - 1]);
     let fresh_t = Instant::now();
     let fresh = solve(&models, &cfg).expect("fresh plan");
     let t_fresh = fresh_t.elapsed();
