@@ -5,7 +5,9 @@
 # the allowance and the next day's models all feed back), which is as large as most changes
 # worth trying. So a variant is run on a set of traces and budgets beside the build it
 # would replace, and the ratios are summarized per family (geometric mean), not read off one
-# run. docs/RESULTS.md ("A shorter memory on ten draws") is the example.
+# run. docs/RESULTS.md ("A shorter memory on ten draws") is the example. For one trace,
+# scripts/trace_twins.py makes copies one posting apart whose figures show how far a single
+# run moves by itself ("What moved the figures between builds").
 #
 #   scripts/ab_replay.sh run TAG            runs every job with $BIN (and $EXTRA flags)
 #   scripts/ab_replay.sh compare TAG_A TAG_B   per-job figures, ratios B / A, family means
@@ -27,7 +29,7 @@ P=${P:-2}
 EXTRA=${EXTRA:-}
 
 usage() {
-    sed -n '2,25p' "$0" >&2
+    sed -n '2,27p' "$0" >&2
     exit 2
 }
 
