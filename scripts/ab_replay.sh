@@ -29,7 +29,7 @@ P=${P:-2}
 EXTRA=${EXTRA:-}
 
 usage() {
-    sed -n '2,27p' "$0" >&2
+    sed -n '2,23p' "$0" >&2
     exit 2
 }
 
