@@ -234,6 +234,22 @@ impl<'a> Allocator<'a> {
         self.proportional(&scores)
     }
 
+    /// Whether `levels` spend at most the budget and each host's cap.
+    pub(crate) fn fits(&self, levels: &[Level]) -> bool {
+        let mut on_host: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+        let mut used = 0.0;
+        for (f, &l) in self.feeds.iter().zip(levels) {
+            used += level_rate(l);
+            if let Some(h) = f.host {
+                *on_host.entry(h).or_default() += level_rate(l);
+            }
+        }
+        used <= self.budget + EPS
+            && on_host
+                .iter()
+                .all(|(&h, &r)| self.host_caps.cap(h).is_none_or(|c| r <= c + EPS))
+    }
+
     /// Rate proportional to each feed's `score`.
     pub fn closed_form(&self) -> Vec<Level> {
         let scores: Vec<f64> = self.feeds.iter().map(|f| f.score.max(0.0)).collect();
@@ -377,7 +393,11 @@ impl<'a> Allocator<'a> {
     /// The price finds the global optimum of convex curves across unequal sub-period steps
     /// that one-step exchanges cannot cross; on a curve that is not convex its walk can stop
     /// at a local minimum that an exchange from `start` passes. So when any evaluated curve
-    /// shows a non-convex step, the exchange from `start` runs too and the cheaper wins.
+    /// shows a non-convex step, the exchange from `start` runs too and the cheaper wins. A
+    /// start that does not fit the budget or a host's cap (a replan's previous plan, made
+    /// for a budget since lowered) is replaced there by the proportional start: the
+    /// exchange only moves budget between feeds, so from an overspending start it would end
+    /// overspending, and its lower cost would win.
     pub fn solve_from<E>(
         &self,
         start: Vec<Level>,
@@ -394,6 +414,11 @@ impl<'a> Allocator<'a> {
             .iter_mut()
             .fold(false, |any, c| c.check_convex() | any);
         if nonconvex {
+            let start = if self.fits(&start) {
+                start
+            } else {
+                self.closed_form()
+            };
             let from_start = self.exchange(start, caches, eval);
             let total = |levels: &[Level], caches: &[CurveCache]| -> f64 {
                 levels

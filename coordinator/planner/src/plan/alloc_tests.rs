@@ -543,3 +543,55 @@ fn raised_minimums_stay_when_they_fit_and_all_drop_when_they_do_not() {
     );
     assert_eq!(mins, vec![-5, -5, -5, -5, -5, -8]);
 }
+
+#[test]
+fn a_replan_spends_no_more_than_a_lowered_budget() {
+    use super::overflow::Document;
+    use super::planner::{replan, solve_optimal_with_state};
+    // Quiet feeds that may be fetched as rarely as once a week, some busy ones with small
+    // documents (the lost postings' price bends their curves), planned at four fetches a
+    // feed a day; then the day's budget falls, down to the minimums. A replan starts from
+    // the previous levels, which spend the old budget: whatever the pricing does, the plan
+    // must come back within the new one (the live hub lowers the budget as the day's
+    // fetches are spent).
+    let feeds: Vec<FeedModel> = (0..60)
+        .map(|i| {
+            let busy = i % 6 == 0;
+            let scale = if busy { 2.0 } else { 0.02 * (1 + i % 5) as f32 };
+            FeedModel {
+                post_bins: (0..24)
+                    .map(|h| scale * (0.2 + ((h * 5 + i * 7) % 24) as f32 / 12.0))
+                    .collect(),
+                min_level: -5,
+                max_level: 48,
+                document: busy.then_some(Document {
+                    items: 3.0,
+                    clump: 1.0,
+                    lost_cost: 86_400.0,
+                }),
+                ..flat_feed(0.0, 1.0)
+            }
+        })
+        .collect();
+    let minimums = 60.0 * level_rate(-5);
+    for budget in [180.0, 90.0, 30.0, 12.0, minimums] {
+        let mut state =
+            solve_optimal_with_state(&feeds, &config(Metric::Delay, Policy::Optimal, 240.0))
+                .unwrap();
+        let cfg = config(Metric::Delay, Policy::Optimal, budget);
+        replan(&feeds, &cfg, &mut state, &[]).unwrap();
+        let spent = state.plan().fetches_per_period;
+        let fresh = solve(&feeds, &cfg).unwrap();
+        assert!(
+            spent <= budget + 1e-6,
+            "budget {budget}: the replan spends {spent} (a fresh solve {})",
+            fresh.fetches_per_period
+        );
+        assert!(
+            state.plan().expected_cost <= fresh.expected_cost * 1.01,
+            "budget {budget}: the replan costs {} against a fresh solve's {}",
+            state.plan().expected_cost,
+            fresh.expected_cost
+        );
+    }
+}

@@ -311,7 +311,6 @@ impl Allocator<'_> {
                 f.max.min(cap_level).max(f.min)
             })
             .collect();
-        let fallback = start.clone();
         let mut p = Pricer {
             alloc: self,
             levels: start,
@@ -330,8 +329,15 @@ impl Allocator<'_> {
         let rate: f64 = p.rate(&all);
         let scale = cost / rate.max(EPS);
         if !(scale > 0.0 && scale.is_finite()) {
+            // Every level as good as any other: the start, if it fits the budget (a replan's
+            // start is the previous plan, which may not).
+            let levels = if rate <= self.budget + EPS {
+                p.levels
+            } else {
+                self.closed_form()
+            };
             return Priced {
-                levels: p.levels,
+                levels,
                 evaluations: p.evaluations,
                 prices: Prices::default(),
             };
@@ -353,10 +359,16 @@ impl Allocator<'_> {
             scale
         };
         let budget = self.budget;
-        // Bracket: `hi` spends at most the budget, `lo` more than it.
+        // The levels of the last settle that spent more than the budget (`lo`'s) and of the
+        // last that fit it (`hi`'s), kept as they were found: with curves that are not convex
+        // a walk's end depends on where it starts, so settling at `hi` again from other levels
+        // can overspend. The answer is always a settle that was seen to fit.
+        let mut at_lo: Vec<Level> = Vec::new();
+        let mut at_hi: Option<Vec<Level>> = None;
         let mut hi = guess;
         let mut lo;
         if p.at(hi, &groups) <= budget + EPS {
+            at_hi = Some(p.levels.clone());
             // Lower the price until the budget is exceeded, or until it cannot be (every
             // feed at its top or its host's cap): then spend what can be spent.
             let floor = guess * 1e-12;
@@ -368,62 +380,59 @@ impl Allocator<'_> {
                 }
                 if p.at(next, &groups) > budget + EPS {
                     lo = next;
+                    at_lo.clone_from(&p.levels);
                     break;
                 }
                 hi = next;
+                at_hi = Some(p.levels.clone());
                 if !p.can_spend_more(&groups) {
                     // Every feed is on a host at its cap: the budget cannot be spent.
                     lo = 0.0;
                     break;
                 }
             }
-            if lo == 0.0 {
-                p.at(hi, &groups);
-                return Priced {
-                    levels: p.levels,
-                    evaluations: p.evaluations,
-                    prices: Prices {
-                        budget: Some(hi),
-                        hosts: p.host_price,
-                    },
-                };
-            }
         } else {
             loop {
                 lo = hi;
+                at_lo.clone_from(&p.levels);
                 hi *= BRACKET_STEP;
-                if p.at(hi, &groups) <= budget + EPS || hi > 1e300 {
+                if p.at(hi, &groups) <= budget + EPS {
+                    at_hi = Some(p.levels.clone());
+                    break;
+                }
+                if hi > 1e300 {
                     break;
                 }
             }
         }
-        // Bisect until one step of one feed is all that separates the two ends: no price
-        // between them gives other levels (with convex curves each feed's level falls with
-        // the price), so the levels at `hi` are the answer. Halving on to a fixed precision
-        // walked every feed some thirty times where a dozen find the same levels.
-        let mut at_lo = {
-            p.at(lo, &groups);
-            p.levels.clone()
-        };
-        let mut at_hi = {
-            p.at(hi, &groups);
-            p.levels.clone()
-        };
-        while hi - lo > PRECISION * hi && steps_apart(&at_lo, &at_hi) > 1 {
-            let mid = 0.5 * (lo + hi);
-            if p.at(mid, &groups) <= budget + EPS {
-                hi = mid;
-                at_hi.clone_from(&p.levels);
-            } else {
-                lo = mid;
-                at_lo.clone_from(&p.levels);
+        if lo > 0.0 {
+            if let Some(mut fit) = at_hi.take() {
+                // Bisect until one step of one feed is all that separates the two ends: no
+                // price between them gives other levels (with convex curves each feed's level
+                // falls with the price), so the levels at `hi` are the answer. Halving on to a
+                // fixed precision walked every feed some thirty times where a dozen find the
+                // same levels.
+                while hi - lo > PRECISION * hi && steps_apart(&at_lo, &fit) > 1 {
+                    let mid = 0.5 * (lo + hi);
+                    if p.at(mid, &groups) <= budget + EPS {
+                        hi = mid;
+                        fit.clone_from(&p.levels);
+                    } else {
+                        lo = mid;
+                        at_lo.clone_from(&p.levels);
+                    }
+                }
+                at_hi = Some(fit);
             }
         }
-        if p.at(hi, &groups) > budget + EPS {
-            // Only curves that are not convex can get here (a level's walk stopping at a
-            // local minimum): the feasible start is the safe answer.
-            p.levels = fallback;
-        }
+        p.levels = match at_hi {
+            Some(fit) => fit,
+            // No price fitted the budget (only curves that are not convex, walks stopping at
+            // local minima, can get here): the proportional allocation fits it by
+            // construction. Not the start: a replan starts from the previous plan, which
+            // spends the previous budget.
+            None => self.closed_form(),
+        };
         Priced {
             levels: p.levels,
             evaluations: p.evaluations,
