@@ -236,16 +236,10 @@ impl<'a> Allocator<'a> {
 
     /// Whether `levels` spend at most the budget and each host's cap.
     pub(crate) fn fits(&self, levels: &[Level]) -> bool {
-        let mut on_host: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
-        let mut used = 0.0;
-        for (f, &l) in self.feeds.iter().zip(levels) {
-            used += level_rate(l);
-            if let Some(h) = f.host {
-                *on_host.entry(h).or_default() += level_rate(l);
-            }
-        }
+        let used: f64 = levels.iter().map(|&l| level_rate(l)).sum();
         used <= self.budget + EPS
-            && on_host
+            && self
+                .host_usage(levels)
                 .iter()
                 .all(|(&h, &r)| self.host_caps.cap(h).is_none_or(|c| r <= c + EPS))
     }

@@ -329,9 +329,9 @@ impl Allocator<'_> {
         let rate: f64 = p.rate(&all);
         let scale = cost / rate.max(EPS);
         if !(scale > 0.0 && scale.is_finite()) {
-            // Every level as good as any other: the start, if it fits the budget (a replan's
-            // start is the previous plan, which may not).
-            let levels = if rate <= self.budget + EPS {
+            // Every level as good as any other: the start, if it fits the budget and the
+            // hosts' caps (a replan's start is the previous plan, which may not).
+            let levels = if self.fits(&p.levels) {
                 p.levels
             } else {
                 self.closed_form()
@@ -406,13 +406,13 @@ impl Allocator<'_> {
             }
         }
         if lo > 0.0 {
-            if let Some(mut fit) = at_hi.take() {
+            if let Some(fit) = at_hi.as_mut() {
                 // Bisect until one step of one feed is all that separates the two ends: no
                 // price between them gives other levels (with convex curves each feed's level
                 // falls with the price), so the levels at `hi` are the answer. Halving on to a
                 // fixed precision walked every feed some thirty times where a dozen find the
                 // same levels.
-                while hi - lo > PRECISION * hi && steps_apart(&at_lo, &fit) > 1 {
+                while hi - lo > PRECISION * hi && steps_apart(&at_lo, fit) > 1 {
                     let mid = 0.5 * (lo + hi);
                     if p.at(mid, &groups) <= budget + EPS {
                         hi = mid;
@@ -422,7 +422,6 @@ impl Allocator<'_> {
                         at_lo.clone_from(&p.levels);
                     }
                 }
-                at_hi = Some(fit);
             }
         }
         p.levels = match at_hi {
