@@ -58,8 +58,12 @@ def main() -> int:
             what = f"left out {changed[i]}"
             del changed[i]
         else:
-            feed, ts = changed[i].rsplit(",", 1)
-            changed[i] = f"{feed},{float(ts) + a.shift:.1f}"
+            try:
+                feed, ts = changed[i].rsplit(",", 1)
+                changed[i] = f"{feed},{float(ts) + a.shift:.1f}"
+            except ValueError:
+                print(f"{postings}: line {i + 2} is not `feed_id,ts`: {rows[i]!r}", file=sys.stderr)
+                return 1
             what = f"moved {rows[i]} to {changed[i]}"
         with open(os.path.join(dst, "postings.csv"), "w", encoding="utf-8") as f:
             f.write("\n".join([header] + changed) + "\n")
