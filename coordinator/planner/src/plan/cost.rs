@@ -90,6 +90,13 @@ struct Prefix {
     r: f64,
 }
 
+/// The buffers of a [`CostTable`], kept between tables so a batch of solves allocates once.
+#[derive(Default)]
+pub struct TableStorage {
+    pre: Vec<Prefix>,
+    lines: Vec<[f64; 4]>,
+}
+
 /// Prefix sums of one feed's model, answering any interval cost in O(1).
 ///
 /// Arrays are built over `2N` slots (the period twice), so every interval `[a, b)` with
@@ -111,6 +118,20 @@ impl CostTable {
     /// `access` is ignored for `delay` and may be empty then; otherwise it must have the
     /// same length as `post`. Masses must be finite and non-negative.
     pub fn new(metric: Metric, post: &[f64], access: &[f64], slot_seconds: f64) -> Self {
+        Self::new_in(TableStorage::default(), metric, post, access, slot_seconds)
+    }
+
+    /// [`Self::new`] in the storage of a table no longer needed ([`Self::into_storage`]):
+    /// a plan builds a table at every curve point it solves, and each is some 230 KB at
+    /// minute slots, so allocating them afresh churned the allocator (a twentieth of a
+    /// solve's time went to page faults).
+    pub fn new_in(
+        storage: TableStorage,
+        metric: Metric,
+        post: &[f64],
+        access: &[f64],
+        slot_seconds: f64,
+    ) -> Self {
         let n = post.len();
         assert!(n > 0, "a period needs at least one slot");
         assert!(slot_seconds > 0.0 && slot_seconds.is_finite());
@@ -122,7 +143,9 @@ impl CostTable {
             );
         }
         let uses_access = metric.uses_access();
-        let mut pre = Vec::with_capacity(2 * n + 1);
+        let TableStorage { mut pre, mut lines } = storage;
+        pre.clear();
+        pre.reserve(2 * n + 1);
         let mut acc = Prefix::default();
         pre.push(acc);
         for i in 0..2 * n {
@@ -145,20 +168,28 @@ impl CostTable {
             acc.dp += fi * p;
             pre.push(acc);
         }
-        let lines = if metric == Metric::AccessDelay {
-            Vec::new()
-        } else {
-            pre.iter()
-                .enumerate()
-                .map(|(i, p)| Self::line_form(metric, slot_seconds, i, p))
-                .collect()
-        };
+        lines.clear();
+        if metric != Metric::AccessDelay {
+            lines.extend(
+                pre.iter()
+                    .enumerate()
+                    .map(|(i, p)| Self::line_form(metric, slot_seconds, i, p)),
+            );
+        }
         CostTable {
             metric,
             n,
             slot_seconds,
             pre,
             lines,
+        }
+    }
+
+    /// The table's buffers, for [`Self::new_in`] to build the next table in.
+    pub fn into_storage(self) -> TableStorage {
+        TableStorage {
+            pre: self.pre,
+            lines: self.lines,
         }
     }
 
@@ -219,6 +250,12 @@ impl CostTable {
     pub fn query(&self, x: usize) -> (f64, f64) {
         let l = &self.lines[x];
         (l[2], l[3])
+    }
+
+    /// Every boundary's line form `[a, s, t, k]` (see [`Self::line`] and [`Self::query`]).
+    #[inline]
+    pub fn lines(&self) -> &[[f64; 4]] {
+        &self.lines
     }
 
     /// The line form of boundary `i` computed from the prefix sums.

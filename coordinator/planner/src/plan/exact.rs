@@ -459,36 +459,44 @@ impl ExactSolver {
         let (cur_off, cur_lo) = (self.off[i], self.lo[i]);
         let mut hull = std::mem::take(&mut self.hull);
         hull.clear();
-        let mut ptr = 0usize;
+        hull.resize(
+            (or + 1).saturating_sub(ol),
+            Line {
+                a: 0.0,
+                s: 0.0,
+                from: 0.0,
+                y: 0,
+            },
+        );
+        // Layer i − 1 lies before layer i in `f`.
+        let (before, cur) = self.f.split_at_mut(cur_off);
+        let prev = &before[prev_off..];
+        let cur_arg = &mut self.arg[cur_off..];
+        let lines = table.lines();
+        let (mut len, mut ptr) = (0usize, 0usize);
         let mut next = ol;
         for x in xl..=xr {
             // Predecessors strictly before x join the envelope in order of y.
-            while next <= or && next < x {
-                let fy = self.f[prev_off + next - prev_lo];
+            let stop = (or + 1).min(x);
+            while next < stop {
+                let fy = prev[next - prev_lo];
                 if fy.is_finite() {
-                    let (a, slope) = table.line(next);
-                    push_line(
-                        &mut hull,
-                        Line {
-                            a: fy + a,
-                            s: slope,
-                            y: next,
-                        },
-                    );
+                    let l = &lines[next];
+                    len = push_line(&mut hull, len, fy + l[0], l[1], next);
                 }
                 next += 1;
             }
-            if hull.is_empty() {
+            if len == 0 {
                 continue; // F stays +∞: no predecessor yet.
             }
-            ptr = ptr.min(hull.len() - 1);
-            let (t, k) = table.query(x);
-            while ptr + 1 < hull.len() && hull[ptr + 1].at(t) < hull[ptr].at(t) {
+            ptr = ptr.min(len - 1);
+            let (t, k) = (lines[x][2], lines[x][3]);
+            while ptr + 1 < len && hull[ptr + 1].from < t {
                 ptr += 1;
             }
-            let best = &hull[ptr];
-            self.f[cur_off + x - cur_lo] = (best.at(t) + k).max(0.0);
-            self.arg[cur_off + x - cur_lo] = best.y as u32;
+            let best = hull[ptr];
+            cur[x - cur_lo] = (best.at(t) + k).max(0.0);
+            cur_arg[x - cur_lo] = best.y;
         }
         self.hull = hull;
     }
@@ -587,12 +595,14 @@ impl<'a> AnchorBounds<'a> {
     }
 }
 
-/// One predecessor's line in the convex hull trick.
+/// One predecessor's line in the convex hull trick, with the query point from which it is
+/// strictly below the line before it on the envelope.
 #[derive(Clone, Copy, Debug)]
 struct Line {
     a: f64,
     s: f64,
-    y: usize,
+    from: f64,
+    y: u32,
 }
 
 impl Line {
@@ -602,29 +612,43 @@ impl Line {
     }
 }
 
-/// Appends a line whose slope is ≤ every slope in `hull`, dropping lines that can no
-/// longer be the minimum anywhere.
-fn push_line(hull: &mut Vec<Line>, l: Line) {
-    while let Some(last) = hull.last() {
-        if last.s == l.s {
+/// Appends the line `a + s·t` of predecessor `y`, whose slope is ≤ every slope in the
+/// envelope `hull[..len]`, dropping lines that can no longer be the minimum anywhere; returns
+/// the envelope's new length.
+#[inline]
+fn push_line(hull: &mut [Line], mut len: usize, a: f64, s: f64, y: usize) -> usize {
+    while len > 0 {
+        let last = hull[len - 1];
+        if last.s == s {
             // Parallel: the lower one wins everywhere; on a tie keep the older (leftmost).
-            if l.a < last.a {
-                hull.pop();
+            if a < last.a {
+                len -= 1;
                 continue;
             }
-            return;
+            return len;
         }
-        if hull.len() >= 2 {
-            let l1 = hull[hull.len() - 2];
-            // `last` is useless if the new line overtakes l1 no later than last does.
-            if (l.a - l1.a) * (l1.s - last.s) <= (last.a - l1.a) * (l1.s - l.s) {
-                hull.pop();
-                continue;
-            }
+        // The new line is below `last` for t beyond `cross`; `last` is useless if that
+        // comes no later than `last` itself got below the line before it.
+        let cross = (a - last.a) / (last.s - s);
+        if cross <= last.from {
+            len -= 1;
+            continue;
         }
-        break;
+        hull[len] = Line {
+            a,
+            s,
+            from: cross,
+            y: y as u32,
+        };
+        return len + 1;
     }
-    hull.push(l);
+    hull[0] = Line {
+        a,
+        s,
+        from: f64::NEG_INFINITY,
+        y: y as u32,
+    };
+    1
 }
 
 /// Convenience wrapper: the optimal `m`-fetch schedule with fresh buffers.

@@ -7,7 +7,7 @@ use super::alloc::{
     ceil_level, drop_raised_minimums_unless_they_fit, floor_level, level_period_multiple,
     level_rate, AllocError, AllocFeed, AllocStats, Allocator, HostCaps, Level,
 };
-use super::cost::{CostTable, Metric};
+use super::cost::{CostTable, Metric, TableStorage};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
 use super::overflow::{gap_loss, prefix_sums, priced_loss, Document};
@@ -159,9 +159,18 @@ pub(super) struct Scratch {
     post: Vec<f64>,
     access: Vec<f64>,
     solver: ExactSolver,
+    /// The last table's buffers (callers give them back with [`Scratch::keep`]).
+    tables: TableStorage,
 }
 
-/// Builds one feed's cost table at slot resolution.
+impl Scratch {
+    /// Keeps `table`'s buffers for the next [`table_for`].
+    fn keep(&mut self, table: CostTable) {
+        self.tables = table.into_storage();
+    }
+}
+
+/// Builds one feed's cost table at slot resolution, in the scratch's spare buffers.
 fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
     expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
     if cfg.metric.uses_access() {
@@ -169,7 +178,8 @@ fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
     } else {
         s.access.clear();
     }
-    CostTable::new(
+    CostTable::new_in(
+        std::mem::take(&mut s.tables),
         cfg.metric,
         &s.post,
         &s.access,
@@ -193,7 +203,7 @@ pub(super) fn exact_points(
         .collect();
     let mut solved = s.solver.solve_levels(&table, &counts).into_iter();
     let prefix = feed.document.map(|_| prefix_sums(&s.post));
-    levels
+    let points = levels
         .iter()
         .map(|&l| {
             let (slots, cost) = if l >= 1 {
@@ -214,7 +224,9 @@ pub(super) fn exact_points(
                 slots: slots.into_boxed_slice(),
             }
         })
-        .collect()
+        .collect();
+    s.keep(table);
+    points
 }
 
 /// A feed's exact weighted cost per period at each of `levels` (for checks and reports;
@@ -518,6 +530,7 @@ fn schedule_feed(
             _ => level_cost(&table, level, &mut s.solver),
         }
     };
+    s.keep(table);
     (
         feed_plan(index, level, slots, feed.weight * cost),
         fell_back,
@@ -712,6 +725,7 @@ fn keep_previous(
         } else {
             table.schedule_cost(&old.slots)
         };
+    s.keep(table);
     let lost = feed.document.map_or(0.0, |doc| {
         priced_loss(&doc, level, &old.slots, &prefix_sums(&s.post))
     });
