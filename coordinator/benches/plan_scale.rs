@@ -250,11 +250,12 @@ fn main() {
     let fresh = solve(&models, &cfg).expect("fresh plan");
     let t_fresh = fresh_t.elapsed();
     println!(
-        "{} feeds changed: replan median {:.3}s of 5 ({:.3}-{:.3}) vs fresh solve {:.2}s ({:.0}x); expected cost replan {:.6e} vs fresh {:.6e}",
+        "{} feeds changed: replan median {:.3}s of 5 ({:.3}-{:.3}, {} exact solves) vs fresh solve {:.2}s ({:.0}x); expected cost replan {:.6e} vs fresh {:.6e}",
         changed.len(),
         t_re,
         lo,
         hi,
+        state.plan().stats.alloc.evaluations,
         t_fresh.as_secs_f64(),
         t_fresh.as_secs_f64() / t_re,
         state.plan().expected_cost,

@@ -67,17 +67,7 @@ where
             for (&i, (level, stopped)) in todo.iter().zip(walked) {
                 self.levels[i] = level;
                 if let Some(l) = stopped {
-                    // Ask for the neighbours too: the walk usually goes on that way, and one
-                    // solve shares its work across the levels of a feed.
-                    let lv: Vec<Level> = [l - 1, l, l + 1]
-                        .into_iter()
-                        .filter(|&x| {
-                            x >= self.alloc.feeds[i].min
-                                && x <= self.top[i]
-                                && self.caches[i].get(x).is_none()
-                        })
-                        .collect();
-                    need.push((i, lv));
+                    need.push((i, self.wanted(i, level, l, price(i))));
                 }
             }
             let eval = self.eval;
@@ -92,6 +82,56 @@ where
                 todo.push(i);
             }
         }
+    }
+
+    /// The levels to evaluate for feed `i`, whose walk from `level` stopped at the unknown
+    /// level `l`: `l` and its neighbours (the walk usually goes on that way, and one solve
+    /// shares its work across the levels of a feed), and, where the walk is climbing or
+    /// descending through whole-fetch levels, every level on to where it is likely to stop.
+    ///
+    /// The exact solver's first phase is one DP with a layer per fetch, shared by all the
+    /// levels of a call, and at ten fetches a period it costs as much as the second phase of
+    /// three levels; a feed walking several levels used to pay it once per two. Where it
+    /// stops is estimated from the last step it took (or refused): `delay` falls about as
+    /// `K/m` with `m` fetches, so a step's gain falls as the square of its midpoint, and the
+    /// walk stops where a step's gain meets the price. Only which points are known early
+    /// changes; the walk, and so the levels, are the same.
+    fn wanted(&self, i: usize, level: Level, l: Level, price: f64) -> Vec<Level> {
+        let (min, top, cache) = (self.alloc.feeds[i].min, self.top[i], &self.caches[i]);
+        let gain = |a: Level| match (cache.get(a), cache.get(a + 1)) {
+            (Some(p), Some(q)) if p.cost > q.cost && price > 0.0 => Some(p.cost - q.cost),
+            _ => None,
+        };
+        // The midpoint `m` of the step whose gain meets the price, from a step's gain `g` at
+        // midpoint `at`.
+        let meets = |g: f64, at: f64| at * (g / price).sqrt();
+        let (mut lo, mut hi) = (l - 1, l + 1);
+        if l == level + 1 && level >= 2 {
+            if let Some(g) = gain(level - 1) {
+                // The walk takes the step from `l` on if its midpoint `l + ½` is below `m`.
+                let m = meets(g, level as f64 - 0.5);
+                hi = if m < l as f64 + 0.5 - MARGIN {
+                    l
+                } else {
+                    let reach = (m + 1.5).min((level + LOOK_AHEAD) as f64) as Level;
+                    hi.max(reach.min(2 * level))
+                };
+            }
+        } else if l == level - 1 && level >= 3 {
+            if let Some(g) = gain(level) {
+                // The walk steps down from `l` if that step's midpoint `l − ½` is above `m`.
+                let m = meets(g, level as f64 + 0.5);
+                lo = if m > l as f64 - 0.5 + MARGIN {
+                    l
+                } else {
+                    let reach = (m - 1.5).max((level - LOOK_AHEAD) as f64).ceil() as Level;
+                    lo.min(reach.max(level / 2).max(1))
+                };
+            }
+        }
+        (lo..=hi)
+            .filter(|&x| x >= min && x <= top && cache.get(x).is_none())
+            .collect()
     }
 
     /// The price at which feed `i` is indifferent around its level: the geometric mean of
@@ -229,6 +269,13 @@ fn steps_apart(a: &[Level], b: &[Level]) -> u64 {
         .map(|(&x, &y)| u64::from(x.abs_diff(y)))
         .sum()
 }
+
+/// Levels beyond the walk's next step that one evaluation asks for at most.
+const LOOK_AHEAD: Level = 8;
+
+/// How far (in levels) the estimated stop must lie short of the next step for an
+/// evaluation to leave that step's far neighbour out.
+const MARGIN: f64 = 0.25;
 
 /// Walks one task takes at least: a walk is a few curve lookups, far less than a task's
 /// cost, and late in a settle only a few feeds are left walking.
