@@ -149,11 +149,14 @@ impl CostTable {
         let mut acc = Prefix::default();
         pre.push(acc);
         for i in 0..2 * n {
-            let p = post[i % n];
+            // The period twice over; a comparison, not a remainder (an integer division
+            // per slot was a tenth of building the table).
+            let j = if i < n { i } else { i - n };
+            let p = post[j];
             debug_assert!(p >= 0.0 && p.is_finite());
             let fi = i as f64;
             if uses_access {
-                let qi = access[i % n];
+                let qi = access[j];
                 debug_assert!(qi >= 0.0 && qi.is_finite());
                 // These use the sums *before* slot i (C[i], Dp[i]).
                 acc.e += match metric {

@@ -457,17 +457,22 @@ impl ExactSolver {
     ) {
         let (prev_off, prev_lo) = (self.off[i - 1], self.lo[i - 1]);
         let (cur_off, cur_lo) = (self.off[i], self.lo[i]);
+        // Room for every predecessor; the envelope is `hull[..len]` and each entry is written
+        // before it is read, so the buffer is only grown, never cleared (zeroing it for every
+        // layer was a sixteenth of the fill).
         let mut hull = std::mem::take(&mut self.hull);
-        hull.clear();
-        hull.resize(
-            (or + 1).saturating_sub(ol),
-            Line {
-                a: 0.0,
-                s: 0.0,
-                from: 0.0,
-                y: 0,
-            },
-        );
+        let room = (or + 1).saturating_sub(ol);
+        if hull.len() < room {
+            hull.resize(
+                room,
+                Line {
+                    a: 0.0,
+                    s: 0.0,
+                    from: 0.0,
+                    y: 0,
+                },
+            );
+        }
         // Layer i − 1 lies before layer i in `f`.
         let (before, cur) = self.f.split_at_mut(cur_off);
         let prev = &before[prev_off..];
