@@ -595,3 +595,53 @@ fn a_replan_spends_no_more_than_a_lowered_budget() {
         );
     }
 }
+
+/// A feed whose start lies far below its best level gets there in a few evaluations, each
+/// asking for every level on to where its last step says the walk stops, rather than one
+/// evaluation per two levels (each is an exact solve whose first phase the levels of one
+/// call share); the allocation stays the exact optimum, and a feed at the margin asks for
+/// one level at a time.
+#[test]
+fn a_walk_far_below_its_stop_asks_for_the_levels_on_to_it_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n = 20;
+    let feeds: Vec<AllocFeed> = (0..n)
+        .map(|_| AllocFeed {
+            score: 1.0,
+            min: 1,
+            max: 60,
+            host: None,
+        })
+        .collect();
+    // Feed 0 posts 36 times as much as the others but scores like them, so it starts at
+    // their level (4) and its optimum is about six times theirs.
+    let cost = |i: usize, l: Level| if i == 0 { 3600.0 } else { 100.0 } / l as f64;
+    let budget = 4.0 * n as f64;
+    let calls: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+    let solves = AtomicUsize::new(0);
+    let alloc = Allocator::new(&feeds, budget, HostCaps::default()).unwrap();
+    let (levels, _, _) = alloc.optimal(|i, ls: &[Level]| {
+        calls[i].fetch_add(1, Ordering::Relaxed);
+        solves.fetch_add(ls.len(), Ordering::Relaxed);
+        ls.iter()
+            .map(|&l| CurvePoint::cost_only(cost(i, l)))
+            .collect()
+    });
+    let got: f64 = levels.iter().enumerate().map(|(i, &l)| cost(i, l)).sum();
+    let best = knapsack(&feeds, budget, &cost);
+    assert!(
+        (got - best).abs() <= 1e-9 * best,
+        "allocation {got} vs exact {best} (levels {levels:?})"
+    );
+    assert!(levels[0] >= 15, "feed 0 at level {}", levels[0]);
+    let first = calls[0].load(Ordering::Relaxed);
+    assert!(
+        first <= 4,
+        "feed 0 climbed from 4 to {} in {first} evaluations",
+        levels[0]
+    );
+    // The other feeds end at or one below their start: their level and its two neighbours,
+    // and at most one more each; feed 0 up to forty (it used to take 11 evaluations).
+    let solves = solves.load(Ordering::Relaxed);
+    assert!(solves <= 40 + 4 * (n - 1), "{solves} solves for {n} feeds");
+}
