@@ -16,10 +16,11 @@ use kairos_coordinator::control::relearn::{
 use kairos_coordinator::learn::{learn, LearnConfig};
 use kairos_coordinator::plan::alloc::{ceil_level, HostCaps};
 use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::plan::floor::document_level;
 use kairos_coordinator::plan::overflow::Document;
 use kairos_coordinator::plan::pattern::Smoothing;
 use kairos_coordinator::plan::planner::{
-    document_level, drop_raised_floors_unless_they_fit, solve, PlanConfig, Policy, Scheduler,
+    drop_raised_floors_unless_they_fit, solve, PlanConfig, Policy, Scheduler,
 };
 use kairos_coordinator::simulate::{
     replay, replay_log, scrolled_off_log, scrolled_off_schedules, FeedSchedule, Realized,

@@ -704,7 +704,7 @@ pub(super) fn scale_pushed(
             .get(&f.id)
             .filter(|st| st.doc_capacity >= 2)
             .map(|st| {
-                crate::plan::planner::document_level(
+                crate::plan::floor::document_level(
                     m,
                     p.plan,
                     crate::control::models::DOCUMENT_FILL * st.doc_capacity as f64,

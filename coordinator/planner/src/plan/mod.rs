@@ -5,6 +5,7 @@
 //! * [`search`] — the papers' baselines: uniform spacing and the optimality-condition search;
 //! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
+//! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
 //! * [`brute`] — exhaustive reference solver for tests and benchmarks.
 //!
@@ -15,6 +16,7 @@ pub mod brute;
 pub mod cost;
 pub mod exact;
 pub mod exchange;
+pub mod floor;
 pub mod overflow;
 pub mod pattern;
 pub mod phases;

@@ -10,7 +10,6 @@ use super::alloc::{
 use super::cost::{CostTable, Metric, TableStorage};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
-pub use super::overflow::{document_level, DOCUMENT_SEARCH_STEPS};
 use super::overflow::{gap_loss, prefix_sums, priced_loss, Document};
 use super::pattern::{expand, Smoothing};
 use super::search::{condition_search, uniform_slots};

@@ -389,8 +389,9 @@ fn widest_gap_by_hand(post: &[f64], slots: &[u32]) -> f64 {
 #[test]
 fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_document() {
     use super::alloc::level_period_multiple;
+    use super::floor::document_level;
     use super::pattern::{expand, Smoothing};
-    use super::planner::{document_level, FeedModel, PlanConfig, Policy, Scheduler};
+    use super::planner::{FeedModel, PlanConfig, Policy, Scheduler};
     // 48 postings between 08:00 and 10:00, half a posting an hour otherwise; readers at
     // 20:00. A gap may hold 6 expected postings.
     let mut post = vec![0.5f32; 24];
