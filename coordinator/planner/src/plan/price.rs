@@ -94,8 +94,9 @@ where
     /// three levels; a feed walking several levels used to pay it once per two. Where it
     /// stops is estimated from the last step it took (or refused): `delay` falls about as
     /// `K/m` with `m` fetches, so a step's gain falls as the square of its midpoint, and the
-    /// walk stops where a step's gain meets the price. Only which points are known early
-    /// changes; the walk, and so the levels, are the same.
+    /// walk stops where a step's gain meets the price. A walk does the same with the points
+    /// it has; the bisection's price guesses ([`Self::marginal`]) read the neighbours that
+    /// are known, so on curves that are not convex it can take another path.
     fn wanted(&self, i: usize, level: Level, l: Level, price: f64) -> Vec<Level> {
         let (min, top, cache) = (self.alloc.feeds[i].min, self.top[i], &self.caches[i]);
         let gain = |a: Level| match (cache.get(a), cache.get(a + 1)) {
