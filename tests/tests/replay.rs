@@ -51,6 +51,13 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         (0.98 * 16.0 * 1200.0..=1.005 * 16.0 * 1200.0).contains(&total),
         "{total} fetches in 16 days\n{stdout}"
     );
+    // Day 0 holds the first sights and the rest of its budget, paced round by round: it
+    // spends the day's budget, within 2% and never above.
+    let day0 = days[0]["live"]["fetches"].as_f64().unwrap();
+    assert!(
+        (0.98 * 1200.0..=1200.0).contains(&day0),
+        "day 0: {day0} fetches\n{stdout}"
+    );
     for d in &days[1..] {
         let day = d["day"].as_u64().unwrap();
         // Neither lost nor exceeded by replans, day by day.

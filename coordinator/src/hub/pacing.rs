@@ -19,11 +19,16 @@
 //! Since the workers hold each day's budget (`hub::allowances`), the round reserves nothing
 //! for the minimums (`min_share` 0): first sights take the whole day's room.
 //!
+//! The share spreads what the day has left evenly over its hours, and a plan's fetches do
+//! not fall evenly: the round counts what its plan places before midnight
+//! ([`planned_between`]) and plans again at the share that fills the day ([`refill_share`]).
+//!
 //! Pure: the round calls it with the ledger and the pending feeds, and hands the times
 //! to the workers in each feed's assignment (`first_fetch_unix_ms`).
 
 use super::figures::Ledger;
 use crate::control::relearn::MAX_BUDGET_SHARE;
+use crate::control::FeedSpec;
 use crate::time::DAY_MS;
 use std::collections::HashMap;
 
@@ -45,6 +50,11 @@ pub struct Pacing {
     pub share: f64,
     /// When each pending feed's first fetch is due, Unix ms.
     pub first_sights: HashMap<String, i64>,
+    /// On a day the share steers (one that holds first sights, the payback not binding): the
+    /// fetches the day has left for the plan and the instant the day ends. The share spreads
+    /// them evenly over the hours left, and a plan's fetches are not spread evenly, so the
+    /// round checks that its plan places them ([`refill_share`]).
+    pub rest_of_day: Option<(f64, i64)>,
 }
 
 /// Paces the first sights of `pending` (feeds never fetched, in the order they should be
@@ -69,6 +79,7 @@ pub fn pace(
             paced_day: steering,
             share: 1.0,
             first_sights,
+            rest_of_day: None,
         };
     }
     let min_share = min_share.clamp(0.0, 1.0);
@@ -132,17 +143,66 @@ pub fn pace(
     // however the earlier rounds dealt it (`bursts` at four a day, its fetches mostly in
     // the morning: held at 1, day 0 spent 0.956 of its budget; up to 1.5, the whole of it).
     // The payback below only ever lowers it.
-    let share = if left > 0.0 && last_day.is_some_and(|d| d >= today) {
+    let steered = left > 0.0 && last_day.is_some_and(|d| d >= today);
+    let share = if steered {
         (spare / (per_day * left)).clamp(0.0, MAX_BUDGET_SHARE)
     } else {
         1.0
     };
-    let share = payback(now_ms, ledger, per_day).map_or(share, |back| share.min(back));
+    let back = payback(now_ms, ledger, per_day);
+    let rest_of_day =
+        (steered && back.is_none_or(|b| b >= share)).then_some((spare.max(0.0), day_end));
+    let share = back.map_or(share, |back| share.min(back));
     Pacing {
         paced_day: Steering { last_day },
         share,
         first_sights,
+        rest_of_day,
     }
+}
+
+/// Fetches the plan's `specs` place in `[from_ms, to_ms)`.
+pub fn planned_between<'a>(
+    specs: impl IntoIterator<Item = &'a FeedSpec>,
+    from_ms: i64,
+    to_ms: i64,
+) -> f64 {
+    let mut n = 0u64;
+    for spec in specs {
+        let period = spec.period_seconds * 1000.0;
+        if !(period.is_finite() && period >= 1.0) {
+            continue;
+        }
+        for &offset in &spec.offsets_seconds {
+            let first = (spec.origin_unix_ms as f64 + offset * 1000.0).rem_euclid(period);
+            // The first time at or after `from_ms`, then one a period until `to_ms`.
+            let k = ((from_ms as f64 - first) / period).ceil();
+            let mut t = first + k * period;
+            while t < to_ms as f64 {
+                n += 1;
+                t += period;
+            }
+        }
+    }
+    n as f64
+}
+
+/// The share that makes a plan of `share` fill the `room` fetches its day has left, where it
+/// placed only `planned` of them there; `None` where it fills them within 2% (or a fetch), or
+/// the share cannot rise. Fetches scale with the share, so the shortfall's ratio is the
+/// correction. On `steady` at four a day the last round of day 0 had 75 fetches left for two
+/// hours, a share of 0.45, and its plan placed 35 there: the day spent 0.98 of its budget.
+pub fn refill_share(share: f64, room: f64, planned: f64) -> Option<f64> {
+    if !(room > 0.0 && share > 0.0) || planned >= 0.98 * room || room - planned < 1.0 {
+        return None;
+    }
+    let next = if planned > 0.0 {
+        share * room / planned
+    } else {
+        MAX_BUDGET_SHARE
+    };
+    let next = next.min(MAX_BUDGET_SHARE);
+    (next > share).then_some(next)
 }
 
 /// The share of the budget that pays back, over [`PAYBACK_DAYS`], what the run spent ahead
@@ -388,5 +448,91 @@ mod tests {
             Steering { last_day: Some(-1) },
         );
         assert_eq!(free.share, 1.0);
+    }
+
+    #[test]
+    fn a_steered_day_says_what_it_has_left_and_a_free_day_does_not() {
+        let at = |h: i64, spent_today: u64, last_day: i64| {
+            pace(
+                h * 3_600_000,
+                1000.0,
+                0.0,
+                &spent(0, spent_today),
+                &[],
+                &HashMap::new(),
+                Steering {
+                    last_day: Some(last_day),
+                },
+            )
+            .rest_of_day
+        };
+        assert_eq!(at(20, 700, 0), Some((300.0, DAY_MS)));
+        assert_eq!(at(20, 700, -1), None);
+        // Ahead of the budget since the first fetch (2,500 fetches since yesterday's start,
+        // 1,833 earned by 20:00): the payback binds, there is nothing to refill.
+        let ahead = Ledger {
+            since_ms: Some(-DAY_MS),
+            fetches: 2_500,
+            day: 0,
+            day_fetches: 300,
+        };
+        let paced = pace(
+            20 * 3_600_000,
+            1000.0,
+            0.0,
+            &ahead,
+            &[],
+            &HashMap::new(),
+            Steering { last_day: Some(0) },
+        );
+        assert!(paced.share < 1.0, "{}", paced.share);
+        assert_eq!(paced.rest_of_day, None);
+    }
+
+    fn spec(offsets_hours: &[f64], period_hours: f64) -> FeedSpec {
+        FeedSpec {
+            offsets_seconds: offsets_hours.iter().map(|h| h * 3600.0).collect(),
+            period_seconds: period_hours * 3600.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_fetches_a_plan_places_in_a_window_are_counted_over_periods() {
+        let h = 3_600_000;
+        let daily = spec(&[0.0, 6.0, 12.0, 18.0], 24.0);
+        assert_eq!(planned_between([&daily], 10 * h, 24 * h), 2.0);
+        assert_eq!(planned_between([&daily], 0, 24 * h), 4.0);
+        // Every two days, at 06:00 of the second: nothing on day 0, one on day 1 and day 3.
+        let slow = spec(&[30.0], 48.0);
+        assert_eq!(planned_between([&slow], 0, 24 * h), 0.0);
+        assert_eq!(planned_between([&slow], 24 * h, 48 * h), 1.0);
+        assert_eq!(planned_between([&slow], 72 * h, 96 * h), 1.0);
+        // Every 90 minutes from 00:30: 16 a day.
+        let busy = spec(&[0.5], 1.5);
+        assert_eq!(planned_between([&busy], 0, 24 * h), 16.0);
+        // A spec with no period places nothing; specs add up.
+        let none = spec(&[1.0], 0.0);
+        assert_eq!(
+            planned_between([&daily, &slow, &busy, &none], 0, 24 * h),
+            20.0
+        );
+    }
+
+    #[test]
+    fn a_plan_short_of_the_days_room_is_remade_at_the_share_that_fills_it() {
+        // The last round of day 0 on `steady` at four a day: 75 left, 35 placed.
+        let next = refill_share(0.45, 75.0, 35.0).expect("raised");
+        assert!((next - 0.45 * 75.0 / 35.0).abs() < 1e-12, "{next}");
+        // Within 2%, or within a fetch, it stands.
+        assert_eq!(refill_share(1.0, 100.0, 98.5), None);
+        assert_eq!(refill_share(1.0, 10.0, 9.2), None);
+        // Never above the share's ceiling; nothing placed asks for the ceiling.
+        assert_eq!(refill_share(1.4, 100.0, 50.0), Some(MAX_BUDGET_SHARE));
+        assert_eq!(refill_share(0.5, 100.0, 0.0), Some(MAX_BUDGET_SHARE));
+        assert_eq!(refill_share(MAX_BUDGET_SHARE, 100.0, 50.0), None);
+        // No room, or a share of nothing, is left alone.
+        assert_eq!(refill_share(0.5, 0.0, 0.0), None);
+        assert_eq!(refill_share(0.0, 100.0, 0.0), None);
     }
 }

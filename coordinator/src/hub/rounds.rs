@@ -233,7 +233,22 @@ impl<B: KvBackend> Hub<B> {
                     paced_day,
                 );
                 r.set_budget_share(paced.share);
-                let mut outcome = r.plan_with_caps(&feeds, models, caps)?;
+                let mut outcome = match paced.rest_of_day {
+                    // On a day the share steers, a plan that leaves part of the day's room
+                    // unplanned is made again at the share that fills it.
+                    Some((room, day_end)) => {
+                        let first = r.plan_with_caps(&feeds, models.clone(), caps.clone())?;
+                        let planned = pacing::planned_between(first.specs.values(), now, day_end);
+                        match pacing::refill_share(paced.share, room, planned) {
+                            Some(share) => {
+                                r.set_budget_share(share);
+                                r.plan_with_caps(&feeds, models, caps)?
+                            }
+                            None => first,
+                        }
+                    }
+                    None => r.plan_with_caps(&feeds, models, caps)?,
+                };
                 for (id, spec) in outcome.specs.iter_mut() {
                     if let Some(&t) = paced.first_sights.get(id) {
                         spec.first_fetch_unix_ms = t;
