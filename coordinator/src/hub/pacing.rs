@@ -167,7 +167,7 @@ pub fn planned_between<'a>(
     from_ms: i64,
     to_ms: i64,
 ) -> f64 {
-    let mut n = 0u64;
+    let mut n = 0.0;
     for spec in specs {
         let period = spec.period_seconds * 1000.0;
         if !(period.is_finite() && period >= 1.0) {
@@ -175,16 +175,16 @@ pub fn planned_between<'a>(
         }
         for &offset in &spec.offsets_seconds {
             let first = (spec.origin_unix_ms as f64 + offset * 1000.0).rem_euclid(period);
-            // The first time at or after `from_ms`, then one a period until `to_ms`.
-            let k = ((from_ms as f64 - first) / period).ceil();
-            let mut t = first + k * period;
-            while t < to_ms as f64 {
-                n += 1;
-                t += period;
+            // The times `first + k · period` in the window: k from the first at or after
+            // `from_ms` up to the last before `to_ms`.
+            let count = ((to_ms as f64 - first) / period).ceil()
+                - ((from_ms as f64 - first) / period).ceil();
+            if count.is_finite() {
+                n += count.max(0.0);
             }
         }
     }
-    n as f64
+    n
 }
 
 /// The share that makes a plan of `share` fill the `room` fetches its day has left, where it
@@ -420,51 +420,36 @@ mod tests {
         // 20:00 of a day with first sights, 1,000 a day, 700 spent since midnight: 300
         // left for the last sixth of the day, 1.8 times the even pace, held at the largest
         // share. Not ahead of the budget earned (833), so nothing is paid back.
-        let at = |h: i64, spent_today: u64| {
-            pace(
-                h * 3_600_000,
-                1000.0,
-                0.0,
-                &spent(0, spent_today),
-                &[],
-                &HashMap::new(),
-                Steering { last_day: Some(0) },
-            )
-            .share
-        };
+        let at = |h: i64, spent_today: u64| paced_at(h, spent_today, 0).share;
         assert_eq!(at(20, 700), MAX_BUDGET_SHARE);
         // 780 spent: 220 left, 1.32 times the pace.
         assert!((at(20, 780) - 1.32).abs() < 1e-9, "{}", at(20, 780));
         // On pace or ahead, at most the budget's pace, less what it pays back.
         assert!(at(20, 834) <= 1.0);
         // A day without first sights is never steered above it.
-        let free = pace(
-            20 * 3_600_000,
+        assert_eq!(paced_at(20, 700, -1).share, 1.0);
+    }
+
+    /// A round at hour `h` of day 0, 1,000 fetches a day, `spent_today` of them spent since
+    /// midnight, the last day holding first sights `last_day`.
+    fn paced_at(h: i64, spent_today: u64, last_day: i64) -> Pacing {
+        pace(
+            h * 3_600_000,
             1000.0,
             0.0,
-            &spent(0, 700),
+            &spent(0, spent_today),
             &[],
             &HashMap::new(),
-            Steering { last_day: Some(-1) },
-        );
-        assert_eq!(free.share, 1.0);
+            Steering {
+                last_day: Some(last_day),
+            },
+        )
     }
 
     #[test]
     fn a_steered_day_says_what_it_has_left_and_a_free_day_does_not() {
         let at = |h: i64, spent_today: u64, last_day: i64| {
-            pace(
-                h * 3_600_000,
-                1000.0,
-                0.0,
-                &spent(0, spent_today),
-                &[],
-                &HashMap::new(),
-                Steering {
-                    last_day: Some(last_day),
-                },
-            )
-            .rest_of_day
+            paced_at(h, spent_today, last_day).rest_of_day
         };
         assert_eq!(at(20, 700, 0), Some((300.0, DAY_MS)));
         assert_eq!(at(20, 700, -1), None);
@@ -517,6 +502,14 @@ mod tests {
             planned_between([&daily, &slow, &busy, &none], 0, 24 * h),
             20.0
         );
+        // Values no plan makes count nothing rather than loop or poison the sum.
+        let odd = [
+            spec(&[f64::NAN, 1e308], 24.0),
+            spec(&[1.0], f64::NAN),
+            spec(&[1.0], f64::INFINITY),
+            spec(&[1.0], 1e-12),
+        ];
+        assert_eq!(planned_between(&odd, 0, 24 * h), 0.0);
     }
 
     #[test]
