@@ -9,6 +9,7 @@
 #   REAL    the real trace (default ../shared/traces/real-commits)
 #   BUDGETS default "0.5 1 2 4"
 #   ONLY    space-separated variant names to run (default: all, `real` included)
+#   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --quick-updates)
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
 # docs/RESULTS.md "Every target at one commit, and the forward calibration where it was not
 # judged" (2026-12-01) is its output.
@@ -52,11 +53,13 @@ echo "${#jobs[@]} runs, $P at a time" >&2
 run() {
     local log="$OUT/$1-$2.log"
     if [ -s "$log" ] && grep -q '^kairos (live)' "$log"; then return 0; fi
+    # shellcheck disable=SC2086 # EXTRA is a list of flags
     RAYON_NUM_THREADS=1 "$BIN" replay --trace "$OUT/traces/$1" --fetches-per-feed-per-day "$2" \
-        --peers all --json "$OUT/$1-$2.json" >"$log" 2>&1 || echo "replay failed: $1 $2 (see $log)" >&2
+        --peers all --json "$OUT/$1-$2.json" $EXTRA >"$log" 2>&1 || echo "replay failed: $1 $2 (see $log)" >&2
 }
 export -f run
-export BIN OUT
+EXTRA=${EXTRA:-}
+export BIN OUT EXTRA
 printf "%s\n" "${jobs[@]}" | xargs -P "$P" -L 1 bash -c 'run $0 $1'
 
 python3 - "$OUT" "${jobs[@]}" <<'EOF' | tee "$OUT/summary.md"
