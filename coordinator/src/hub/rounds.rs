@@ -235,8 +235,12 @@ impl<B: KvBackend> Hub<B> {
                 r.set_budget_share(paced.share);
                 let mut outcome = match paced.rest_of_day {
                     // On a day the share steers, a plan that leaves part of the day's room
-                    // unplanned is made again at the share that fills it.
-                    Some((room, day_end)) => {
+                    // unplanned is made again at the share that fills it. The models are
+                    // kept for that second plan only where the share could still rise (a
+                    // million feeds' models held twice are the learner's peak).
+                    Some((room, day_end))
+                        if pacing::refill_share(paced.share, room, 0.0).is_some() =>
+                    {
                         let first = r.plan_with_caps(&feeds, models.clone(), caps.clone())?;
                         let planned = pacing::planned_between(first.specs.values(), now, day_end);
                         match pacing::refill_share(paced.share, room, planned) {
@@ -247,7 +251,7 @@ impl<B: KvBackend> Hub<B> {
                             None => first,
                         }
                     }
-                    None => r.plan_with_caps(&feeds, models, caps)?,
+                    _ => r.plan_with_caps(&feeds, models, caps)?,
                 };
                 for (id, spec) in outcome.specs.iter_mut() {
                     if let Some(&t) = paced.first_sights.get(id) {
