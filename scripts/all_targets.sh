@@ -9,7 +9,7 @@
 #   REAL    the real trace (default ../shared/traces/real-commits)
 #   BUDGETS default "0.5 1 2 4"
 #   ONLY    space-separated variant names to run (default: all, `real` included)
-#   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --quick-updates)
+#   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --no-quick-updates)
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
 # docs/RESULTS.md "Every target at one commit, and the forward calibration where it was not
 # judged" (2026-12-01) is its output.

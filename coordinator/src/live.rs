@@ -68,9 +68,12 @@ pub struct LivePlanArgs {
     #[arg(long)]
     pub host_level: bool,
     /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
-    /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
-    #[arg(long)]
+    /// (the default; docs/PLANNER.md). Kept so scripts that asked for it still run.
+    #[arg(long, overrides_with = "no_quick_updates")]
     pub quick_updates: bool,
+    /// Leave every feed to the next round, however much a fetch surprised its model.
+    #[arg(long, overrides_with = "quick_updates")]
+    pub no_quick_updates: bool,
     /// Leave each feed's rate as its window says, without the forward calibration (by what
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
@@ -178,7 +181,7 @@ impl LivePlanArgs {
             shape_mixture: self.shape_mixture,
             mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,
-            quick_updates: self.quick_updates,
+            quick_updates: self.quick_updates || !self.no_quick_updates,
             calibrate_rates: !self.no_rate_calibration,
             lost_posting_hours: self.lost_posting_hours.0,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),

@@ -85,9 +85,12 @@ pub struct ReplayArgs {
     #[arg(long)]
     host_level: bool,
     /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
-    /// (off by default: it pays only where rounds are hours apart; docs/PLANNER.md).
-    #[arg(long)]
+    /// (the default; docs/PLANNER.md). Kept so scripts that asked for it still run.
+    #[arg(long, overrides_with = "no_quick_updates")]
     quick_updates: bool,
+    /// Leave every feed to the next round, however much a fetch surprised its model.
+    #[arg(long, overrides_with = "quick_updates")]
+    no_quick_updates: bool,
     /// Leave each feed's rate as its window says, without the forward calibration (by what
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
@@ -293,7 +296,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         shape_mixture: a.shape_mixture,
         mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,
-        quick_updates: a.quick_updates,
+        quick_updates: a.quick_updates || !a.no_quick_updates,
         calibrate_rates: !a.no_rate_calibration,
         lost_posting_hours: a.lost_posting_hours.0,
         weekly: a.weekly,

@@ -91,7 +91,7 @@ pub struct PlannerSettings {
     /// (docs/RESULTS.md, "A feed's host").
     pub host_level: bool,
     /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
-    /// ([`super::quick`]; off by default).
+    /// ([`super::quick`]; on by default, `--no-quick-updates` turns it off).
     pub quick_updates: bool,
     /// What one posting lost to a document overflowing between two fetches costs, in hours
     /// of delay (`delay` metric only): the allocation prices each feed's expected losses
@@ -201,7 +201,7 @@ impl Default for PlannerSettings {
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,
-            quick_updates: false,
+            quick_updates: true,
             lost_posting_hours: Some(DEFAULT_LOST_POSTING_HOURS),
             host_fetches_per_day: None,
             weekly: false,
