@@ -181,6 +181,7 @@ impl LivePlanArgs {
             shape_mixture: self.shape_mixture,
             mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,
+            // The pair overrides each other: at most one is set, the last given.
             quick_updates: self.quick_updates || !self.no_quick_updates,
             calibrate_rates: !self.no_rate_calibration,
             lost_posting_hours: self.lost_posting_hours.0,

@@ -296,6 +296,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         shape_mixture: a.shape_mixture,
         mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,
+        // The pair overrides each other: at most one is set, the last given.
         quick_updates: a.quick_updates || !a.no_quick_updates,
         calibrate_rates: !a.no_rate_calibration,
         lost_posting_hours: a.lost_posting_hours.0,
