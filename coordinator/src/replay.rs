@@ -247,6 +247,26 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             version += 1;
             schedule.apply_delta(version, upserts, &[], now)?;
             schedule.set_allowance(hub.allowance(&worker).await, now);
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                let day_end = (now.div_euclid(DAY_MS) + 1) * DAY_MS;
+                let between = |from: i64, to: i64| -> u64 {
+                    specs
+                        .iter()
+                        .flatten()
+                        .map(|s| {
+                            kairos_coordinator::control::capacity::fetches_between(s, from, to)
+                        })
+                        .sum()
+                };
+                tracing::debug!(
+                    day = t / DAY_MS,
+                    hour = (t % DAY_MS) / 3_600_000,
+                    started_today = schedule.gate().started_today(),
+                    plan_rest_of_day = between(now, day_end),
+                    plan_next_day = between(day_end, day_end + DAY_MS),
+                    "replan"
+                );
+            }
             for (id, at) in first {
                 schedule.expedite(&id, at);
             }

@@ -9,12 +9,13 @@
 //! anything not newer than what was applied is ignored. A daily allowance from the
 //! coordinator ([`crate::allowance`]) caps the fetches started on each UTC day, and an
 //! hour before each day ends the room the day has left is given to the fetches due in the
-//! next day's first hours ([`SWEEP_MS`], [`SWEEP_WIDE_GAP_SHARE`], [`SWEEP_FAR_MS`]). Time
+//! next day's first hours ([`SWEEP_MS`], [`SWEEP_WIDE_GAP_SHARE`], [`SWEEP_FAR_MS`]), and
+//! what they cannot take to fetches besides the plan, half-way through feeds' gaps. Time
 //! is an input (simulated Unix ms), so tests drive it directly.
 
 use crate::allowance::{Allowance, DayGate, DAY_MS};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// How long before a UTC day ends the schedule looks for room left in the day's allowance,
 /// and the most it moves a fetch forward to use it. A plan's times move a little at every
@@ -162,14 +163,14 @@ pub struct Schedule {
     /// re-assignment).
     expedited: HashMap<String, i64>,
     /// Feeds whose queued fetch is a catch-up between the plan's times (see `first_due`).
-    off_plan: std::collections::HashSet<String>,
+    off_plan: HashSet<String>,
     /// Feeds whose queued fetch was held from an earlier day by the allowance (see
     /// `pop_due`).
-    held: std::collections::HashSet<String>,
+    held: HashSet<String>,
     /// Feeds whose last fetch was their first sight (an expedited fetch). The coordinator
     /// counts a first sight besides the plan's fetches of the day, so a plan time right
     /// after it is moved to half a gap later rather than dropped (see `first_due`).
-    first_seen: std::collections::HashSet<String>,
+    first_seen: HashSet<String>,
     min_host_gap_ms: i64,
     applied: u64,
     generation: u64,
@@ -177,6 +178,10 @@ pub struct Schedule {
     gate: DayGate,
     /// When the next end-of-day sweep is due (with an allowance; see [`SWEEP_MS`]).
     sweep_at: Option<i64>,
+    /// Fetches besides the plan's, (due, feed): the end-of-day sweep's (see `sweep`). A
+    /// feed's queued plan time stays as it is.
+    /// (due, the end of the day it is for, feed).
+    extras: BinaryHeap<Reverse<(i64, i64, String)>>,
 }
 
 impl Schedule {
@@ -297,7 +302,12 @@ impl Schedule {
             .iter()
             .filter(|Reverse((due, g, _, id))| *due < day_end && self.is_live(*g, id))
             .count() as u64;
-        Some(room.saturating_sub(due_today))
+        let extras = self
+            .extras
+            .iter()
+            .filter(|Reverse((due, ..))| *due < day_end)
+            .count() as u64;
+        Some(room.saturating_sub(due_today + extras))
     }
 
     /// Queues a re-assigned feed's first fetch ([`Self::first_due`]). A catch-up due today
@@ -462,7 +472,12 @@ impl Schedule {
     /// When the next fetch is due, or the end-of-day sweep (possibly a stale entry: waking
     /// early is harmless).
     pub fn next_due(&self) -> Option<i64> {
-        let top = self.heap.peek().map(|Reverse((due, ..))| *due);
+        let plan = self.heap.peek().map(|Reverse((due, ..))| *due);
+        let extra = self.extras.peek().map(|Reverse((due, ..))| *due);
+        let top = match (plan, extra) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (top, self.sweep_at.filter(|_| !self.feeds.is_empty())) {
             (Some(t), Some(s)) => Some(t.min(s)),
             (t, s) => t.or(s),
@@ -474,9 +489,13 @@ impl Schedule {
     /// [`SWEEP_WIDE_GAP_SHARE`], [`SWEEP_FAR_MS`]).
     fn sweep(&mut self, now_ms: i64) {
         let day_end = day_end(now_ms);
-        let Some(spare) = self.spare_today(now_ms).filter(|&n| n > 0) else {
+        let Some(spare) = self.spare_today(now_ms) else {
             return;
         };
+        if spare == 0 {
+            tracing::debug!(now_ms, spare, "end-of-day sweep");
+            return;
+        }
         // (reach, due, shift, planned, feed) of the fetches that can land today: those an
         // eighth of their gap and an hour bring first, then a quarter and two hours, then
         // (at most a fetch per feed a day) an eighth and six hours, then a quarter and
@@ -506,7 +525,19 @@ impl Schedule {
             })
             .collect();
         early.sort_unstable();
+        let found = early.len();
         early.truncate(spare as usize);
+        let moved: HashSet<String> = early.iter().map(|e| e.4.clone()).collect();
+        let extras = self.fill(now_ms, spare - moved.len() as u64, &moved);
+        // What a short day is read from: its room, and how the sweep used it.
+        tracing::debug!(
+            now_ms,
+            spare,
+            found,
+            moved = moved.len(),
+            extras,
+            "end-of-day sweep"
+        );
         for (_, due, shift, planned, id) in early {
             // A new generation makes the queued entry stale; the plan's time stays the
             // fetch's, so its next time follows as if it had come on time.
@@ -522,6 +553,100 @@ impl Schedule {
         }
     }
 
+    /// Gives `n` fetches of the day's room to feeds besides their plan's times, none of
+    /// them in `moved`; answers how many it found.
+    ///
+    /// Moving the next day's first fetches into the day borrows them: the next day then
+    /// starts that many short of its plan, and its own sweep borrows them back from the day
+    /// after, with what the day itself lost to replans (a time moved within half a gap of a
+    /// fetch just made is skipped). Nothing repays the loan, so it grows until the next
+    /// day's first hours cannot hold it: on `real-commits` at two fetches a day the room at
+    /// 23:00 grew from 13 on day 17 to 205 on day 23, the reaches found 162, and the day
+    /// spent 0.977 of its budget. What the moves leave is given as fetches besides the
+    /// plan, which leave the next day's plan whole. (Filling the whole room this way ends
+    /// the loan too, but moved the delay by +3.7% to -1.3% over ten runs, with
+    /// `startstop` at half a fetch a day worst: the moves stay first.)
+    ///
+    /// An extra fetch is worth the postings waiting since the feed's last fetch times how
+    /// much sooner they come than at its next time, `since · ahead · rate`, with the rate
+    /// read off the plan's spacing (the delay-optimal spacing goes as one over the square
+    /// root of the rate): `since · ahead / gap²`, largest half-way through a gap. Feeds
+    /// whose next time is within half a gap come last: the next re-assignment would skip
+    /// that time after the extra fetch (`first_due`), which is a move again.
+    fn fill(&mut self, now_ms: i64, n: u64, moved: &HashSet<String>) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        let day_end = day_end(now_ms);
+        // (whether the next time is within half a gap, -value, feed), best first.
+        let mut found: Vec<(bool, f64, String)> = self
+            .heap
+            .iter()
+            .filter(|Reverse((due, g, _, id))| *due >= day_end && self.is_live(*g, id))
+            .filter_map(|Reverse((due, _, planned, id))| {
+                if moved.contains(id) || self.expedited.contains_key(id) || self.held.contains(id) {
+                    return None;
+                }
+                let last = *self.last_out.get(id)?;
+                let gap = self.feeds.get(id)?.0.gap_to(*planned);
+                if gap <= 0 {
+                    return None;
+                }
+                let (since, ahead) = ((now_ms - last).max(0) as f64, (due - now_ms) as f64);
+                let value = since * ahead / (gap as f64 * gap as f64);
+                Some((2.0 * ahead < gap as f64, -value, id.clone()))
+            })
+            .collect();
+        found.sort_by(|a, b| {
+            (a.0.cmp(&b.0))
+                .then(a.1.total_cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        found.truncate(n as usize);
+        let deadline = day_end;
+        for (_, _, id) in &found {
+            self.extras.push(Reverse((now_ms, deadline, id.clone())));
+        }
+        found.len()
+    }
+
+    /// Hands out the extra fetches due at `now_ms` (`fill`): each once, on the day it is
+    /// for or not at all (it is not owed: held, it would take a fetch of the next day's
+    /// plan); a feed's queued plan time stays as it is.
+    fn pop_extras(&mut self, now_ms: i64, out: &mut Vec<Due>) {
+        while let Some(Reverse((due, deadline, id))) = self.extras.peek().cloned() {
+            if due > now_ms {
+                break;
+            }
+            self.extras.pop();
+            let Some((times, _)) = self.feeds.get(&id) else {
+                continue;
+            };
+            if now_ms >= deadline || self.gate.room(now_ms) == Some(0) {
+                continue;
+            }
+            let free = self
+                .host_free_at
+                .get(&times.host)
+                .copied()
+                .unwrap_or(i64::MIN);
+            if free > now_ms {
+                self.extras.push(Reverse((free, deadline, id)));
+                continue;
+            }
+            // Room was checked: this counts the fetch.
+            let _ = self.gate.admit(now_ms);
+            self.host_free_at
+                .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
+            self.last_out.insert(id.clone(), now_ms);
+            self.first_seen.remove(&id);
+            out.push(Due {
+                feed_id: id,
+                planned_ms: due,
+            });
+        }
+    }
+
     /// Every fetch that may start at `now_ms`, in due order; queues each feed's next fetch.
     pub fn pop_due(&mut self, now_ms: i64) -> Vec<Due> {
         if let Some(at) = self.sweep_at.filter(|&at| at <= now_ms) {
@@ -532,6 +657,7 @@ impl Schedule {
             self.sweep_at = Some(next_sweep(now_ms));
         }
         let mut out = Vec::new();
+        self.pop_extras(now_ms, &mut out);
         while let Some(Reverse((due, generation, planned, id))) = self.heap.peek().cloned() {
             if due > now_ms {
                 break;

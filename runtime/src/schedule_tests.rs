@@ -307,11 +307,13 @@ fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
             .collect()
     };
     // 2 spent by 11:00, and four feeds due at 20:00. With 12 for the day the room
-    // beyond them (6) takes both catch-ups; the plan's 20:00 follows 7 hours later.
+    // beyond them (6) takes both catch-ups; the plan's 20:00 follows 7 hours later. The
+    // two left at 23:00 go to a and b besides their plan (c to f are due at 20:00 again,
+    // a and b at 08:00: a gap and a half, against three quarters).
     let roomy = run(12);
-    assert_eq!(hours(&roomy, "a"), vec![1, 13, 20]);
-    assert_eq!(hours(&roomy, "b"), vec![1, 13, 20]);
-    assert_eq!(roomy.len(), 10);
+    assert_eq!(hours(&roomy, "a"), vec![1, 13, 20, 23]);
+    assert_eq!(hours(&roomy, "b"), vec![1, 13, 20, 23]);
+    assert_eq!(roomy.len(), 12);
     // With 7 the room beyond them is one: a (first in the update) is caught up, b waits
     // for the plan's 20:00 (where the allowance then runs out).
     let one = run(7);
@@ -482,7 +484,8 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     let mut s = Schedule::new(0);
     s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
     // Day 0's plan: a, f, i; room for 9 (a fetch per feed, where the longer reaches
-    // apply) leaves 6, more than there is to move.
+    // apply) leaves 6, more than there is to move. What is left goes besides the plan to
+    // feeds fetched before: i at 23:00 (j to m have no fetch yet to space one from).
     s.set_allowance(Some(allow(9)), 0);
     let days = per_day(&mut s, 2);
     let mut moved = late(&days[0], 0);
@@ -494,6 +497,7 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
             at("f", 23 * hour + 30 * 60_000),
             at("g", 23 * hour),
             at("h", 23 * hour),
+            at("i", 23 * hour),
         ],
         "{days:?}"
     );
@@ -508,14 +512,23 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     for id in ["f", "g", "h"] {
         assert_eq!(before_sweep(id), 0, "{id}");
     }
+    // i's fetch besides the plan leaves its day-1 time where it was.
     assert_eq!(before_sweep("i"), 1);
     assert_eq!(before_sweep("j"), 1);
-    // Above a fetch per feed a day only the first two reach: a alone comes.
+    // Above a fetch per feed a day only the first two reach: a alone moves, and f and i,
+    // the feeds fetched before, get a fetch besides the plan.
     let mut s = Schedule::new(0);
     s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
     s.set_allowance(Some(allow(20)), 0);
     let days = per_day(&mut s, 1);
-    assert_eq!(late(&days[0], 0), vec![at("a", 23 * hour + 5 * 60_000)]);
+    assert_eq!(
+        late(&days[0], 0),
+        vec![
+            at("f", 23 * hour),
+            at("i", 23 * hour),
+            at("a", 23 * hour + 5 * 60_000)
+        ]
+    );
 
     // An allowance the day's own fetches use up leaves nothing to move.
     let mut s = Schedule::new(0);
@@ -531,6 +544,58 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     s.apply_snapshot(1, vec![daily("a"), busy], 0).unwrap();
     let days = per_day(&mut s, 2);
     assert_eq!(days[0].iter().filter(|(_, t)| *t >= 23 * hour).count(), 0);
+}
+
+#[test]
+fn a_loan_from_the_next_day_that_outgrows_its_first_hours_is_topped_up_besides_the_plan() {
+    let hour = DAY_MS / 24;
+    // Four daily feeds at 00:05 and four at noon: 8 fetches a day, 10 allowed. Each day's
+    // sweep moves the next day's 00:05 fetches into it, and the next day starts that many
+    // short, so the loan grows: 2 moved on day 0, 4 on day 1; from day 2 the 00:05 fetches
+    // are all borrowed and the room is 6. The 2 moves leave go to the noon feeds, half-way
+    // through their gap, besides their plan: every day spends its 10 (moving alone, days 2
+    // and 3 spent 8), and every noon fetch comes as planned.
+    let early = ["a", "b", "c", "d"].map(|id| feed(id, id, &[5 * 60_000], DAY_MS));
+    let noon = ["n", "o", "p", "q"].map(|id| feed(id, id, &[12 * hour], DAY_MS));
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(1, early.into_iter().chain(noon).collect(), 0)
+        .unwrap();
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 10,
+            later_days: 10,
+            counted: 0,
+        }),
+        0,
+    );
+    let mut days = vec![Vec::new(); 4];
+    let mut t = 0;
+    while t < 4 * DAY_MS {
+        for d in s.pop_due(t) {
+            days[(t / DAY_MS) as usize].push((d.feed_id, t % DAY_MS));
+        }
+        t += 60_000;
+    }
+    assert_eq!(
+        days.iter().map(Vec::len).collect::<Vec<_>>(),
+        [10; 4],
+        "{days:?}"
+    );
+    for (d, day) in days.iter().enumerate() {
+        for id in ["n", "o", "p", "q"] {
+            assert!(day.contains(&(id.to_string(), 12 * hour)), "day {d}: {id}");
+        }
+    }
+    let besides = |d: usize| -> Vec<&str> {
+        days[d]
+            .iter()
+            .filter(|(f, t)| *t == 23 * hour && ["n", "o", "p", "q"].contains(&f.as_str()))
+            .map(|(f, _)| f.as_str())
+            .collect()
+    };
+    assert!(besides(0).is_empty() && besides(1).is_empty(), "{days:?}");
+    assert_eq!((besides(2).len(), besides(3).len()), (2, 2), "{days:?}");
 }
 
 #[test]
