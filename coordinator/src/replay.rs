@@ -247,6 +247,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             version += 1;
             schedule.apply_delta(version, upserts, &[], now)?;
             schedule.set_allowance(hub.allowance(&worker).await, now);
+            // A day short of its budget is read from what the plan still places in it at
+            // each round beside what the worker started (docs/RUNTIME.md).
             if tracing::enabled!(tracing::Level::DEBUG) {
                 let day_end = (now.div_euclid(DAY_MS) + 1) * DAY_MS;
                 let between = |from: i64, to: i64| -> u64 {
