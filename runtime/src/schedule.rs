@@ -178,9 +178,8 @@ pub struct Schedule {
     gate: DayGate,
     /// When the next end-of-day sweep is due (with an allowance; see [`SWEEP_MS`]).
     sweep_at: Option<i64>,
-    /// Fetches besides the plan's, (due, feed): the end-of-day sweep's (see `sweep`). A
-    /// feed's queued plan time stays as it is.
-    /// (due, the end of the day it is for, feed).
+    /// Fetches besides the plan's, from the end-of-day sweep (`fill`): (due, the end of the
+    /// day it is for, feed). A feed's queued plan time stays as it is.
     extras: BinaryHeap<Reverse<(i64, i64, String)>>,
 }
 
@@ -603,11 +602,15 @@ impl Schedule {
                 .then_with(|| a.2.cmp(&b.2))
         });
         found.truncate(n as usize);
-        let deadline = day_end;
         for (_, _, id) in &found {
-            self.extras.push(Reverse((now_ms, deadline, id.clone())));
+            self.extras.push(Reverse((now_ms, day_end, id.clone())));
         }
         found.len()
+    }
+
+    /// When `host` may be fetched again (politeness).
+    fn host_free(&self, host: &str) -> i64 {
+        self.host_free_at.get(host).copied().unwrap_or(i64::MIN)
     }
 
     /// Hands out the extra fetches due at `now_ms` (`fill`): each once, on the day it is
@@ -625,11 +628,7 @@ impl Schedule {
             if now_ms >= deadline || self.gate.room(now_ms) == Some(0) {
                 continue;
             }
-            let free = self
-                .host_free_at
-                .get(&times.host)
-                .copied()
-                .unwrap_or(i64::MIN);
+            let free = self.host_free(&times.host);
             if free > now_ms {
                 self.extras.push(Reverse((free, deadline, id)));
                 continue;
@@ -669,11 +668,7 @@ impl Schedule {
             if *current != generation {
                 continue;
             }
-            let free = self
-                .host_free_at
-                .get(&times.host)
-                .copied()
-                .unwrap_or(i64::MIN);
+            let free = self.host_free(&times.host);
             if free > now_ms {
                 // Host used too recently: retry when it is free, keeping the planned time.
                 self.heap.push(Reverse((free, generation, planned, id)));
