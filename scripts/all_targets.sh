@@ -10,6 +10,8 @@
 #   BUDGETS default "0.5 1 2 4"
 #   ONLY    space-separated variant names to run (default: all, `real` included)
 #   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --no-quick-updates)
+#   TRACE_DIRS  space-separated NAME=DIR trace folders to run instead of the variants (e.g.
+#           the sub-populations of scripts/trace_subsets.py); each is linked as $OUT/traces/NAME
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
 # docs/RESULTS.md "Every target at one commit, and the forward calibration where it was not
 # judged" (2026-12-01) is its output.
@@ -35,12 +37,22 @@ declare -A FLAGS=(
     [quiet]="$Q"
 )
 ORDER="steady drift bursts startstop mixed quiet real"
+declare -A DIRS=()
+if [ -n "${TRACE_DIRS:-}" ]; then
+    ORDER=
+    for nd in $TRACE_DIRS; do
+        DIRS[${nd%%=*}]=$(realpath "${nd#*=}")
+        ORDER="$ORDER ${nd%%=*}"
+    done
+fi
 ONLY=${ONLY:-$ORDER}
 
 jobs=()
 for v in $ORDER; do
     case " $ONLY " in *" $v "*) ;; *) continue ;; esac
-    if [ "$v" = real ]; then
+    if [ -n "${DIRS[$v]:-}" ]; then
+        ln -sfn "${DIRS[$v]}" "$OUT/traces/$v"
+    elif [ "$v" = real ]; then
         ln -sfn "$REAL" "$OUT/traces/real"
     elif [ ! -s "$OUT/traces/$v/postings.csv" ]; then
         # shellcheck disable=SC2086
