@@ -468,6 +468,12 @@ impl Schedule {
         &self.gate
     }
 
+    /// Gives the allowance back a fetch handed out at `admitted_ms` that was not made
+    /// ([`DayGate::release`]).
+    pub fn release(&mut self, admitted_ms: i64) {
+        self.gate.release(admitted_ms);
+    }
+
     /// When the next fetch is due, or the end-of-day sweep (possibly a stale entry: waking
     /// early is harmless).
     pub fn next_due(&self) -> Option<i64> {

@@ -613,7 +613,7 @@ async fn fetch_loop(
             let fetcher = fetcher.clone();
             shared.stats.in_flight.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
-                fetch_one(&shared, &fetcher, &d.feed_id, d.planned_ms).await;
+                fetch_one(&shared, &fetcher, &d.feed_id, d.planned_ms, now).await;
                 shared.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
                 drop(permit);
             });

@@ -30,22 +30,41 @@ fn outcome_code(o: &Outcome) -> (pb::FetchOutcome, u32, String) {
 }
 
 /// Fetches one feed and queues its report (waiting for buffer space if needed).
-pub(super) async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, planned_ms: i64) {
-    let started = shared.clock.now_ms();
+/// `admitted_ms` is when the schedule handed it out and the day's allowance counted it: the
+/// report's start, so that the coordinator counts the fetch on the day the worker did (read
+/// when the task got to run, a fetch handed out just before midnight was counted by the
+/// worker on one day and by the coordinator on the next, which then spent its budget and
+/// one fetch more).
+pub(super) async fn fetch_one(
+    shared: &Shared,
+    fetcher: &Fetcher,
+    feed: &str,
+    planned_ms: i64,
+    admitted_ms: i64,
+) {
+    let now = shared.clock.now_ms();
+    let started = admitted_ms;
     let (url, validators) = {
-        let st = shared.state.lock().expect("worker state");
-        match st.feeds.get(feed) {
+        let mut st = shared.state.lock().expect("worker state");
+        let fetch = match st.feeds.get(feed) {
             // Revoked meanwhile, or postponed by the server's Retry-After.
-            None => return,
-            Some(f) if f.not_before_ms > started || f.held_until_ms > started => {
+            None => None,
+            Some(f) if f.not_before_ms > now || f.held_until_ms > now => {
                 shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Some(f) if kairos_runtime::schedule::skipped(f.skip_hours, f.skip_days, now) => {
+                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+            Some(f) => Some((f.url.clone(), f.validators.clone())),
+        };
+        match fetch {
+            Some(f) => f,
+            None => {
+                st.schedule.release(admitted_ms);
                 return;
             }
-            Some(f) if kairos_runtime::schedule::skipped(f.skip_hours, f.skip_days, started) => {
-                shared.stats.deferred.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Some(f) => (f.url.clone(), f.validators.clone()),
         }
     };
     let wall = std::time::Instant::now();
@@ -161,7 +180,7 @@ pub(super) async fn fetch_one(shared: &Shared, fetcher: &Fetcher, feed: &str, pl
         report.outcome,
         wall.elapsed().as_secs_f64(),
         // On the system clock: simulated lateness over the clock's scale (1 in production).
-        (started - planned_ms) as f64 / 1000.0 / shared.clock.scale(),
+        (now - planned_ms) as f64 / 1000.0 / shared.clock.scale(),
         report.body_bytes,
     );
     let (withheld, clipped) = {
