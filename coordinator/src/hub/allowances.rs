@@ -96,20 +96,28 @@ pub fn deal(
 /// down dealt up to one fetch per worker less than the day's budget: on the wall-clock farm
 /// (two workers) every day spent 2,390-2,399 of its 2,400 fetches.
 fn apportion(total: u64, weights: &[f64]) -> Vec<u64> {
-    let sum: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
-    if sum <= 0.0 || total == 0 {
+    // Weights that are not finite and positive get nothing; the rest are taken over the
+    // largest, so even huge ones sum to a finite number.
+    let top = weights
+        .iter()
+        .copied()
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .fold(0.0, f64::max);
+    if top <= 0.0 || total == 0 {
         return vec![0; weights.len()];
     }
-    let exact: Vec<f64> = weights
+    let clean: Vec<f64> = weights
         .iter()
         .map(|&w| {
             if w.is_finite() && w > 0.0 {
-                total as f64 * w / sum
+                w / top
             } else {
                 0.0
             }
         })
         .collect();
+    let sum: f64 = clean.iter().sum();
+    let exact: Vec<f64> = clean.iter().map(|&w| total as f64 * w / sum).collect();
     let mut parts: Vec<u64> = exact.iter().map(|&x| x.floor() as u64).collect();
     let dealt: u64 = parts.iter().sum();
     let mut order: Vec<usize> = (0..parts.len()).filter(|&i| exact[i] > 0.0).collect();
@@ -203,6 +211,8 @@ mod tests {
         assert_eq!(apportion(7, &[0.0, 0.0]), vec![0, 0]);
         assert_eq!(apportion(7, &[0.0, f64::NAN, 3.0]), vec![0, 0, 7]);
         assert_eq!(apportion(0, &[1.0]), vec![0]);
+        assert_eq!(apportion(5, &[f64::MAX, f64::MAX, -1.0]), vec![3, 2, 0]);
+        assert_eq!(apportion(5, &[1e-300, f64::INFINITY]), vec![5, 0]);
         // Many workers with weights that do not divide the total.
         let w: Vec<f64> = (1..=17).map(|i| (i * i) as f64 * 0.37).collect();
         for total in [0u64, 1, 16, 17, 1_000, 2_400, 123_457] {

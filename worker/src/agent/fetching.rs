@@ -59,13 +59,11 @@ pub(super) async fn fetch_one(
             }
             Some(f) => Some((f.url.clone(), f.validators.clone())),
         };
-        match fetch {
-            Some(f) => f,
-            None => {
-                st.schedule.release(admitted_ms);
-                return;
-            }
-        }
+        let Some(fetch) = fetch else {
+            st.schedule.release(admitted_ms);
+            return;
+        };
+        fetch
     };
     let wall = std::time::Instant::now();
     let mut fetched = fetcher.fetch(&url, &validators).await;
