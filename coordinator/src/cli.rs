@@ -219,6 +219,11 @@ pub(crate) struct Common {
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
     no_rate_calibration: bool,
+    /// Shrink each feed's rate by pseudo-days toward the typical feed's, as before the
+    /// population's distribution of rates was fitted (docs/PLANNER.md, "Rates under the
+    /// population's distribution").
+    #[arg(long)]
+    no_rate_prior: bool,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
@@ -394,6 +399,7 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         host_level: c.host_level,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         calibrate_rates: !c.no_rate_calibration,
+        rate_prior: !c.no_rate_prior,
         ..Default::default()
     };
     Ok(kairos_coordinator::control::from_trace::learn_live(

@@ -78,6 +78,11 @@ pub struct LivePlanArgs {
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
     pub no_rate_calibration: bool,
+    /// Shrink each feed's rate by pseudo-days toward the typical feed's, as before the
+    /// population's distribution of rates was fitted (docs/PLANNER.md, "Rates under the
+    /// population's distribution").
+    #[arg(long)]
+    pub no_rate_prior: bool,
     /// Hours of delay one posting lost to a document overflowing between fetches costs the
     /// plan, or `floors`: fetch often enough that no document is expected to overflow,
     /// where the budget allows (docs/PLANNER.md).
@@ -184,6 +189,7 @@ impl LivePlanArgs {
             // The pair overrides each other: at most one is set, the last given.
             quick_updates: self.quick_updates || !self.no_quick_updates,
             calibrate_rates: !self.no_rate_calibration,
+            rate_prior: !self.no_rate_prior,
             lost_posting_hours: self.lost_posting_hours.0,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,

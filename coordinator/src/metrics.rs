@@ -226,6 +226,10 @@ declare! {
     /// forecast (`control/calibrate.rs`).
     describe_gauge PLAN_SILENT_RATE_FACTOR = "kairos_plan_silent_rate_factor",
         "Postings of feeds silent all their window in the week after, over what their rates forecast: above 1, silent feeds start posting; below 1, silence lasts (0: no calibration in force).";
+    /// Gauge: mean rate of the population's fitted distribution of rates
+    /// (`control/rate_prior.rs`).
+    describe_gauge PLAN_RATE_PRIOR_MEAN = "kairos_plan_rate_prior_mean",
+        "Mean posting rate, postings a day, of the distribution of rates fitted to every feed's counts, under which each feed's rate is its posterior mean (0: rates shrunk by pseudo-days toward the typical feed's instead: too few feeds watched, host level on, or --no-rate-prior).";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

@@ -95,6 +95,11 @@ pub struct ReplayArgs {
     /// feeds forecast alike a week before went on to post; docs/PLANNER.md).
     #[arg(long)]
     no_rate_calibration: bool,
+    /// Shrink each feed's rate by pseudo-days toward the typical feed's, as before the
+    /// population's distribution of rates was fitted (docs/PLANNER.md, "Rates under the
+    /// population's distribution").
+    #[arg(long)]
+    no_rate_prior: bool,
     /// Hours of delay one posting lost to a document overflowing between fetches costs the
     /// plan, or `floors`: fetch often enough that no document is expected to overflow,
     /// where the budget allows (docs/PLANNER.md).
@@ -299,6 +304,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         // The pair overrides each other: at most one is set, the last given.
         quick_updates: a.quick_updates || !a.no_quick_updates,
         calibrate_rates: !a.no_rate_calibration,
+        rate_prior: !a.no_rate_prior,
         lost_posting_hours: a.lost_posting_hours.0,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,

@@ -26,6 +26,7 @@
 
 use super::feedstate::FeedState;
 use super::population::tally_before;
+use super::rate_prior::RatePrior;
 use super::recency;
 use crate::time::DAY_MS;
 use rayon::prelude::*;
@@ -100,14 +101,16 @@ struct Group {
 
 /// The calibration at `now_ms`, from the feeds' states (`None`: not watched), the window's
 /// length, the half-life and the rate's shrinkage (`beta` pseudo-days toward `typical`)
-/// in force. `None` when no feed was watched long enough on both sides of the forecast.
+/// in force, or the population's fitted distribution of rates when the rates are its
+/// posterior means (`prior`; [`super::rate_prior`]). `None` when no feed was watched long
+/// enough on both sides of the forecast.
 pub fn fit(
     states: &[Option<&FeedState>],
     window_days: f64,
     now_ms: i64,
     half_life_days: f64,
-    beta: f64,
-    typical: f64,
+    (beta, typical): (f64, f64),
+    prior: Option<&RatePrior>,
 ) -> Option<RateCalibration> {
     let horizon = (HORIZON_DAYS * DAY_MS as f64) as i64;
     // Fixed through each UTC day: a factor that moved with every round would move every
@@ -136,7 +139,12 @@ pub fn fit(
             // today's rate carries (`steady` at half a fetch a day, 4–8 pseudo-days: busy
             // groups scaled 1.5–1.8, +22% delay; docs/RESULTS.md).
             let beta = beta * past.span_days / (past.span_days + days).max(1e-9);
-            let rate = (past.n + beta * typical) / (past.span_days + beta);
+            // Under the fitted distribution the shorter window's posterior is pulled as
+            // hard as its fewer days say, no scaling needed.
+            let rate = match prior {
+                Some(p) => p.rate(past.n, past.span_days),
+                None => (past.n + beta * typical) / (past.span_days + beta),
+            };
             if !(rate > 0.0 && rate.is_finite()) {
                 return None;
             }
@@ -233,7 +241,7 @@ mod tests {
         // Heavy shrinkage toward a busier typical feed, as the held-out choice takes at
         // half a fetch a day: today's rate (27 postings over 27 days watched) is pulled up.
         let (beta, typical) = (8.0, 4.0);
-        let c = fit(&states, 28.0, now, 0.0, beta, typical).expect("watched both sides");
+        let c = fit(&states, 28.0, now, 0.0, (beta, typical), None).expect("watched both sides");
         let today = (27.0 + beta * typical) / (27.0 + beta);
         assert!(today > 1.6, "{today}");
         let calibrated = today * c.factor(today, false);
@@ -253,9 +261,9 @@ mod tests {
         let silent: Vec<FeedState> = (0..40).map(|_| feed(now, |_| false)).collect();
         let mut states: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
         states.extend(silent.iter().map(Some));
-        let staying = fit(&states, 28.0, now, 0.0, 1.0, 1.0).expect("watched both sides");
+        let staying = fit(&states, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         states.extend(starters.iter().map(Some));
-        let starting = fit(&states, 28.0, now, 0.0, 1.0, 1.0).expect("watched both sides");
+        let starting = fit(&states, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         assert_eq!(starting.feeds, 120);
         // A steady feed posts what it was forecast to.
         for c in [&staying, &starting] {
@@ -293,11 +301,11 @@ mod tests {
         };
         let mut with_flood: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
         with_flood.push(Some(&flood));
-        let c = fit(&with_flood, 28.0, now, 0.0, 1.0, 1.0).expect("watched both sides");
+        let c = fit(&with_flood, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         let f = c.factor(1.0, false);
         assert!((0.9..1.15).contains(&f), "a flood moved its group to {f}");
         // An empty population calibrates nothing.
-        assert!(fit(&[None], 28.0, now, 0.0, 1.0, 1.0).is_none());
+        assert!(fit(&[None], 28.0, now, 0.0, (1.0, 1.0), None).is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
 //! * [`calibrate`] — feeds' rates scaled by what feeds forecast alike went on to post;
+//! * [`rate_prior`] — the population's distribution of rates, each feed's rate under it;
 //! * [`regimes`] — which of a feed's days belong to its current regime (change points);
 //! * [`shapes`] — daily shapes pooled across feeds, the prior of each feed's hours;
 //! * [`siblings`] — a feed's host's other feeds, a level between its own counts and
@@ -37,6 +38,7 @@ pub mod population;
 pub mod promise;
 pub mod push;
 pub mod quick;
+pub mod rate_prior;
 pub mod readers;
 pub mod recency;
 pub mod regimes;

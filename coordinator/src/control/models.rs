@@ -7,6 +7,7 @@
 use super::calibrate;
 use super::feedstate::FeedState;
 use super::population::{tally, Population};
+use super::rate_prior;
 use super::recency;
 use super::regimes;
 use super::relearn::PlannerSettings;
@@ -117,6 +118,20 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             pooled_exposure[b] += e[b];
         }
     }
+    // The population's distribution of rates, from every watched feed's postings and days
+    // ([`super::rate_prior`]); fitted only when rates are not pooled by host.
+    let rate_prior = if s.rate_prior && !s.host_level {
+        let watched: Vec<(f64, f64)> = watched_rates
+            .iter()
+            .zip(&counts)
+            .zip(&span_days)
+            .filter(|((r, _), _)| r.is_some())
+            .map(|((_, c), &d)| (c.iter().sum::<f64>(), d))
+            .collect();
+        rate_prior::RatePrior::fit(&watched).map(Arc::new)
+    } else {
+        None
+    };
     rates.extend(watched_rates.into_iter().flatten().map(|(rate, _)| rate));
     // The pooled shape: postings per observed hour, so hours nobody has watched yet are
     // not mistaken for quiet ones.
@@ -255,12 +270,21 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     // The rates' forward calibration, under the shrinkage and half-life in force.
     let calibration = if s.calibrate_rates {
         let watched: Vec<Option<&FeedState>> = feeds.iter().map(|f| state_of(&f.id)).collect();
-        calibrate::fit(&watched, s.window_days, now_ms, half_life, beta, typical).map(Arc::new)
+        calibrate::fit(
+            &watched,
+            s.window_days,
+            now_ms,
+            half_life,
+            (beta, typical),
+            rate_prior.as_deref(),
+        )
+        .map(Arc::new)
     } else {
         None
     };
     decided.calibrated_feeds = calibration.as_ref().map_or(0, |c| c.feeds);
     decided.silent_factor = calibration.as_ref().map_or(0.0, |c| c.silent_factor());
+    decided.rate_prior_mean = rate_prior.as_ref().map_or(0.0, |p| p.mean());
     let population = Population {
         half_life_days: half_life,
         window_days: s.window_days,
@@ -268,6 +292,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         weekly: s.weekly,
         typical,
         beta,
+        rate_prior,
         mixture: mixture.clone(),
         shape_postings,
         shape_pseudo_postings: s.shape_pseudo_postings,
@@ -452,6 +477,9 @@ pub struct ModelCounts {
     /// What feeds silent all their window posted in the week after, over their forecast
     /// ([`calibrate`]); 0 when no calibration was fitted (`Default`).
     pub silent_factor: f64,
+    /// Mean rate, postings a day, of the population's fitted distribution of rates
+    /// ([`rate_prior`]); 0 when rates were shrunk by pseudo-days instead.
+    pub rate_prior_mean: f64,
     /// Feeds whose minimum was raised so their document does not overflow.
     pub capacity_floors: usize,
     /// Fetches per day those raised minimums hold beyond the minimums they replaced: budget

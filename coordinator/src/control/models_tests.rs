@@ -337,3 +337,84 @@ fn bad_dates_bursts_and_back_dated_floods_give_finite_rates_and_no_budget_swing(
         assert!(per_day <= 0.1 * budget, "{id}: {per_day} of {budget}");
     }
 }
+
+/// Feeds with log-normal rates (σ = 1, mean 4 a day: the wall-clock farm's), watched two
+/// days with postings at random times, and every fetch seeing them.
+fn log_normal_population(n: usize, seed: u64) -> (Vec<FeedRecord>, HashMap<String, FeedState>) {
+    use rand::{Rng, SeedableRng};
+    use rand_distr::{Distribution, LogNormal, Poisson};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let rates = LogNormal::new(4f64.ln() - 0.5, 1.0).unwrap();
+    let now = 30 * DAY_MS;
+    let feeds: Vec<FeedRecord> = (0..n).map(feed).collect();
+    let states = feeds
+        .iter()
+        .map(|f| {
+            let r: f64 = rates.sample(&mut rng);
+            let k = Poisson::new(2.0 * r).map_or(0, |p| p.sample(&mut rng) as usize);
+            let mut st = FeedState {
+                observed_since_ms: Some(now - 2 * DAY_MS),
+                last_answered_ms: Some(now),
+                ..FeedState::default()
+            };
+            let mut times: Vec<i64> = (0..k).map(|_| now - rng.gen_range(1..2 * DAY_MS)).collect();
+            times.sort_unstable();
+            st.postings_ms = times.into();
+            (f.id.clone(), st)
+        })
+        .collect();
+    (feeds, states)
+}
+
+#[test]
+fn silent_feeds_are_read_at_what_silent_feeds_of_their_population_post() {
+    let (feeds, states) = log_normal_population(600, 11);
+    let now = 30 * DAY_MS;
+    let s = PlannerSettings {
+        budget: crate::control::relearn::Budget::PerFeedPerDay(4.0),
+        slots: 96,
+        explore_min_postings: 0,
+        calibrate_rates: false,
+        ..PlannerSettings::default()
+    };
+    let daily = |m: &FeedModel| m.post_bins.iter().map(|&v| f64::from(v)).sum::<f64>();
+    let silent: Vec<usize> = (0..feeds.len())
+        .filter(|&f| states[&feeds[f].id].postings_ms.is_empty())
+        .collect();
+    assert!(silent.len() >= 10, "{} silent feeds", silent.len());
+    let mean_silent = |models: &[FeedModel]| {
+        silent.iter().map(|&f| daily(&models[f])).sum::<f64>() / silent.len() as f64
+    };
+    let (with, counts) = reader_less(&feeds, &states, now, &s);
+    let (without, plain) = reader_less(
+        &feeds,
+        &states,
+        now,
+        &PlannerSettings {
+            rate_prior: false,
+            ..s.clone()
+        },
+    );
+    // Under a log-normal (σ = 1, mean 4) a feed silent two days posts about 0.71 a day.
+    let (w, wo) = (mean_silent(&with), mean_silent(&without));
+    assert!(
+        (0.45..1.1).contains(&w),
+        "silent feeds under the fitted distribution: {w:.3}"
+    );
+    assert!(w > 1.3 * wo, "fitted {w:.3} against pseudo-days {wo:.3}");
+    assert!(
+        counts.rate_prior_mean > 2.5 && counts.rate_prior_mean < 6.0,
+        "{counts:?}"
+    );
+    assert_eq!(plain.rate_prior_mean, 0.0);
+    // A feed with many postings keeps about its own rate either way.
+    let busy = (0..feeds.len())
+        .max_by_key(|&f| states[&feeds[f].id].postings_ms.len())
+        .unwrap();
+    let own = states[&feeds[busy].id].postings_ms.len() as f64 / 2.0;
+    assert!(
+        (daily(&with[busy]) / own - 1.0).abs() < 0.25,
+        "busiest: {:.2} a day against its own {own:.2}",
+        daily(&with[busy])
+    );
+}

@@ -7,6 +7,7 @@
 use super::calibrate::RateCalibration;
 use super::feedstate::FeedState;
 use super::models::hour_exposure;
+use super::rate_prior::RatePrior;
 use super::regimes;
 use super::shapes::Mixture;
 use super::shrink;
@@ -30,6 +31,10 @@ pub struct Population {
     pub typical: f64,
     /// Pseudo-days of the rate's shrinkage.
     pub beta: f64,
+    /// The population's fitted distribution of rates ([`super::rate_prior`]): a watched
+    /// feed's rate is its posterior mean under it, in place of the shrinkage by `beta`
+    /// pseudo-days. `None`: the shrinkage.
+    pub rate_prior: Option<Arc<RatePrior>>,
     /// The mixture of daily shapes, if one was in force.
     pub mixture: Option<Arc<Mixture>>,
     /// Pseudo-postings of the shape prior, when chosen apart from the rate's pseudo-days.
@@ -328,10 +333,10 @@ impl Population {
     ) -> Vec<f32> {
         let n: f64 = counts.iter().sum();
         let beta = self.beta;
-        let rate = if watched {
-            (n + beta * toward) / (span_days + beta)
-        } else {
-            toward
+        let rate = match (&self.rate_prior, watched) {
+            (Some(p), true) => p.rate(n, span_days),
+            (None, true) => (n + beta * toward) / (span_days + beta),
+            (_, false) => toward,
         };
         let shape = match (self.mixture.as_deref(), self.shape_postings) {
             (Some(_), Some(pp)) => pp.max(self.shape_pseudo_postings) / rate.max(1e-9),

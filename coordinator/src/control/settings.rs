@@ -74,6 +74,10 @@ pub struct PlannerSettings {
     /// Scale each feed's rate by what feeds forecast alike a week ago went on to post
     /// ([`super::calibrate`]).
     pub calibrate_rates: bool,
+    /// Each watched feed's rate as its posterior mean under the population's fitted
+    /// distribution of rates ([`super::rate_prior`]) rather than shrunk by pseudo-days
+    /// toward the typical feed's (off with the host level, which shrinks toward the host's).
+    pub rate_prior: bool,
     /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`super::relearn::PlanOutcome::host_limited`]).
@@ -198,6 +202,7 @@ impl Default for PlannerSettings {
             explore_min_postings: 3,
             explore_share: DEFAULT_EXPLORE_SHARE,
             calibrate_rates: true,
+            rate_prior: true,
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,

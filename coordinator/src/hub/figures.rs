@@ -188,6 +188,9 @@ pub struct PlanFigures {
     /// Feeds the rates' forward calibration was fitted on (0: none in force), and the
     /// factor it gives feeds silent all their window (`control/calibrate.rs`).
     pub calibration: (usize, f64),
+    /// Mean rate of the population's fitted distribution of rates (`control/rate_prior.rs`),
+    /// postings a day; 0 when rates were shrunk by pseudo-days instead.
+    pub rate_prior_mean: f64,
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }
@@ -300,6 +303,7 @@ impl PlanFigures {
         gauge!(m::PLAN_REGIME_FEEDS, "direction" => "falling").set(p.regime_feeds.1 as f64);
         gauge!(m::PLAN_CALIBRATED_FEEDS).set(p.calibration.0 as f64);
         gauge!(m::PLAN_SILENT_RATE_FACTOR).set(p.calibration.1);
+        gauge!(m::PLAN_RATE_PRIOR_MEAN).set(p.rate_prior_mean);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);

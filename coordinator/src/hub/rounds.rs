@@ -627,6 +627,7 @@ fn figures_of(
         half_life_feeds: counts.half_life_feeds,
         regime_feeds: (counts.regime_rising, counts.regime_falling),
         calibration: (counts.calibrated_feeds, counts.silent_factor),
+        rate_prior_mean: counts.rate_prior_mean,
         week_shapes: settings.weekly.then_some(counts.week_shapes),
     }
 }
