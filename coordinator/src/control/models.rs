@@ -119,7 +119,8 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         }
     }
     // The population's distribution of rates, from every watched feed's postings and days
-    // ([`super::rate_prior`]); fitted only when rates are not pooled by host.
+    // ([`super::rate_prior`]); fitted only when rates are not pooled by host, and once the
+    // typical feed was watched most of a day ([`rate_prior::MIN_TYPICAL_DAYS`]).
     let rate_prior = if s.rate_prior && !s.host_level {
         let watched: Vec<(f64, f64)> = watched_rates
             .iter()
@@ -128,7 +129,12 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             .filter(|((r, _), _)| r.is_some())
             .map(|((_, c), &d)| (c.iter().sum::<f64>(), d))
             .collect();
-        rate_prior::RatePrior::fit(&watched).map(Arc::new)
+        let mut spans: Vec<f64> = watched.iter().map(|&(_, d)| d).collect();
+        spans.sort_by(f64::total_cmp);
+        let typical_span = spans.get(spans.len() / 2).copied().unwrap_or(0.0);
+        (typical_span >= rate_prior::MIN_TYPICAL_DAYS)
+            .then(|| rate_prior::RatePrior::fit(&watched).map(Arc::new))
+            .flatten()
     } else {
         None
     };

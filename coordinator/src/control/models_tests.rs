@@ -418,3 +418,31 @@ fn silent_feeds_are_read_at_what_silent_feeds_of_their_population_post() {
         daily(&with[busy])
     );
 }
+
+#[test]
+fn rates_wait_for_most_of_a_day_watched_before_the_fitted_distribution() {
+    let (feeds, mut states) = log_normal_population(300, 12);
+    let now = 30 * DAY_MS;
+    let s = PlannerSettings {
+        budget: crate::control::relearn::Budget::PerFeedPerDay(4.0),
+        slots: 96,
+        explore_min_postings: 0,
+        calibrate_rates: false,
+        ..PlannerSettings::default()
+    };
+    // Watched since six hours ago: the hours seen so far are not a day's rate.
+    for st in states.values_mut() {
+        st.observed_since_ms = Some(now - 6 * H);
+        while st.postings_ms.front().is_some_and(|&t| t < now - 6 * H) {
+            st.postings_ms.pop_front();
+        }
+    }
+    let (_, counts) = reader_less(&feeds, &states, now, &s);
+    assert_eq!(counts.rate_prior_mean, 0.0, "{counts:?}");
+    // A day later the fit stands.
+    for st in states.values_mut() {
+        st.observed_since_ms = Some(now - DAY_MS);
+    }
+    let (_, counts) = reader_less(&feeds, &states, now, &s);
+    assert!(counts.rate_prior_mean > 0.0, "{counts:?}");
+}
