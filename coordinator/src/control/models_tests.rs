@@ -366,17 +366,22 @@ fn log_normal_population(n: usize, seed: u64) -> (Vec<FeedRecord>, HashMap<Strin
     (feeds, states)
 }
 
-#[test]
-fn silent_feeds_are_read_at_what_silent_feeds_of_their_population_post() {
-    let (feeds, states) = log_normal_population(600, 11);
-    let now = 30 * DAY_MS;
-    let s = PlannerSettings {
+/// Four fetches a day, no exploration and no forward calibration: the rates as fitted.
+fn prior_settings() -> PlannerSettings {
+    PlannerSettings {
         budget: crate::control::relearn::Budget::PerFeedPerDay(4.0),
         slots: 96,
         explore_min_postings: 0,
         calibrate_rates: false,
         ..PlannerSettings::default()
-    };
+    }
+}
+
+#[test]
+fn silent_feeds_are_read_at_what_silent_feeds_of_their_population_post() {
+    let (feeds, states) = log_normal_population(600, 11);
+    let now = 30 * DAY_MS;
+    let s = prior_settings();
     let daily = |m: &FeedModel| m.post_bins.iter().map(|&v| f64::from(v)).sum::<f64>();
     let silent: Vec<usize> = (0..feeds.len())
         .filter(|&f| states[&feeds[f].id].postings_ms.is_empty())
@@ -423,13 +428,7 @@ fn silent_feeds_are_read_at_what_silent_feeds_of_their_population_post() {
 fn rates_wait_for_most_of_a_day_watched_before_the_fitted_distribution() {
     let (feeds, mut states) = log_normal_population(300, 12);
     let now = 30 * DAY_MS;
-    let s = PlannerSettings {
-        budget: crate::control::relearn::Budget::PerFeedPerDay(4.0),
-        slots: 96,
-        explore_min_postings: 0,
-        calibrate_rates: false,
-        ..PlannerSettings::default()
-    };
+    let s = prior_settings();
     // Watched since six hours ago: the hours seen so far are not a day's rate.
     for st in states.values_mut() {
         st.observed_since_ms = Some(now - 6 * H);
