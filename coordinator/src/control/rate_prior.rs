@@ -139,10 +139,10 @@ impl RatePrior {
     /// watched (both weighted; `days` 0 gives the population's mean). Always finite and
     /// within the grid.
     pub fn rate(&self, n: f64, days: f64) -> f64 {
-        let (n, days) = (
-            if n.is_finite() { n.max(0.0) } else { 0.0 },
-            if days.is_finite() { days.max(0.0) } else { 0.0 },
-        );
+        // Held below 1e12 so that `n·ln λ` stays finite (a count of 1e308 is read as very
+        // many postings, not as none).
+        let read = |v: f64| if v.is_nan() { 0.0 } else { v.clamp(0.0, 1e12) };
+        let (n, days) = (read(n), read(days));
         // Two passes, nothing allocated: every feed of a million asks once a round.
         let log_post = |k: usize| self.ln_weights[k] + n * self.ln_rates[k] - self.rates[k] * days;
         let top = (0..POINTS).map(log_post).fold(f64::NEG_INFINITY, f64::max);
@@ -293,6 +293,7 @@ mod tests {
         }
         // The burst's feed is read as busy, far above the others, without taking them along.
         assert!(prior.rate(500.0, 1.0 / 24.0) > 100.0);
+        assert!(prior.rate(1e308, 1.0) > 1e4, "{}", prior.rate(1e308, 1.0));
         assert!(prior.rate(2.0, 14.0) < 1.0);
     }
 }
