@@ -1,9 +1,11 @@
 #!/bin/bash
 # The 1,000,000-feed plan (docs/BENCHMARKS.md, section 5): draws the trace, then runs
-# `plan` with the forward calibration on and off, alternated, RUNS times each, and checks
-# that each variant writes the same schedule every time.
+# `plan` with the defaults ("on") and with the flags in ALT ("off"; default
+# --no-rate-calibration), alternated, RUNS times each, and checks that each variant writes
+# the same schedule every time.
 #
-# usage: BIN=target/release/kairos-coordinator OUT=/tmp/million RUNS=2 scripts/plan_million.sh
+# usage: BIN=target/release/kairos-coordinator OUT=/tmp/million RUNS=2 [ALT=--no-rate-prior] \
+#            scripts/plan_million.sh
 # Needs about 4 GiB of memory for the plan and 2 GB of disk for the trace (the
 # intensities file, 7.5 GB, is deleted: `plan` does not read it).
 set -u
@@ -23,11 +25,12 @@ export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-$(nproc)}
 for i in $(seq 1 "${RUNS:-2}"); do
     for m in on off; do
         extra=()
-        [ "$m" = off ] && extra=(--no-rate-calibration)
+        # shellcheck disable=SC2206 # ALT is a list of flags
+        [ "$m" = off ] && extra=(${ALT:---no-rate-calibration})
         s=$(date +%s.%N)
         "$B" plan --trace "$T" --policy optimal --fetches-per-feed-per-day 4 "${extra[@]}" \
             --out "$OUT/schedule-$m-$i" > "$OUT/$m-$i.log" 2>&1
-        echo "== calibration $m, run $i: rc=$? wall $(secs "$s") s"
+        echo "== defaults $m (off: ${ALT:---no-rate-calibration}), run $i: rc=$? wall $(secs "$s") s"
         grep -E "^(expected delay|allocation|time|memory)" "$OUT/$m-$i.log"
     done
 done
