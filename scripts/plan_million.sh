@@ -36,6 +36,6 @@ for i in $(seq 1 "${RUNS:-2}"); do
 done
 for m in on off; do
     for f in "$OUT"/schedule-$m-*; do
-        cmp -s "$OUT/schedule-$m-1" "$f" || echo "calibration $m: $f differs from run 1"
+        cmp -s "$OUT/schedule-$m-1" "$f" || echo "defaults $m: $f differs from run 1"
     done
 done

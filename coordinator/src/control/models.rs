@@ -129,12 +129,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             .filter(|((r, _), _)| r.is_some())
             .map(|((_, c), &d)| (c.iter().sum::<f64>(), d))
             .collect();
-        let mut spans: Vec<f64> = watched.iter().map(|&(_, d)| d).collect();
-        spans.sort_by(f64::total_cmp);
-        let typical_span = spans.get(spans.len() / 2).copied().unwrap_or(0.0);
-        (typical_span >= rate_prior::MIN_TYPICAL_DAYS)
-            .then(|| rate_prior::RatePrior::fit(&watched).map(Arc::new))
-            .flatten()
+        rate_prior::RatePrior::fit(&watched).map(Arc::new)
     } else {
         None
     };

@@ -59,8 +59,19 @@ pub struct RatePrior {
 
 impl RatePrior {
     /// Fits the weights to feeds' `(postings, days watched)`; `None` with fewer than
-    /// [`MIN_FEEDS`] feeds watched a positive time, or none with a finite count.
+    /// [`MIN_FEEDS`] feeds watched a positive time, or none with a finite count, or while
+    /// the median feed has been watched less than [`MIN_TYPICAL_DAYS`].
     pub fn fit(watched: &[(f64, f64)]) -> Option<RatePrior> {
+        let mut spans: Vec<f64> = watched.iter().map(|&(_, d)| d).collect();
+        let middle = spans.len() / 2;
+        let typical_span = if spans.is_empty() {
+            0.0
+        } else {
+            *spans.select_nth_unstable_by(middle, f64::total_cmp).1
+        };
+        if typical_span < MIN_TYPICAL_DAYS {
+            return None;
+        }
         let usable: Vec<(f64, f64)> = watched
             .iter()
             .copied()
@@ -267,6 +278,12 @@ mod tests {
     fn bad_input_gives_a_finite_rate_and_too_few_feeds_no_fit() {
         assert!(RatePrior::fit(&[(1.0, 1.0); 5]).is_none());
         assert!(RatePrior::fit(&[(f64::NAN, 1.0); 50]).is_none());
+        // Most feeds watched a quarter of a day: no fit yet; most watched a day: a fit.
+        let mut young: Vec<(f64, f64)> = vec![(1.0, 0.25); 30];
+        young.extend([(1.0, 2.0); 29]);
+        assert!(RatePrior::fit(&young).is_none());
+        young.extend([(1.0, 2.0); 2]);
+        assert!(RatePrior::fit(&young).is_some());
         let mut rng = StdRng::seed_from_u64(1);
         let mut watched: Vec<(f64, f64)> = (0..200)
             .map(|_| (rng.gen_range(0..5) as f64, 14.0))
