@@ -10,11 +10,16 @@ prints the feeds, the postings, each run's average wait in minutes, each run's f
 the scored days, and the change in posting-minutes (B less A). docs/RESULTS.md ("Two
 populations Kairos was not tuned on") used it to see which feeds a shorter memory helps.
 
-usage: scripts/fetch_log_classes.py TRACE_DIR FETCH_LOG_A FETCH_LOG_B [FROM_DAY]
+FETCH_LOG_B may be `even`: then B makes A's fetches of each feed on the scored days, as many,
+evenly spaced from a random phase (seeded), so B − A is what A's timing within the day is
+worth for each class (A's allocation kept, its hours of the day given up).
+
+usage: scripts/fetch_log_classes.py TRACE_DIR FETCH_LOG_A FETCH_LOG_B|even [FROM_DAY]
 """
 import bisect
 import collections
 import csv
+import random
 import sys
 
 DAY = 86400.0
@@ -44,6 +49,19 @@ def waits(postings, fetches, start):
     return total, found
 
 
+def evenly(run, start, end):
+    """Each feed's fetches in [start, end) respaced evenly, as many, from a random phase."""
+    rng = random.Random(1)
+    out = {}
+    for feed, times in run.items():
+        inside = sum(1 for t in times if start <= t < end)
+        gap = (end - start) / max(inside, 1)
+        phase = rng.random() * gap
+        spaced = [start + phase + i * gap for i in range(inside)]
+        out[feed] = sorted([t for t in times if t < start or t >= end] + spaced)
+    return out
+
+
 def main(argv):
     if len(argv) not in (4, 5):
         sys.exit(__doc__)
@@ -51,8 +69,9 @@ def main(argv):
     from_day = float(argv[4]) if len(argv) == 5 else 14.0
     start = from_day * DAY
     postings = by_feed(f"{trace}/postings.csv", "ts")
-    runs = [by_feed(log_a, "ts"), by_feed(log_b, "ts")]
+    run_a = by_feed(log_a, "ts")
     end = max((t[-1] for t in postings.values() if t), default=start)
+    runs = [run_a, evenly(run_a, start, end) if log_b == "even" else by_feed(log_b, "ts")]
     scored_days = max((end - start) / DAY, 1.0)
     classes = collections.defaultdict(lambda: [0, 0, 0.0, 0.0, 0, 0])
     for feed in set(postings) | set(runs[0]) | set(runs[1]):
