@@ -311,6 +311,21 @@ pub(crate) fn setup(c: &Common) -> Result<Setup> {
     };
     let train_end = c.train_days as f64 * DAY;
     let test_end = (trace.end_ts / DAY).floor() * DAY + DAY;
+    // A plan learned from days that hold no posting is a plan learned from nothing; said
+    // once, here, since the run itself goes on (a cold start is a plan an operator may want).
+    let first = trace
+        .postings
+        .iter()
+        .filter_map(|p| p.first().copied())
+        .fold(f64::INFINITY, f64::min);
+    if first >= train_end {
+        eprintln!(
+            "warning: the {} training days hold no posting (the trace's first is on day {:.0}): \
+             every feed is planned as unknown",
+            c.train_days,
+            (first / DAY).floor()
+        );
+    }
     let min_rate = c.min_fetches_per_day * days_per_period;
     let min_level = ceil_level(min_rate);
     let max_level = match c.max_fetches_per_day {

@@ -151,6 +151,25 @@ fn tiny_valid_trace_plans() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Training days that hold no posting plan every feed as unknown: the run goes on, and says so.
+#[test]
+fn empty_training_days_are_shown() {
+    let dir = TempDir::new("late");
+    tiny_trace(&dir);
+    let o = plan_on(&dir, &[]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    dir.write("postings.csv", "feed_id,ts\na,200000\nb,200500\n");
+    let o = plan_on(&dir, &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "warning: the 1 training days hold no posting (the trace's first is on day 2)"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_inputs_get_clear_errors_naming_file_and_line() {
     let cases: &[(&str, &str, &str)] = &[
@@ -163,6 +182,21 @@ fn bad_inputs_get_clear_errors_naming_file_and_line() {
             "postings.csv",
             "feed_id,ts\na,10\nb,-5\n",
             "postings.csv:3: timestamp `-5` must be",
+        ),
+        (
+            "postings.csv",
+            "feed_id,ts\na,1774829172\n",
+            "postings.csv:2: timestamp `1774829172` is 20542 days after the trace start",
+        ),
+        (
+            "postings.csv",
+            "feed_id,ts\na,1774829172\n",
+            "reads as Unix time",
+        ),
+        (
+            "accesses.csv",
+            "user_id,feed_id,ts\nu,,400000000\n",
+            "accesses.csv:2: timestamp `400000000` is 4629 days",
         ),
         (
             "postings.csv",

@@ -115,6 +115,12 @@ fn parse_weight(path: &Path, line: u64, v: &str) -> Result<f64, TraceError> {
     }
 }
 
+/// The latest time a trace may hold, in days from its start (ten years). Times are seconds
+/// from the trace's first midnight; a trace written in Unix time would otherwise read as
+/// 56 years whose first 20,000 days hold nothing, and `replay` would run through every one
+/// of them.
+pub const MAX_TRACE_DAYS: f64 = 3_653.0;
+
 fn parse_ts(path: &Path, line: u64, v: &str) -> Result<f64, TraceError> {
     let ts = v
         .parse::<f64>()
@@ -124,6 +130,23 @@ fn parse_ts(path: &Path, line: u64, v: &str) -> Result<f64, TraceError> {
             path,
             line,
             format!("timestamp `{v}` must be a finite number ≥ 0"),
+        ));
+    }
+    if ts >= MAX_TRACE_DAYS * 86_400.0 {
+        // Unix seconds of any date since 2001 are above 10⁹.
+        let hint = if ts >= 1e9 {
+            " (it reads as Unix time: subtract the first day's midnight)"
+        } else {
+            ""
+        };
+        return Err(line_err(
+            path,
+            line,
+            format!(
+                "timestamp `{v}` is {:.0} days after the trace start; times are seconds from \
+                 the trace's first midnight, at most {MAX_TRACE_DAYS} days{hint}",
+                (ts / 86_400.0).floor()
+            ),
         ));
     }
     Ok(ts)
