@@ -143,6 +143,16 @@ pub fn trace_csv(data: &[u8]) {
             assert!(a.feed.is_none_or(|f| (f as usize) < t.feeds.len()));
             assert!(a.ts.is_finite());
         }
+        // Rows come in any order; what loaded is in time order, and ends at its latest time.
+        assert!(t.accesses.windows(2).all(|w| w[0].ts <= w[1].ts));
+        let latest = t
+            .postings
+            .iter()
+            .flatten()
+            .chain(t.accesses.iter().map(|a| &a.ts))
+            .fold(0.0f64, |m, &x| m.max(x));
+        assert_eq!(t.end_ts, latest);
+        assert!(t.end_ts < kairos_coordinator::trace::MAX_TRACE_DAYS * 86_400.0);
     }
 }
 

@@ -3,7 +3,7 @@
 //! Files: `feeds.csv` (`feed_id,weight[,host]`), `postings.csv` (`feed_id,ts`),
 //! `users.csv` (`user_id,weight`), `subscriptions.csv` (`user_id,feed_id`), `accesses.csv`
 //! (`user_id,feed_id,ts`, empty `feed_id` = app-level access). Times are seconds from the
-//! trace start (midnight of day 0). `users.csv`, `subscriptions.csv` and `accesses.csv` may
+//! trace start (midnight of day 0), in any row order. `users.csv`, `subscriptions.csv` and `accesses.csv` may
 //! be absent together (a posting-only trace); `host` is an optional extension used by the
 //! per-host politeness cap.
 
@@ -152,14 +152,6 @@ fn parse_ts(path: &Path, line: u64, v: &str) -> Result<f64, TraceError> {
     Ok(ts)
 }
 
-/// `ts` if it is not earlier than the previous row's `prev` (rows are sorted by time).
-fn in_order(path: &Path, line: u64, ts: f64, prev: f64) -> Result<f64, TraceError> {
-    if ts < prev {
-        return Err(line_err(path, line, format!("timestamp {ts} is earlier than the previous row's {prev}: rows must be sorted by time")));
-    }
-    Ok(ts)
-}
-
 impl Trace {
     /// Loads and validates a trace folder, parsing on every core (see `rows`).
     pub fn load(dir: &Path) -> Result<Trace, TraceError> {
@@ -206,7 +198,6 @@ impl Trace {
         let lookup_feed =
             |path: &Path, line: u64, id: &str| lookup(&feed_ix, "feed", path, line, id);
         t.postings = vec![Vec::new(); t.feeds.len()];
-        let mut prev = 0.0;
         let mut count = 0usize;
         read_rows(
             dir,
@@ -214,8 +205,7 @@ impl Trace {
             &["feed_id", "ts"],
             &[],
             |path, line, v| Ok((lookup_feed(path, line, v[0])?, parse_ts(path, line, v[1])?)),
-            |path, line, (fi, ts)| {
-                prev = in_order(path, line, ts, prev)?;
+            |_, _, (fi, ts)| {
                 t.postings[fi as usize].push(ts);
                 count += 1;
                 Ok(())
@@ -227,7 +217,18 @@ impl Trace {
                 message: "the trace has no postings".into(),
             });
         }
-        t.end_ts = prev;
+        // Rows may come in any order (an export from a database need not be sorted); each
+        // feed's postings are put in time order here.
+        for p in &mut t.postings {
+            if !p.is_sorted() {
+                p.sort_unstable_by(f64::total_cmp);
+            }
+        }
+        t.end_ts = t
+            .postings
+            .iter()
+            .filter_map(|p| p.last().copied())
+            .fold(0.0, f64::max);
 
         if !dir.join("users.csv").exists()
             && !dir.join("accesses.csv").exists()
@@ -281,7 +282,6 @@ impl Trace {
             s.sort_unstable();
             s.dedup();
         }
-        let mut prev = 0.0;
         read_rows(
             dir,
             "accesses.csv",
@@ -300,13 +300,17 @@ impl Trace {
                     ts: parse_ts(path, line, v[2])?,
                 })
             },
-            |path, line, a| {
-                prev = in_order(path, line, a.ts, prev)?;
+            |_, _, a| {
                 t.accesses.push(a);
                 Ok(())
             },
         )?;
-        t.end_ts = t.end_ts.max(prev);
+        // In time order, rows of one instant in file order.
+        if !t.accesses.is_sorted_by(|a, b| a.ts <= b.ts) {
+            t.accesses.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+        }
+        let last_access = t.accesses.last().map_or(0.0, |a| a.ts);
+        t.end_ts = t.end_ts.max(last_access);
         Ok(t)
     }
 
