@@ -152,7 +152,9 @@ pub fn trace_csv(data: &[u8]) {
             .chain(t.accesses.iter().map(|a| &a.ts))
             .fold(0.0f64, |m, &x| m.max(x));
         assert_eq!(t.end_ts, latest);
-        assert!(t.end_ts < kairos_coordinator::trace::MAX_TRACE_DAYS * 86_400.0);
+        assert!(
+            t.end_ts < kairos_coordinator::trace::MAX_TRACE_DAYS * kairos_coordinator::time::DAY_S
+        );
     }
 }
 

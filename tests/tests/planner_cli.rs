@@ -143,20 +143,24 @@ fn plan_on(dir: &TempDir, extra: &[&str]) -> std::process::Output {
     coordinator(&args)
 }
 
-#[test]
-fn tiny_valid_trace_plans() {
-    let dir = TempDir::new("tiny");
+/// The tiny trace in a new folder named after `name`, planned once: that plan must succeed.
+fn tiny_planned(name: &str) -> (TempDir, std::process::Output) {
+    let dir = TempDir::new(name);
     tiny_trace(&dir);
     let o = plan_on(&dir, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
+    (dir, o)
+}
+
+#[test]
+fn tiny_valid_trace_plans() {
+    tiny_planned("tiny");
 }
 
 /// Training days that hold no posting plan every feed as unknown: the run goes on, and says so.
 #[test]
 fn empty_training_days_are_shown() {
-    let dir = TempDir::new("late");
-    tiny_trace(&dir);
-    let o = plan_on(&dir, &[]);
+    let (dir, o) = tiny_planned("late");
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
     dir.write("postings.csv", "feed_id,ts\na,200000\nb,200500\n");
     let o = plan_on(&dir, &[]);
@@ -173,10 +177,7 @@ fn empty_training_days_are_shown() {
 /// Rows in any order give the plan the same rows sorted by time give.
 #[test]
 fn unsorted_rows_plan_as_sorted_ones() {
-    let dir = TempDir::new("sorted");
-    tiny_trace(&dir);
-    let o = plan_on(&dir, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (dir, _) = tiny_planned("sorted");
     let sorted = std::fs::read_to_string(dir.path().join("s.csv")).unwrap();
     dir.write(
         "postings.csv",
@@ -212,6 +213,16 @@ fn bad_inputs_get_clear_errors_naming_file_and_line() {
             "postings.csv",
             "feed_id,ts\na,1774829172\n",
             "reads as Unix time",
+        ),
+        (
+            "postings.csv",
+            "feed_id,ts\na,1774829172000\n",
+            "reads as Unix time in milliseconds",
+        ),
+        (
+            "postings.csv",
+            "feed_id,ts\na,1e308\n",
+            "timestamp `1e308` is 1.157e303 days after the trace start",
         ),
         (
             "accesses.csv",

@@ -3,12 +3,13 @@
 //! Files: `feeds.csv` (`feed_id,weight[,host]`), `postings.csv` (`feed_id,ts`),
 //! `users.csv` (`user_id,weight`), `subscriptions.csv` (`user_id,feed_id`), `accesses.csv`
 //! (`user_id,feed_id,ts`, empty `feed_id` = app-level access). Times are seconds from the
-//! trace start (midnight of day 0), in any row order. `users.csv`, `subscriptions.csv` and `accesses.csv` may
-//! be absent together (a posting-only trace); `host` is an optional extension used by the
-//! per-host politeness cap.
+//! trace start (midnight of day 0), rows in any order. `users.csv`, `subscriptions.csv` and
+//! `accesses.csv` may be absent together (a posting-only trace); `host` is an optional
+//! extension used by the per-host politeness cap.
 
 mod rows;
 
+use crate::time::DAY_S;
 use rows::read_rows;
 use std::collections::HashMap;
 
@@ -132,20 +133,29 @@ fn parse_ts(path: &Path, line: u64, v: &str) -> Result<f64, TraceError> {
             format!("timestamp `{v}` must be a finite number ≥ 0"),
         ));
     }
-    if ts >= MAX_TRACE_DAYS * 86_400.0 {
-        // Unix seconds of any date since 2001 are above 10⁹.
-        let hint = if ts >= 1e9 {
+    if ts >= MAX_TRACE_DAYS * DAY_S {
+        // Unix seconds of any date from 2001 to 5138 are in [10⁹, 10¹¹); in milliseconds, ×1,000.
+        let hint = if (1e9..1e11).contains(&ts) {
             " (it reads as Unix time: subtract the first day's midnight)"
+        } else if (1e12..1e14).contains(&ts) {
+            " (it reads as Unix time in milliseconds: subtract the first day's midnight and \
+             divide by 1,000)"
         } else {
             ""
+        };
+        // The parsed value, not the row's text (which may be megabytes of zeros); very large
+        // ones in exponent form.
+        let (shown, days) = if ts < 1e15 {
+            (format!("{ts:.0}"), format!("{:.0}", (ts / DAY_S).floor()))
+        } else {
+            (format!("{ts:e}"), format!("{:.3e}", ts / DAY_S))
         };
         return Err(line_err(
             path,
             line,
             format!(
-                "timestamp `{v}` is {:.0} days after the trace start; times are seconds from \
-                 the trace's first midnight, at most {MAX_TRACE_DAYS} days{hint}",
-                (ts / 86_400.0).floor()
+                "timestamp `{shown}` is {days} days after the trace start; times are seconds \
+                 from the trace's first midnight, at most {MAX_TRACE_DAYS} days{hint}"
             ),
         ));
     }

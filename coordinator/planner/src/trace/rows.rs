@@ -5,7 +5,7 @@
 //! Here the file is read in blocks, each block is cut at line ends into one piece per worker
 //! thread, the pieces are parsed (field splitting, id lookup, number parsing) in parallel, and
 //! the parsed rows are handed to a sequential sink in file order, so the caller's checks
-//! (duplicates, time order) and its error messages (file and line) are the same as a
+//! (duplicate ids) and its error messages (file and line) are the same as a
 //! sequential read's.
 //!
 //! Cutting at line ends is only sound while no field is quoted: a quoted field may hold a
