@@ -12,8 +12,13 @@ feed kept with chance FRACTION), in OUT_DIR/sample-SEED: draws of one real popul
 change to the learner is judged on several of them rather than on one replay, whose figures
 move a percent or two with any change to the plans (scripts/ab_replay.sh).
 
+With --from-day DAY..., each DAY gives instead the whole trace from midnight of that day on,
+its times moved back by DAY days (in OUT_DIR/from-day-DAY): the same feeds met later, so a
+learner starts from an empty store on another stretch of the same population's history.
+
 usage: scripts/trace_subsets.py SOURCE_TRACE OUT_DIR
        scripts/trace_subsets.py SOURCE_TRACE OUT_DIR --sample FRACTION SEED...
+       scripts/trace_subsets.py SOURCE_TRACE OUT_DIR --from-day DAY...
 """
 import csv
 import os
@@ -59,8 +64,52 @@ def by_source(src):
     return groups
 
 
+def shift_rows(src, dst, name, day):
+    """Copies `name` keeping rows from `day` on, their `ts` moved back by `day` days."""
+    offset = day * 86400
+    kept = 0
+    with open(os.path.join(src, name), newline="") as f, open(
+        os.path.join(dst, name), "w", newline=""
+    ) as out:
+        rows = csv.reader(f)
+        header = next(rows)
+        ts = header.index("ts")
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        for row in rows:
+            t = float(row[ts])
+            if t >= offset:
+                row[ts] = f"{t - offset:g}" if t != int(t) else str(int(t) - offset)
+                writer.writerow(row)
+                kept += 1
+    return kept
+
+
+def from_days(src, out, days):
+    """Writes one trace per day in `days`: the source from that day's midnight on."""
+    for day in days:
+        dst = os.path.join(out, f"from-day-{day}")
+        os.makedirs(dst, exist_ok=True)
+        all_rows = lambda h, r: True
+        n = copy_rows(src, dst, "feeds.csv", all_rows)
+        copy_rows(src, dst, "subscriptions.csv", all_rows)
+        copy_rows(src, dst, "users.csv", all_rows)
+        p = shift_rows(src, dst, "postings.csv", day)
+        shift_rows(src, dst, "accesses.csv", day)
+        print(f"from-day-{day}: {n} feeds, {p} postings -> {dst}")
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) >= 4 and args[2] == "--from-day":
+        try:
+            days = [int(d) for d in args[3:]]
+        except ValueError:
+            sys.exit(__doc__)
+        if any(d < 0 for d in days):
+            sys.exit("DAY must be at least 0")
+        from_days(args[0], args[1], days)
+        return
     if len(args) == 2:
         src, out = args
         groups = by_source(src)

@@ -189,9 +189,11 @@ pub(crate) struct Common {
     /// Cap on the summed fetches per day of the feeds of one host (feeds.csv `host` column).
     #[arg(long)]
     max_fetches_per_host_per_day: Option<f64>,
-    /// Days at the start of the trace to learn from.
-    #[arg(long, default_value_t = 14)]
-    pub(crate) train_days: u32,
+    /// Days at the start of the trace to learn from [default: 14; on a trace of 14 days or
+    /// fewer, all of it for `plan` and its first half for `simulate`, which needs days left
+    /// to score].
+    #[arg(long)]
+    pub(crate) train_days: Option<u32>,
     /// Slots per period.
     #[arg(long, default_value_t = 1440)]
     pub(crate) slots: usize,
@@ -276,20 +278,43 @@ pub(crate) struct Setup {
     pub(crate) period: f64,
     pub(crate) days_per_period: f64,
     bins: usize,
+    /// Days learned from: `--train-days`, or the default for this trace's length.
+    pub(crate) train_days: u32,
     pub(crate) train_end: f64,
     pub(crate) test_end: f64,
     min_level: Level,
     max_level: Level,
 }
 
-pub(crate) fn setup(c: &Common) -> Result<Setup> {
+/// The papers' training window, days: what `--train-days` is when the trace is longer.
+pub(crate) const PAPERS_TRAIN_DAYS: u32 = 14;
+
+/// Days learned from when `--train-days` is not given: the papers' 14, or on a trace of at
+/// most 14 days all of it (`held_out` false: a plan for the days after the trace) or its first
+/// half (`held_out` true: the rest is scored). A trace of a few days is what a user trying
+/// Kairos on their own export is likely to bring first; refusing it for want of a flag
+/// would send them away with nothing.
+pub(crate) fn default_train_days(trace_days: u32, held_out: bool) -> u32 {
+    if trace_days > PAPERS_TRAIN_DAYS {
+        PAPERS_TRAIN_DAYS
+    } else if held_out {
+        (trace_days / 2).max(1)
+    } else {
+        trace_days.max(1)
+    }
+}
+
+/// Loads the trace and checks the options `plan` and `simulate` share; `held_out` says
+/// whether the command scores days after the training window (it sets the default
+/// `--train-days` on a short trace).
+pub(crate) fn setup(c: &Common, held_out: bool) -> Result<Setup> {
     if !(c.min_fetches_per_day > 0.0 && c.min_fetches_per_day.is_finite()) {
         bail!("--min-fetches-per-day must be a positive number (a fraction such as 0.142857 means once a week)");
     }
     if c.slots < 2 || c.slots > 100_000 {
         bail!("--slots must be between 2 and 100000");
     }
-    if c.train_days == 0 {
+    if c.train_days == Some(0) {
         bail!("--train-days must be at least 1");
     }
     if !(0.0..=1.0).contains(&c.explore_share) {
@@ -309,8 +334,22 @@ pub(crate) fn setup(c: &Common) -> Result<Setup> {
         PeriodArg::Day => (DAY, 1.0, 24),
         PeriodArg::Week => (7.0 * DAY, 7.0, 168),
     };
-    let train_end = c.train_days as f64 * DAY;
     let test_end = (trace.end_ts / DAY).floor() * DAY + DAY;
+    let trace_days = (test_end / DAY) as u32;
+    let train_days = match c.train_days {
+        Some(d) => d,
+        None => {
+            let d = default_train_days(trace_days, held_out);
+            if d != PAPERS_TRAIN_DAYS {
+                eprintln!(
+                    "note: the trace has {trace_days} days; learning on the first {d} \
+                     (--train-days sets it)"
+                );
+            }
+            d
+        }
+    };
+    let train_end = train_days as f64 * DAY;
     // A plan learned from days that hold no posting is a plan learned from nothing; said
     // once, here, since the run itself goes on (a cold start is a plan an operator may want).
     let first = trace
@@ -322,7 +361,7 @@ pub(crate) fn setup(c: &Common) -> Result<Setup> {
         eprintln!(
             "warning: the {} training days hold no posting (the trace's first is on day {:.0}): \
              every feed is planned as unknown",
-            c.train_days,
+            train_days,
             (first / DAY).floor()
         );
     }
@@ -342,6 +381,7 @@ pub(crate) fn setup(c: &Common) -> Result<Setup> {
         period,
         days_per_period,
         bins,
+        train_days,
         train_end,
         test_end,
         min_level,
@@ -428,13 +468,13 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
 fn plan(a: PlanArgs) -> Result<()> {
     let started = Instant::now();
     let c = &a.common;
-    let s = setup(c)?;
+    let s = setup(c, false)?;
     let loaded_at = started.elapsed();
     let rss_loaded = memory_kib("VmRSS");
     if s.train_end > s.test_end {
         bail!(
             "--train-days {} is longer than the trace ({} days)",
-            c.train_days,
+            s.train_days,
             s.test_end / DAY
         );
     }

@@ -61,9 +61,10 @@ pub struct ReplayArgs {
     /// Days to replay (default: the whole trace).
     #[arg(long)]
     days: Option<usize>,
-    /// Days the offline reference plan learns from (the trace's first days).
-    #[arg(long, default_value_t = 14)]
-    train_days: usize,
+    /// Days the offline reference plan learns from (the trace's first days); scoring starts
+    /// after them [default: 14; on a replay of 14 days or fewer, its first half].
+    #[arg(long)]
+    train_days: Option<usize>,
     /// Pseudo-days of shrinkage of the live learner's posting models: `auto` (chosen on
     /// held-out days, as `serve` does) or a fixed number.
     #[arg(long, default_value = "auto")]
@@ -283,9 +284,22 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     if days == 0 {
         bail!("the trace has no whole day to replay");
     }
-    if a.train_days == 0 || a.train_days > trace_days {
-        bail!("--train-days must be between 1 and the trace's {trace_days} days");
-    }
+    let train_days = match a.train_days {
+        Some(d) if d == 0 || d > trace_days => {
+            bail!("--train-days must be between 1 and the trace's {trace_days} days")
+        }
+        Some(d) => d,
+        None => {
+            let d = crate::cli::default_train_days(days as u32, true) as usize;
+            if d != crate::cli::PAPERS_TRAIN_DAYS as usize {
+                eprintln!(
+                    "note: {days} days to replay; the offline plan learns on the first {d} and \
+                     scoring starts after them (--train-days sets it)"
+                );
+            }
+            d
+        }
+    };
     let n = trace.feeds.len();
     // Days `0..days` are scored; the run goes on past them so that every posting of the
     // last day is measured to the fetch that found it, not cut off at the trace's end.
@@ -407,19 +421,19 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         );
         fit(learned)
     };
-    let learned = learn_days(0, a.train_days);
+    let learned = learn_days(0, train_days);
     let schedules = |models: &[_], policy| -> Result<Vec<FeedSchedule>> {
         let c = pc(policy);
         Ok(FeedSchedule::from_plan(&solve(models, &c)?, &c))
     };
     // Uniform polling is the naive baseline: the same interval for every feed, whatever its
     // document holds.
-    let uniform = schedules(&learn_plain(0, a.train_days).models, Policy::Uniform)?;
+    let uniform = schedules(&learn_plain(0, train_days).models, Policy::Uniform)?;
     let offline = schedules(&learned.models, Policy::Optimal)?;
     // The peers, online from the same empty start, tuned to the live run's fetches.
     let started = Instant::now();
     // The peers spend what the live run spent on the scored days, on those days.
-    let scored_from = a.train_days as f64 * DAY;
+    let scored_from = train_days as f64 * DAY;
     let scored_from = if scored_from < cfg.duration {
         scored_from
     } else {
@@ -451,7 +465,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             };
             let truth = match &truth {
                 Some(t) => {
-                    let mut l = learn_plain(0, a.train_days);
+                    let mut l = learn_plain(0, train_days);
                     for (f, m) in l.models.iter_mut().enumerate() {
                         m.post_bins = t.day(f, d);
                     }
@@ -463,7 +477,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             let offline_causal = if d == 0 {
                 None
             } else {
-                let history = learn_days(d.saturating_sub(a.train_days), d);
+                let history = learn_days(d.saturating_sub(train_days), d);
                 let plan = schedules(&history.models, Policy::Optimal)?;
                 lost.offline_causal = scrolled_off_schedules(&trace, &plan, items, s, e);
                 Some(replay(&trace, &plan, s, e))
@@ -546,9 +560,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     }
     println!(
         "offline: the optimal plan learned on the days before each day (up to {}); offline-{}: learned on days 0-{} (an oracle on those days)",
-        a.train_days,
-        a.train_days,
-        a.train_days - 1
+        train_days,
+        train_days,
+        train_days - 1
     );
     let unit = match a.metric {
         Metric::Delay => "average delay per posting, minutes",
@@ -559,7 +573,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     if a.metric == Metric::Delay {
         println!("(expected: the live plans' own expected delay per posting, averaged over the day's replans)");
     }
-    let fixed = format!("offline-{}", a.train_days);
+    let fixed = format!("offline-{}", train_days);
     println!(
         "{:>4} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>12} {:>12} {:>9} {:>9}",
         "day",
@@ -610,7 +624,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             offline: t.offline + r.scrolled_off.offline,
         });
     // What the live plans expected to lose on the days scored, beside what they lost.
-    let scored = a.train_days.min(days.saturating_sub(1))..days;
+    let scored = train_days.min(days.saturating_sub(1))..days;
     let expected_lost: f64 = log
         .expected_lost_by_day
         .get(scored.clone())
@@ -650,11 +664,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         days,
         live_fetches,
     );
-    print_calibration(&rows, a.train_days);
+    print_calibration(&rows, train_days);
     if !peer_logs.is_empty() {
         println!(
             "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
-            a.train_days
+            train_days
         );
         // What the delay figures do not show: a posting that scrolled off is counted at the
         // next fetch as if it had been seen, so a scheduler that lets documents overflow

@@ -81,11 +81,11 @@ struct PeerRow {
 
 pub fn simulate(a: SimulateArgs) -> Result<()> {
     let c = &a.common;
-    let s = setup(c)?;
+    let s = setup(c, true)?;
     if s.train_end >= s.test_end {
         bail!(
             "--train-days {} leaves no days to replay (the trace has {} days)",
-            c.train_days,
+            s.train_days,
             s.test_end / DAY
         );
     }
@@ -98,7 +98,7 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
         trace: c.trace.display().to_string(),
         metric: c.metric,
         slots: c.slots,
-        train_days: c.train_days,
+        train_days: s.train_days,
         test_days: (s.test_end - s.train_end) / DAY,
         shrinkage: Vec::new(),
         week_shapes: [0; 4],

@@ -16,6 +16,10 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 #[test]
 fn plan_writes_a_schedule_that_spends_the_budget() {
     let dir = TempDir::new("plan");
@@ -171,6 +175,66 @@ fn empty_training_days_are_shown() {
             "warning: the 1 training days hold no posting (the trace's first is on day 2)"
         ),
         "{err}"
+    );
+}
+
+/// A trace shorter than the papers' 14 training days needs no `--train-days`: `plan` learns on
+/// all of it, `simulate` and `replay` on its first half and score the rest, and each says so.
+#[test]
+fn short_traces_choose_their_training_days() {
+    let dir = TempDir::new("short");
+    tiny_trace(&dir);
+    let trace = dir.path().to_str().unwrap();
+    let out = dir.path().join("s.csv");
+    let o = coordinator(&[
+        "plan",
+        "--trace",
+        trace,
+        "--fetches-per-feed-per-day",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: the trace has 2 days; learning on the first 2 "),
+        "{}",
+        stderr(&o)
+    );
+    let o = coordinator(&["simulate", "--trace", trace, "--intervals", "12h"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: the trace has 2 days; learning on the first 1 "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("train 1 d  replay 1 d"),
+        "{}",
+        stdout(&o)
+    );
+    let o = coordinator(&[
+        "replay",
+        "--trace",
+        trace,
+        "--fetches-per-feed-per-day",
+        "2",
+        "--peers",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the offline plan learns on the first 1 and scoring starts"),
+        "{}",
+        stderr(&o)
+    );
+    // Given by hand, a window too long for the trace is still refused.
+    let o = coordinator(&["simulate", "--trace", trace, "--train-days", "2"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("leaves no days to replay"),
+        "{}",
+        stderr(&o)
     );
 }
 
