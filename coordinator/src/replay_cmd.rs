@@ -467,7 +467,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                 Some(t) => {
                     let mut l = learn_plain(0, train_days);
                     for (f, m) in l.models.iter_mut().enumerate() {
+                        // The generator's hours are the whole truth: no learned peak.
                         m.post_bins = t.day(f, d);
+                        m.peak = None;
                     }
                     let plan = schedules(&with_floors(l).models, Policy::Optimal)?;
                     Some(replay(&trace, &plan, s, e))

@@ -308,7 +308,7 @@ pub fn expected(
         .map_init(
             || (Vec::new(), Vec::new()),
             |(p, q), (m, fp)| {
-                expand(&m.post_bins, cfg.slots, cfg.smoothing, p);
+                m.expand_posts(cfg, p);
                 expand(&m.access_bins, cfg.slots, cfg.smoothing, q);
                 let mut out = [0.0; 4];
                 if fp.period_multiple > 1 {

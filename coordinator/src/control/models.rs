@@ -368,6 +368,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             let model = FeedModel {
                 weight: feed.weight,
                 post_bins,
+                peak: None,
                 access_bins: access,
                 min_level: lo,
                 max_level: max_level.max(lo),

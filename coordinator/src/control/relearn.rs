@@ -27,6 +27,7 @@ pub use super::models::{models, ModelCounts};
 use super::FeedSpec;
 use crate::plan::alloc::{floor_level, level_rate, AllocError, Level};
 use crate::plan::cost::Metric;
+use crate::plan::pattern::Peak;
 use crate::plan::planner::{
     self, drop_raised_floors_unless_they_fit, FeedModel, FeedPlan, PlanConfig, PlanState, Policy,
 };
@@ -202,6 +203,21 @@ fn close(a: &[f32], b: &[f32]) -> bool {
     diff <= MODEL_TOLERANCE * size.max(1e-6)
 }
 
+/// Whether two peaks would place a fetch alike: both absent, or windows within a minute of
+/// each other and shares within the model tolerance.
+fn close_peak(a: Option<Peak>, b: Option<Peak>) -> bool {
+    const MINUTE: f32 = 1.0 / 1440.0;
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            (a.start - b.start).abs() <= MINUTE
+                && ((a.start + a.width) - (b.start + b.width)).abs() <= MINUTE
+                && f64::from((a.share - b.share).abs()) <= MODEL_TOLERANCE
+        }
+        _ => false,
+    }
+}
+
 /// Whether a new model differs enough from the one planned with to re-solve the feed.
 /// Observed spans grow and the pooled shape drifts a little every round, so exact
 /// comparison would re-solve every feed every round.
@@ -211,6 +227,7 @@ fn same_model(new: &FeedModel, old: &FeedModel) -> bool {
         && new.max_level == old.max_level
         && new.host == old.host
         && close(&new.post_bins, &old.post_bins)
+        && close_peak(new.peak, old.peak)
         && close(&new.access_bins, &old.access_bins)
 }
 

@@ -71,6 +71,7 @@ fn a_new_populations_schedules_are_turned_apart_and_keep_their_spacing() {
             weight: 1.0,
             post_bins: vec![0.1; BINS],
             // Readers do not matter to the delay metric.
+            peak: None,
             access_bins: (0..BINS).map(|b| b as f32).collect(),
             min_level: 1,
             max_level: 1440,

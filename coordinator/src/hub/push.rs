@@ -736,6 +736,7 @@ mod tests {
         FeedModel {
             weight: 1.0,
             post_bins: vec![1.0; 24],
+            peak: None,
             access_bins: vec![1.0; 24],
             min_level,
             max_level: 96,

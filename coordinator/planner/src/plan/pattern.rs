@@ -87,9 +87,119 @@ pub fn expand(bins: &[f32], n: usize, smoothing: Smoothing, out: &mut Vec<f64>) 
     }
 }
 
+/// Postings that come at one time of day: a feed published by a timer (a nightly build's
+/// version bump, a digest, a podcast) posts within minutes of the same clock time day after
+/// day. Hourly bins spread that minute over an hour or more, and a plan made from them
+/// fetches an hour or two late every day; a peak puts `share` of the feed's postings in the
+/// window of the day it names and leaves the bins to say how many postings there are, so
+/// every sum of a model's bins (its rate) is the same with or without one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Peak {
+    /// Start of the window, as a share of a day in `[0, 1)`.
+    pub start: f32,
+    /// Its length, as a share of a day, in `(0, 1)`.
+    pub width: f32,
+    /// The share of the feed's postings that come in the window, in `(0, 1]`.
+    pub share: f32,
+}
+
+/// Expands a feed's posting bins onto `n` slots as [`expand`] does, then moves `peak`'s
+/// share of the mass into the peak's window on each of the period's `days` days. The
+/// total mass is unchanged; a peak that is not finite or not within its ranges is ignored.
+pub fn expand_with_peak(
+    bins: &[f32],
+    peak: Option<Peak>,
+    days: usize,
+    n: usize,
+    smoothing: Smoothing,
+    out: &mut Vec<f64>,
+) {
+    expand(bins, n, smoothing, out);
+    let Some(p) = peak else { return };
+    let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
+    let valid = (0.0..1.0).contains(&start)
+        && width > 0.0
+        && width < 1.0
+        && share > 0.0
+        && share <= 1.0;
+    let days = days.max(1);
+    if !valid || n == 0 {
+        return;
+    }
+    let total: f64 = out.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return;
+    }
+    out.iter_mut().for_each(|v| *v *= 1.0 - share);
+    // The window in slot units on each day, wrapping past the period's end; each slot takes
+    // the mass of the part of the window it covers.
+    let per_day = n as f64 / days as f64;
+    let length = width * per_day;
+    let mass = share * total / days as f64;
+    for d in 0..days {
+        let a = (d as f64 + start) * per_day;
+        let b = a + length;
+        let mut x = a;
+        while x < b - 1e-12 {
+            let slot = x.floor();
+            let edge = (slot + 1.0).min(b);
+            let at = (slot as usize) % n;
+            out[at] += mass * (edge - x) / length;
+            x = edge;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_moves_its_share_into_its_window_on_every_day() {
+        let bins = vec![1.0f32; 24];
+        // 04:15 to 04:30, half the postings; a week of days at 10-minute slots.
+        let peak = Peak {
+            start: (4.25 / 24.0) as f32,
+            width: (0.25 / 24.0) as f32,
+            share: 0.5,
+        };
+        let n = 7 * 144;
+        let mut out = Vec::new();
+        expand_with_peak(&bins, Some(peak), 7, n, Smoothing::Step, &mut out);
+        let total: f64 = out.iter().sum();
+        assert!((total - 24.0).abs() < 1e-4, "{total}");
+        for d in 0..7 {
+            // Slots 25 and 26 of each day (04:10–04:30) hold the window: 04:15–04:20 is
+            // half of slot 25, 04:20–04:30 all of slot 26.
+            let day = &out[d * 144..(d + 1) * 144];
+            let even = 24.0 / n as f64 * 0.5;
+            let in_window = 0.5 * 24.0 / 7.0;
+            assert!((day[26] - even - in_window * 2.0 / 3.0).abs() < 1e-5, "{}", day[26]);
+            assert!((day[25] - even - in_window / 3.0).abs() < 1e-5, "{}", day[25]);
+            assert!((day[27] - even).abs() < 1e-9 && (day[24] - even).abs() < 1e-9);
+        }
+        // A window past midnight wraps to the period's start.
+        let late = Peak {
+            start: 0.99,
+            width: 0.02,
+            share: 1.0,
+        };
+        expand_with_peak(&bins, Some(late), 1, 100, Smoothing::Step, &mut out);
+        assert!((out[99] - 12.0).abs() < 1e-3 && (out[0] - 12.0).abs() < 1e-3);
+        // (The f32 window reaches a millionth of a slot further.)
+        assert!(out[1..99].iter().all(|&v| v.abs() < 1e-4));
+        // Out of range: the plain expansion.
+        let mut plain = Vec::new();
+        expand(&bins, 100, Smoothing::Linear, &mut plain);
+        for bad in [
+            Peak { start: 1.0, width: 0.1, share: 0.5 },
+            Peak { start: 0.5, width: 0.0, share: 0.5 },
+            Peak { start: 0.5, width: 0.1, share: f32::NAN },
+        ] {
+            expand_with_peak(&bins, Some(bad), 1, 100, Smoothing::Linear, &mut out);
+            assert_eq!(out, plain);
+        }
+    }
 
     #[test]
     fn expansion_preserves_mass_and_shape() {

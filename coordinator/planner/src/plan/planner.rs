@@ -11,7 +11,7 @@ use super::cost::{CostTable, Metric, TableStorage};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
 use super::overflow::{gap_loss, prefix_sums, priced_loss, Document};
-use super::pattern::{expand, Smoothing};
+use super::pattern::{expand, expand_with_peak, Peak, Smoothing};
 use super::search::{condition_search, uniform_slots};
 use rayon::prelude::*;
 
@@ -80,6 +80,9 @@ pub struct FeedModel {
     pub weight: f64,
     /// Expected postings per bin per period (hourly bins: 24 for a day, 168 for a week).
     pub post_bins: Vec<f32>,
+    /// A time of day at which a share of those postings come (a feed on a timer):
+    /// where in the day, not how many ([`Peak`]).
+    pub peak: Option<Peak>,
     /// Expected weighted reader accesses per bin per period (same bins).
     pub access_bins: Vec<f32>,
     /// Lowest allowed level (from the global minimum, or raised to explore a feed whose
@@ -92,6 +95,22 @@ pub struct FeedModel {
     /// The feed's document, when postings lost to it are priced into the plan
     /// ([`super::overflow`]); `None` prices nothing.
     pub document: Option<Document>,
+}
+
+impl FeedModel {
+    /// The feed's expected postings per slot of `cfg`'s period: its bins spread onto the
+    /// slots, with its peak's share moved into the peak's window on each day.
+    pub fn expand_posts(&self, cfg: &PlanConfig, out: &mut Vec<f64>) {
+        let days = (cfg.period_seconds / 86_400.0).round().max(1.0) as usize;
+        expand_with_peak(
+            &self.post_bins,
+            self.peak,
+            days,
+            cfg.slots,
+            cfg.smoothing,
+            out,
+        );
+    }
 }
 
 /// Planner settings shared by all feeds.
@@ -172,7 +191,7 @@ impl Scratch {
 
 /// Builds one feed's cost table at slot resolution, in the scratch's spare buffers.
 pub(super) fn table_for(feed: &FeedModel, cfg: &PlanConfig, s: &mut Scratch) -> CostTable {
-    expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
+    feed.expand_posts(cfg, &mut s.post);
     if cfg.metric.uses_access() {
         expand(&feed.access_bins, cfg.slots, cfg.smoothing, &mut s.access);
     } else {
@@ -257,7 +276,7 @@ pub fn expected_lost(feed: &FeedModel, cfg: &PlanConfig, plan: &FeedPlan) -> f64
         return 0.0;
     }
     let mut s = Scratch::default();
-    expand(&feed.post_bins, cfg.slots, cfg.smoothing, &mut s.post);
+    feed.expand_posts(cfg, &mut s.post);
     let counted = Document {
         lost_cost: 1.0,
         ..doc
@@ -301,9 +320,12 @@ fn phase(feed_index: usize, span: usize) -> usize {
     (x % span.max(1) as u64) as usize
 }
 
-/// Whether a feed's model is the same at every hour (posting and access rates): any
-/// rotation of its schedule costs the same.
+/// Whether a feed's model is the same at every hour (posting and access rates, and no
+/// peak): any rotation of its schedule costs the same.
 pub(super) fn is_flat(feed: &FeedModel) -> bool {
+    if feed.peak.is_some() {
+        return false;
+    }
     let flat = |b: &[f32]| {
         let (lo, hi) = b
             .iter()
