@@ -456,3 +456,63 @@ fn a_week_period_plans_weekly_schedules() {
     // 2 fetches per feed per day = 14 a week for each of 500 feeds.
     assert_eq!(rows, 7000);
 }
+
+/// A feed on a timer (postings between 04:15 and 04:24 every day, among feeds posting at
+/// all hours) is fetched within minutes after its window, not an hour or two later where
+/// its hourly bin's smoothed mass would put the fetch.
+#[test]
+fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
+    let dir = TempDir::new("timer");
+    let mut feeds = String::from("feed_id,weight\ntimer,1\n");
+    let mut postings = String::from("feed_id,ts\n");
+    let mut x: u64 = 7;
+    let mut next = |m: u64| {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % m
+    };
+    for f in 0..30 {
+        feeds.push_str(&format!("f{f},1\n"));
+    }
+    for day in 0..14u64 {
+        let minute = 15 + next(10);
+        postings.push_str(&format!(
+            "timer,{}\n",
+            day * 86_400 + 4 * 3600 + minute * 60
+        ));
+        for f in 0..30 {
+            for _ in 0..2 {
+                postings.push_str(&format!("f{f},{}\n", day * 86_400 + next(86_400)));
+            }
+        }
+    }
+    dir.write("feeds.csv", &feeds);
+    dir.write("postings.csv", &postings);
+    dir.write("users.csv", "user_id,weight\nu,1\n");
+    dir.write("subscriptions.csv", "user_id,feed_id\nu,timer\n");
+    dir.write("accesses.csv", "user_id,feed_id,ts\n");
+    let out = dir.path().join("s.csv");
+    let o = coordinator(&[
+        "plan",
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--fetches-per-feed-per-day",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let offsets: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("timer,"))
+        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(!offsets.is_empty(), "{text}");
+    let (lo, hi) = (4.0 * 3600.0 + 24.0 * 60.0, 4.0 * 3600.0 + 40.0 * 60.0);
+    assert!(
+        offsets.iter().any(|&o| (lo..=hi).contains(&o)),
+        "timer feed fetched at {offsets:?} s"
+    );
+}

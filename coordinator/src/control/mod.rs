@@ -19,7 +19,8 @@
 //! * [`health`] — per-feed failures, back-off and publisher hints as bounds on the plan;
 //! * [`hosts`] — hosts that throttled us (429/503), held and planned at a reduced share;
 //! * [`outages`] — hosts that stopped answering (refused, TLS, DNS, timeouts): a breaker each;
-//! * [`promise`] — the plans' promised delay against what polls delivered, to recalibrate it.
+//! * [`promise`] — the plans' promised delay against what polls delivered, to recalibrate it;
+//! * [`timer`] — feeds whose postings land at one time of day, and that window.
 //!
 //! Everything here is synchronous and clock-explicit; the async service and loops in
 //! [`crate::api::worker`] and [`crate::hub`] wrap it.
@@ -48,6 +49,7 @@ pub mod settings;
 pub mod shapes;
 pub mod shrink;
 pub mod siblings;
+pub mod timer;
 
 /// What a worker should fetch for one feed: the schedule part of an assignment.
 /// Validators and recent item ids are attached when the assignment is sent, so that a

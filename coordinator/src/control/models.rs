@@ -365,10 +365,16 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             } else {
                 (post_bins, access)
             };
+            // A feed on a timer: where in the day its postings land ([`super::timer`]).
+            let peak = state_of(&feed.id).and_then(|st| {
+                let from = st.postings_ms.partition_point(|&t| t < window_start);
+                let times: Vec<i64> = st.postings_ms.range(from..).copied().collect();
+                super::timer::peak(&times)
+            });
             let model = FeedModel {
                 weight: feed.weight,
                 post_bins,
-                peak: None,
+                peak,
                 access_bins: access,
                 min_level: lo,
                 max_level: max_level.max(lo),

@@ -117,11 +117,8 @@ pub fn expand_with_peak(
     expand(bins, n, smoothing, out);
     let Some(p) = peak else { return };
     let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
-    let valid = (0.0..1.0).contains(&start)
-        && width > 0.0
-        && width < 1.0
-        && share > 0.0
-        && share <= 1.0;
+    let valid =
+        (0.0..1.0).contains(&start) && width > 0.0 && width < 1.0 && share > 0.0 && share <= 1.0;
     let days = days.max(1);
     if !valid || n == 0 {
         return;
@@ -174,8 +171,16 @@ mod tests {
             let day = &out[d * 144..(d + 1) * 144];
             let even = 24.0 / n as f64 * 0.5;
             let in_window = 0.5 * 24.0 / 7.0;
-            assert!((day[26] - even - in_window * 2.0 / 3.0).abs() < 1e-5, "{}", day[26]);
-            assert!((day[25] - even - in_window / 3.0).abs() < 1e-5, "{}", day[25]);
+            assert!(
+                (day[26] - even - in_window * 2.0 / 3.0).abs() < 1e-5,
+                "{}",
+                day[26]
+            );
+            assert!(
+                (day[25] - even - in_window / 3.0).abs() < 1e-5,
+                "{}",
+                day[25]
+            );
             assert!((day[27] - even).abs() < 1e-9 && (day[24] - even).abs() < 1e-9);
         }
         // A window past midnight wraps to the period's start.
@@ -192,9 +197,21 @@ mod tests {
         let mut plain = Vec::new();
         expand(&bins, 100, Smoothing::Linear, &mut plain);
         for bad in [
-            Peak { start: 1.0, width: 0.1, share: 0.5 },
-            Peak { start: 0.5, width: 0.0, share: 0.5 },
-            Peak { start: 0.5, width: 0.1, share: f32::NAN },
+            Peak {
+                start: 1.0,
+                width: 0.1,
+                share: 0.5,
+            },
+            Peak {
+                start: 0.5,
+                width: 0.0,
+                share: 0.5,
+            },
+            Peak {
+                start: 0.5,
+                width: 0.1,
+                share: f32::NAN,
+            },
         ] {
             expand_with_peak(&bins, Some(bad), 1, 100, Smoothing::Linear, &mut out);
             assert_eq!(out, plain);

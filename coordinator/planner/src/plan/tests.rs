@@ -550,8 +550,8 @@ fn start_score_splits_like_the_exact_curves() {
 #[test]
 fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
     use super::pattern::Peak;
-    use super::planner::{solve, FeedModel, PlanConfig, Policy, Scheduler};
     use super::pattern::Smoothing;
+    use super::planner::{solve, FeedModel, PlanConfig, Policy, Scheduler};
     let feed = |peak| FeedModel {
         weight: 1.0,
         post_bins: vec![1.0 / 24.0; 24],

@@ -1,0 +1,185 @@
+//! Feeds on a timer: postings that land within minutes of the same clock time day after day.
+//!
+//! A nightly job that bumps a version, a digest sent at six, a podcast released at noon:
+//! such a feed's postings are not spread over its busy hour but packed into a few minutes
+//! of it. Hourly bins, smoothed onto minutes and pulled toward the population's shapes,
+//! spread those minutes over an hour or two, and its plan fetches that much late every
+//! day: on `real-commits`, a directory feed whose changes land between 04:15 and 04:30 on
+//! 41 of its 46 days was fetched between 05:13 and 06:54, and its postings waited 643
+//! minutes on average (docs/RESULTS.md "Feeds on a timer"). This module finds such a window
+//! in a feed's dated postings; the planner moves the window's share of the feed's postings
+//! into it ([`crate::plan::pattern::Peak`]) and leaves its rate alone.
+//!
+//! The test is deliberately strict, since a false window costs a feed its fetches'
+//! spread: most of the feed's postings, on most of the days it posted and on at least
+//! [`MIN_DAYS`] of them, within [`SEARCH_MINUTES`] of each other by the clock. A burst
+//! (many postings on one day) is one day, and a feed posting at random times puts half its
+//! postings in twenty minutes of the day only by a chance far below one in a million for
+//! five days.
+
+use crate::plan::pattern::Peak;
+use crate::time::DAY_MS;
+
+/// Postings in the learning window a feed needs before its window is looked for.
+pub const MIN_POSTINGS: usize = 6;
+/// Distinct days with a posting in the window it needs.
+pub const MIN_DAYS: usize = 5;
+/// Length of the window searched for, minutes: a timer's postings land within minutes of
+/// their time (a job's run time, a queue's delay), and twenty holds the real trace's
+/// nightly jobs (their postings spread over 15 minutes).
+pub const SEARCH_MINUTES: i64 = 20;
+/// Share of the feed's postings, and of the days it posted on, the window must hold.
+pub const MIN_SHARE: f64 = 0.5;
+/// The shortest window a peak is given, minutes: a fetch one minute after a timer's time
+/// would often come before its posting is in the feed.
+const MIN_WIDTH_MINUTES: i64 = 2;
+
+/// The feed's window, from its dated postings (Unix ms, ascending or not), or `None` when
+/// they do not show one.
+pub fn peak(times: &[i64]) -> Option<Peak> {
+    let n = times.len();
+    if n < MIN_POSTINGS {
+        return None;
+    }
+    const MINUTE: i64 = 60_000;
+    // (time of day in ms, day) for each posting, by time of day, then the same shifted by a
+    // day so that a window may run past midnight.
+    let mut by_time: Vec<(i64, i64)> = times
+        .iter()
+        .map(|&t| (t.rem_euclid(DAY_MS), t.div_euclid(DAY_MS)))
+        .collect();
+    by_time.sort_unstable();
+    let all_days = {
+        let mut d: Vec<i64> = by_time.iter().map(|&(_, d)| d).collect();
+        d.sort_unstable();
+        d.dedup();
+        d.len()
+    };
+    let circular: Vec<(i64, i64)> = by_time
+        .iter()
+        .copied()
+        .chain(by_time.iter().map(|&(t, d)| (t + DAY_MS, d)))
+        .collect();
+    let span = SEARCH_MINUTES * MINUTE;
+    // (days, postings, first index, last index) of the best window starting at a posting.
+    let mut best: Option<(usize, usize, usize, usize)> = None;
+    let mut end = 0;
+    let mut days: Vec<i64> = Vec::with_capacity(n);
+    for start in 0..n {
+        end = end.max(start);
+        while end + 1 < start + n && circular[end + 1].0 - circular[start].0 < span {
+            end += 1;
+        }
+        days.clear();
+        days.extend(circular[start..=end].iter().map(|&(_, d)| d));
+        days.sort_unstable();
+        days.dedup();
+        let key = (days.len(), end - start + 1);
+        if best.is_none_or(|(d, c, _, _)| key > (d, c)) {
+            best = Some((key.0, key.1, start, end));
+        }
+    }
+    let (in_days, count, first, last) = best?;
+    if in_days < MIN_DAYS
+        || (in_days as f64) < MIN_SHARE * all_days as f64
+        || (count as f64) < MIN_SHARE * n as f64
+    {
+        return None;
+    }
+    // From the first posting in the window to a minute after its last.
+    let from = circular[first].0;
+    let to = (circular[last].0 + MINUTE).max(from + MIN_WIDTH_MINUTES * MINUTE);
+    Some(Peak {
+        start: (from.rem_euclid(DAY_MS) as f64 / DAY_MS as f64) as f32,
+        width: ((to - from) as f64 / DAY_MS as f64) as f32,
+        // A little short of the share seen: the window's next day may come without.
+        share: (count as f64 / (n as f64 + 1.0)) as f32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+    const DAY: i64 = DAY_MS;
+
+    fn at(day: i64, hour: i64, minute: i64) -> i64 {
+        1_700_006_400_000 + day * DAY + hour * 60 * MIN + minute * MIN
+    }
+
+    #[test]
+    fn a_nightly_job_is_found_and_its_window_spans_its_postings() {
+        // 04:15–04:29 on 12 of 14 days, two postings at other hours.
+        let mut times: Vec<i64> = (0..12).map(|d| at(d, 4, 15 + (d * 7) % 15)).collect();
+        times.push(at(3, 13, 2));
+        times.push(at(9, 20, 40));
+        let p = peak(&times).expect("a window");
+        let start_min = (p.start as f64 * 1440.0).round() as i64;
+        let end_min = ((p.start + p.width) as f64 * 1440.0).round() as i64;
+        assert_eq!(start_min, 4 * 60 + 15);
+        assert_eq!(end_min, 4 * 60 + 29 + 1);
+        assert!((p.share - 12.0 / 15.0).abs() < 1e-6, "{}", p.share);
+    }
+
+    #[test]
+    fn a_window_across_midnight_wraps() {
+        let times: Vec<i64> = (0..8)
+            .map(|d| {
+                if d % 2 == 0 {
+                    at(d, 23, 55)
+                } else {
+                    at(d, 0, 5)
+                }
+            })
+            .collect();
+        let p = peak(&times).expect("a window");
+        assert!((p.start as f64 * 1440.0 - (23.0 * 60.0 + 55.0)).abs() < 0.01);
+        assert!(
+            (p.width as f64 * 1440.0 - 11.0).abs() < 0.01,
+            "{}",
+            p.width * 1440.0
+        );
+    }
+
+    #[test]
+    fn bursts_random_times_and_office_hours_show_none() {
+        // A burst of 30 in one hour on one day, then a posting a day at other times.
+        let mut burst: Vec<i64> = (0..30).map(|i| at(2, 10, i)).collect();
+        burst.extend((0..6).map(|d| at(d + 3, (d * 5) % 24, 3)));
+        assert_eq!(peak(&burst), None);
+        // Spread at random over office hours (a fixed pseudo-random sequence), 40 days.
+        let mut x: u64 = 12345;
+        let mut rand = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as i64
+        };
+        let office: Vec<i64> = (0..40)
+            .map(|d| at(d, 9 + rand() % 8, rand() % 60))
+            .collect();
+        assert_eq!(peak(&office), None);
+        // Five days are needed: four at the same minute are not enough.
+        let four: Vec<i64> = (0..4)
+            .map(|d| at(d, 6, 0))
+            .chain([at(5, 12, 0), at(6, 18, 0)])
+            .collect();
+        assert_eq!(peak(&four), None);
+        // Too few postings, or the same minute on under half the days it posted.
+        assert_eq!(peak(&[at(0, 6, 0), at(1, 6, 0)]), None);
+        let half: Vec<i64> = (0..5)
+            .map(|d| at(d, 6, 0))
+            .chain((5..16).map(|d| at(d, (d * 7) % 24, 30)))
+            .collect();
+        assert_eq!(peak(&half), None);
+    }
+
+    #[test]
+    fn the_same_minute_every_day_gets_the_shortest_window() {
+        let times: Vec<i64> = (0..10).map(|d| at(d, 6, 0)).collect();
+        let p = peak(&times).expect("a window");
+        assert!((p.width as f64 * 1440.0 - MIN_WIDTH_MINUTES as f64).abs() < 0.01);
+        assert!((p.share - 10.0 / 11.0).abs() < 1e-6);
+    }
+}
