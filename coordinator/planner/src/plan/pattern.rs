@@ -103,9 +103,13 @@ pub struct Peak {
     pub share: f32,
 }
 
-/// Expands a feed's posting bins onto `n` slots as [`expand`] does, then moves `peak`'s
-/// share of the mass into the peak's window on each of the period's `days` days. The
-/// total mass is unchanged; a peak that is not finite or not within its ranges is ignored.
+/// Expands a feed's posting bins onto `n` slots with `peak`'s share of their mass in the
+/// peak's window on each of the period's `days` days. The bins count the window's postings
+/// in the hours that hold it, so that share is first taken out of those hours (in
+/// proportion to the window's overlap with each), and what they hold too little of, out of
+/// every hour alike: left in, the window's postings would stay smeared over the hours
+/// around it, and the rest of the feed's day would look busiest just after the window.
+/// The total is unchanged; a peak that is not finite or not within its ranges is ignored.
 pub fn expand_with_peak(
     bins: &[f32],
     peak: Option<Peak>,
@@ -114,25 +118,49 @@ pub fn expand_with_peak(
     smoothing: Smoothing,
     out: &mut Vec<f64>,
 ) {
-    expand(bins, n, smoothing, out);
-    let Some(p) = peak else { return };
-    let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
-    let valid =
-        (0.0..1.0).contains(&start) && width > 0.0 && width < 1.0 && share > 0.0 && share <= 1.0;
     let days = days.max(1);
-    if !valid || n == 0 {
-        return;
+    let valid = |p: &Peak| {
+        let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
+        (0.0..1.0).contains(&start) && width > 0.0 && width < 1.0 && share > 0.0 && share <= 1.0
+    };
+    let total: f64 = bins.iter().map(|&b| b.max(0.0) as f64).sum();
+    let p = match peak {
+        Some(p) if valid(&p) && n > 0 && total > 0.0 && total.is_finite() => p,
+        _ => return expand(bins, n, smoothing, out),
+    };
+    let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
+    let mass = share * total / days as f64;
+    // The window's postings out of the bins that hold it.
+    let mut rest: Vec<f32> = bins.iter().map(|&b| b.max(0.0)).collect();
+    let nb = rest.len();
+    let mut short = 0.0f64;
+    for d in 0..days {
+        let (a, b) = (
+            (d as f64 + start) * nb as f64 / days as f64,
+            (d as f64 + start + width) * nb as f64 / days as f64,
+        );
+        let mut x = a;
+        while x < b - 1e-12 {
+            let bin = x.floor();
+            let edge = (bin + 1.0).min(b);
+            let at = (bin as usize) % nb;
+            let take = mass * (edge - x) / (b - a);
+            let held = rest[at] as f64;
+            rest[at] = (held - take).max(0.0) as f32;
+            short += (take - held).max(0.0);
+            x = edge;
+        }
     }
-    let total: f64 = out.iter().sum();
-    if !(total > 0.0 && total.is_finite()) {
-        return;
+    let left: f64 = rest.iter().map(|&b| b as f64).sum();
+    if short > 0.0 && left > 0.0 {
+        let k = ((left - short) / left).max(0.0) as f32;
+        rest.iter_mut().for_each(|b| *b *= k);
     }
-    out.iter_mut().for_each(|v| *v *= 1.0 - share);
+    expand(&rest, n, smoothing, out);
     // The window in slot units on each day, wrapping past the period's end; each slot takes
     // the mass of the part of the window it covers.
     let per_day = n as f64 / days as f64;
     let length = width * per_day;
-    let mass = share * total / days as f64;
     for d in 0..days {
         let a = (d as f64 + start) * per_day;
         let b = a + length;
@@ -152,44 +180,70 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_peak_moves_its_share_into_its_window_on_every_day() {
-        let bins = vec![1.0f32; 24];
-        // 04:15 to 04:30, half the postings; a week of days at 10-minute slots.
+    fn a_peak_moves_its_share_from_its_hour_into_its_window_on_every_day() {
+        // A week of hourly bins, 0.5 an hour; half the postings between 04:15 and 04:30.
+        let bins = vec![0.5f32; 168];
         let peak = Peak {
             start: (4.25 / 24.0) as f32,
             width: (0.25 / 24.0) as f32,
             share: 0.5,
         };
+        // 10-minute slots: slot 25 of a day is 04:10–04:20, 26 is 04:20–04:30.
         let n = 7 * 144;
         let mut out = Vec::new();
         expand_with_peak(&bins, Some(peak), 7, n, Smoothing::Step, &mut out);
         let total: f64 = out.iter().sum();
-        assert!((total - 24.0).abs() < 1e-4, "{total}");
+        assert!((total - 84.0).abs() < 1e-3, "{total}");
+        // Each day's window holds 6 postings; hour 4 held 0.5, so 5.5 come from every
+        // hour alike: the other hours keep (84 − 42 − 5.5·7·…) in proportion.
+        let window = 42.0 / 7.0;
+        let other = 0.5 * (84.0 - 42.0) / (84.0 - 3.5);
+        let slot = other / 6.0;
         for d in 0..7 {
-            // Slots 25 and 26 of each day (04:10–04:30) hold the window: 04:15–04:20 is
-            // half of slot 25, 04:20–04:30 all of slot 26.
             let day = &out[d * 144..(d + 1) * 144];
-            let even = 24.0 / n as f64 * 0.5;
-            let in_window = 0.5 * 24.0 / 7.0;
+            assert!((day[25] - window / 3.0).abs() < 1e-4, "{}", day[25]);
+            assert!((day[26] - window * 2.0 / 3.0).abs() < 1e-4, "{}", day[26]);
             assert!(
-                (day[26] - even - in_window * 2.0 / 3.0).abs() < 1e-5,
-                "{}",
-                day[26]
+                day[24].abs() < 1e-9 && day[27].abs() < 1e-9,
+                "hour 4 emptied"
             );
-            assert!(
-                (day[25] - even - in_window / 3.0).abs() < 1e-5,
-                "{}",
-                day[25]
-            );
-            assert!((day[27] - even).abs() < 1e-9 && (day[24] - even).abs() < 1e-9);
+            assert!((day[60] - slot).abs() < 1e-5, "{} vs {slot}", day[60]);
         }
+        // A feed busy in the window's hour gives the window its postings from that hour
+        // alone: 0.4 of 4.3 is 1.72 of the hour's 2.0.
+        let mut busy = vec![0.1f32; 24];
+        busy[4] = 2.0;
+        let p4 = Peak { share: 0.4, ..peak };
+        expand_with_peak(&busy, Some(p4), 1, 144, Smoothing::Step, &mut out);
+        let sum: f64 = out.iter().sum();
+        assert!((sum - 4.3).abs() < 1e-5, "{sum}");
+        let kept = 0.28 / 6.0;
+        assert!((out[25] - kept - 1.72 / 3.0).abs() < 1e-5, "{}", out[25]);
+        assert!(
+            (out[26] - kept - 1.72 * 2.0 / 3.0).abs() < 1e-5,
+            "{}",
+            out[26]
+        );
+        assert!((out[24] - kept).abs() < 1e-5 && (out[29] - kept).abs() < 1e-5);
+        assert!(
+            (out[60] - 0.1 / 6.0).abs() < 1e-7,
+            "other hours untouched: {}",
+            out[60]
+        );
         // A window past midnight wraps to the period's start.
         let late = Peak {
             start: 0.99,
             width: 0.02,
             share: 1.0,
         };
-        expand_with_peak(&bins, Some(late), 1, 100, Smoothing::Step, &mut out);
+        expand_with_peak(
+            &vec![1.0f32; 24],
+            Some(late),
+            1,
+            100,
+            Smoothing::Step,
+            &mut out,
+        );
         assert!((out[99] - 12.0).abs() < 1e-3 && (out[0] - 12.0).abs() < 1e-3);
         // (The f32 window reaches a millionth of a slot further.)
         assert!(out[1..99].iter().all(|&v| v.abs() < 1e-4));
@@ -213,7 +267,7 @@ mod tests {
                 share: f32::NAN,
             },
         ] {
-            expand_with_peak(&bins, Some(bad), 1, 100, Smoothing::Linear, &mut out);
+            expand_with_peak(&bins, Some(bad), 7, 100, Smoothing::Linear, &mut out);
             assert_eq!(out, plain);
         }
     }
