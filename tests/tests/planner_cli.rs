@@ -492,27 +492,36 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
     dir.write("users.csv", "user_id,weight\nu,1\n");
     dir.write("subscriptions.csv", "user_id,feed_id\nu,timer\n");
     dir.write("accesses.csv", "user_id,feed_id,ts\n");
-    let out = dir.path().join("s.csv");
-    let o = coordinator(&[
-        "plan",
-        "--trace",
-        dir.path().to_str().unwrap(),
-        "--fetches-per-feed-per-day",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = std::fs::read_to_string(&out).unwrap();
-    let offsets: Vec<f64> = text
-        .lines()
-        .filter(|l| l.starts_with("timer,"))
-        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
-        .collect();
-    assert!(!offsets.is_empty(), "{text}");
+    let offsets = |extra: &[&str]| -> Vec<f64> {
+        let out = dir.path().join("s.csv");
+        let mut args = vec![
+            "plan",
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--fetches-per-feed-per-day",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = coordinator(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("timer,"))
+            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+            .collect()
+    };
     let (lo, hi) = (4.0 * 3600.0 + 24.0 * 60.0, 4.0 * 3600.0 + 40.0 * 60.0);
+    let with = offsets(&[]);
     assert!(
-        offsets.iter().any(|&o| (lo..=hi).contains(&o)),
-        "timer feed fetched at {offsets:?} s"
+        with.iter().any(|&o| (lo..=hi).contains(&o)),
+        "timer feed fetched at {with:?} s"
+    );
+    // On its hourly bins alone the fetch comes later.
+    let without = offsets(&["--no-timer-peaks"]);
+    assert!(
+        !without.is_empty() && without.iter().all(|&o| !(lo..=hi).contains(&o)),
+        "without the peak: {without:?} s"
     );
 }

@@ -366,7 +366,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
                 (post_bins, access)
             };
             // A feed on a timer: where in the day its postings land ([`super::timer`]).
-            let peak = state_of(&feed.id).and_then(|st| {
+            let peak = state_of(&feed.id).filter(|_| s.timer_peaks).and_then(|st| {
                 let from = st.postings_ms.partition_point(|&t| t < window_start);
                 let times: Vec<i64> = st.postings_ms.range(from..).copied().collect();
                 super::timer::peak(&times)

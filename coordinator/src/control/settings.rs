@@ -78,6 +78,9 @@ pub struct PlannerSettings {
     /// distribution of rates ([`super::rate_prior`]) rather than shrunk by pseudo-days
     /// toward the typical feed's (off with the host level, which shrinks toward the host's).
     pub rate_prior: bool,
+    /// Feeds whose postings land at one time of day get that window as a peak of their
+    /// model ([`super::timer`]).
+    pub timer_peaks: bool,
     /// Fetches per day one host can take (from the workers' politeness gap, with headroom);
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`super::relearn::PlanOutcome::host_limited`]).
@@ -203,6 +206,7 @@ impl Default for PlannerSettings {
             explore_share: DEFAULT_EXPLORE_SHARE,
             calibrate_rates: true,
             rate_prior: true,
+            timer_peaks: true,
             shape_mixture: DEFAULT_SHAPE_MIXTURE,
             mixture_min_per_day: DEFAULT_MIXTURE_MIN_PER_DAY,
             host_level: false,
