@@ -236,14 +236,7 @@ mod tests {
             width: 0.02,
             share: 1.0,
         };
-        expand_with_peak(
-            &vec![1.0f32; 24],
-            Some(late),
-            1,
-            100,
-            Smoothing::Step,
-            &mut out,
-        );
+        expand_with_peak(&[1.0f32; 24], Some(late), 1, 100, Smoothing::Step, &mut out);
         assert!((out[99] - 12.0).abs() < 1e-3 && (out[0] - 12.0).abs() < 1e-3);
         // (The f32 window reaches a millionth of a slot further.)
         assert!(out[1..99].iter().all(|&v| v.abs() < 1e-4));
