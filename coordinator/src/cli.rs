@@ -226,10 +226,11 @@ pub(crate) struct Common {
     /// population's distribution").
     #[arg(long)]
     no_rate_prior: bool,
-    /// Leave feeds whose postings land at one time of day (a feed on a timer) on their
-    /// hourly bins, without a peak at that time (docs/PLANNER.md, "Feeds on a timer").
+    /// Give feeds whose postings land at one time of day (a feed on a timer) a peak at
+    /// that time, where their hourly bins would spread it over an hour or two (off by
+    /// default; docs/PLANNER.md, "Feeds on a timer").
     #[arg(long)]
-    no_timer_peaks: bool,
+    timer_peaks: bool,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
@@ -459,7 +460,7 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         calibrate_rates: !c.no_rate_calibration,
         rate_prior: !c.no_rate_prior,
-        timer_peaks: !c.no_timer_peaks,
+        timer_peaks: c.timer_peaks,
         ..Default::default()
     };
     Ok(kairos_coordinator::control::from_trace::learn_live(

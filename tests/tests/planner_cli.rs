@@ -457,9 +457,9 @@ fn a_week_period_plans_weekly_schedules() {
     assert_eq!(rows, 7000);
 }
 
-/// A feed on a timer (postings between 04:15 and 04:24 every day, among feeds posting at
-/// all hours) is fetched within minutes after its window, not an hour or two later where
-/// its hourly bin's smoothed mass would put the fetch.
+/// With `--timer-peaks`, a feed on a timer (postings between 04:15 and 04:24 every day,
+/// among feeds posting at all hours) is fetched within minutes after its window, not an
+/// hour or two later where its hourly bin's smoothed mass puts the fetch without it.
 #[test]
 fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
     let dir = TempDir::new("timer");
@@ -513,13 +513,13 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
             .collect()
     };
     let (lo, hi) = (4.0 * 3600.0 + 24.0 * 60.0, 4.0 * 3600.0 + 40.0 * 60.0);
-    let with = offsets(&[]);
+    let with = offsets(&["--timer-peaks"]);
     assert!(
         with.iter().any(|&o| (lo..=hi).contains(&o)),
         "timer feed fetched at {with:?} s"
     );
     // On its hourly bins alone the fetch comes later.
-    let without = offsets(&["--no-timer-peaks"]);
+    let without = offsets(&[]);
     assert!(
         !without.is_empty() && without.iter().all(|&o| !(lo..=hi).contains(&o)),
         "without the peak: {without:?} s"
