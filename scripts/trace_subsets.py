@@ -26,8 +26,9 @@ import random
 import sys
 
 
-def copy_rows(src, dst, name, keep):
-    """Copies `name` from src to dst, keeping the rows `keep(row)` accepts; returns the count."""
+def copy_rows(src, dst, name, keep, change=None):
+    """Copies `name` from src to dst, keeping the rows `keep(header, row)` accepts, each
+    rewritten by `change(header, row)` when given; returns the count."""
     kept = 0
     with open(os.path.join(src, name), newline="") as f, open(
         os.path.join(dst, name), "w", newline=""
@@ -38,7 +39,7 @@ def copy_rows(src, dst, name, keep):
         writer.writerow(header)
         for row in rows:
             if keep(header, row):
-                writer.writerow(row)
+                writer.writerow(change(header, row) if change else row)
                 kept += 1
     return kept
 
@@ -67,22 +68,17 @@ def by_source(src):
 def shift_rows(src, dst, name, day):
     """Copies `name` keeping rows from `day` on, their `ts` moved back by `day` days."""
     offset = day * 86400
-    kept = 0
-    with open(os.path.join(src, name), newline="") as f, open(
-        os.path.join(dst, name), "w", newline=""
-    ) as out:
-        rows = csv.reader(f)
-        header = next(rows)
-        ts = header.index("ts")
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(header)
-        for row in rows:
-            t = float(row[ts])
-            if t >= offset:
-                row[ts] = f"{t - offset:g}" if t != int(t) else str(int(t) - offset)
-                writer.writerow(row)
-                kept += 1
-    return kept
+
+    def later(header, row):
+        return float(row[header.index("ts")]) >= offset
+
+    def moved(header, row):
+        i = header.index("ts")
+        t = float(row[i])
+        row[i] = str(int(t) - offset) if t == int(t) else f"{t - offset:g}"
+        return row
+
+    return copy_rows(src, dst, name, later, moved)
 
 
 def from_days(src, out, days):

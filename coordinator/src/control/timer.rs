@@ -22,6 +22,7 @@
 
 use crate::plan::pattern::Peak;
 use crate::time::DAY_MS;
+use std::collections::HashMap;
 
 /// Postings in the learning window a feed needs before its window is looked for.
 pub const MIN_POSTINGS: usize = 6;
@@ -53,7 +54,7 @@ pub fn peak(times: &[i64]) -> Option<Peak> {
         .collect();
     by_time.sort_unstable();
     let all_days = {
-        let mut d: Vec<i64> = by_time.iter().map(|&(_, d)| d).collect();
+        let mut d: Vec<i64> = times.iter().map(|&t| t.div_euclid(DAY_MS)).collect();
         d.sort_unstable();
         d.dedup();
         d.len()
@@ -65,21 +66,33 @@ pub fn peak(times: &[i64]) -> Option<Peak> {
         .collect();
     let span = SEARCH_MINUTES * MINUTE;
     // (days, postings, first index, last index) of the best window starting at a posting.
+    // One sweep: the window's postings per day are counted as its ends move, so a feed
+    // of thousands of postings in one window (a flood every day) costs no more than
+    // its postings.
     let mut best: Option<(usize, usize, usize, usize)> = None;
+    let mut per_day: HashMap<i64, u32> = HashMap::new();
+    per_day.insert(circular[0].1, 1);
     let mut end = 0;
-    let mut days: Vec<i64> = Vec::with_capacity(n);
     for start in 0..n {
-        end = end.max(start);
+        if end < start {
+            end = start;
+            *per_day.entry(circular[end].1).or_insert(0) += 1;
+        }
         while end + 1 < start + n && circular[end + 1].0 - circular[start].0 < span {
             end += 1;
+            *per_day.entry(circular[end].1).or_insert(0) += 1;
         }
-        days.clear();
-        days.extend(circular[start..=end].iter().map(|&(_, d)| d));
-        days.sort_unstable();
-        days.dedup();
-        let key = (days.len(), end - start + 1);
+        let key = (per_day.len(), end - start + 1);
         if best.is_none_or(|(d, c, _, _)| key > (d, c)) {
             best = Some((key.0, key.1, start, end));
+        }
+        // The window's first posting leaves before the next start.
+        let day = circular[start].1;
+        if let Some(c) = per_day.get_mut(&day) {
+            *c -= 1;
+            if *c == 0 {
+                per_day.remove(&day);
+            }
         }
     }
     let (in_days, count, first, last) = best?;
@@ -176,6 +189,22 @@ mod tests {
             .chain((5..16).map(|d| at(d, (d * 7) % 24, 30)))
             .collect();
         assert_eq!(peak(&half), None);
+    }
+
+    #[test]
+    fn a_daily_flood_is_found_quickly_and_extreme_times_stay_in_range() {
+        // 4,096 postings, 400 a day within ten minutes at 09:00 (the window sweep is
+        // linear: the earlier form sorted each window's days, 4,096 times over).
+        let times: Vec<i64> = (0..4096).map(|i| at(i / 400, 9, (i % 400) / 40)).collect();
+        let p = peak(&times).expect("a window");
+        assert!((p.start as f64 * 1440.0 - 540.0).abs() < 0.01);
+        assert!(p.share > 0.99);
+        // Times far from now, before 1970 and near the ends of i64: finite, in range.
+        for t in [i64::MIN / 2, -DAY * 1000, 0, i64::MAX / 2] {
+            let times: Vec<i64> = (0..8).map(|d| t + d * DAY).collect();
+            let p = peak(&times).expect("a window");
+            assert!((0.0..1.0).contains(&p.start) && p.width > 0.0 && p.share <= 1.0);
+        }
     }
 
     #[test]

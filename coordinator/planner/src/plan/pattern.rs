@@ -135,21 +135,17 @@ pub fn expand_with_peak(
     let nb = rest.len();
     let mut short = 0.0f64;
     for d in 0..days {
-        let (a, b) = (
-            (d as f64 + start) * nb as f64 / days as f64,
-            (d as f64 + start + width) * nb as f64 / days as f64,
+        over_window(
+            d as f64 + start,
+            width,
+            nb as f64 / days as f64,
+            nb,
+            |at, part| {
+                let (take, held) = (mass * part, rest[at] as f64);
+                rest[at] = (held - take).max(0.0) as f32;
+                short += (take - held).max(0.0);
+            },
         );
-        let mut x = a;
-        while x < b - 1e-12 {
-            let bin = x.floor();
-            let edge = (bin + 1.0).min(b);
-            let at = (bin as usize) % nb;
-            let take = mass * (edge - x) / (b - a);
-            let held = rest[at] as f64;
-            rest[at] = (held - take).max(0.0) as f32;
-            short += (take - held).max(0.0);
-            x = edge;
-        }
     }
     let left: f64 = rest.iter().map(|&b| b as f64).sum();
     if short > 0.0 && left > 0.0 {
@@ -157,21 +153,37 @@ pub fn expand_with_peak(
         rest.iter_mut().for_each(|b| *b *= k);
     }
     expand(&rest, n, smoothing, out);
-    // The window in slot units on each day, wrapping past the period's end; each slot takes
-    // the mass of the part of the window it covers.
-    let per_day = n as f64 / days as f64;
-    let length = width * per_day;
+    // Each slot takes the mass of the part of the window it covers.
     for d in 0..days {
-        let a = (d as f64 + start) * per_day;
-        let b = a + length;
-        let mut x = a;
-        while x < b - 1e-12 {
-            let slot = x.floor();
-            let edge = (slot + 1.0).min(b);
-            let at = (slot as usize) % n;
-            out[at] += mass * (edge - x) / length;
-            x = edge;
-        }
+        over_window(
+            d as f64 + start,
+            width,
+            n as f64 / days as f64,
+            n,
+            |at, part| {
+                out[at] += mass * part;
+            },
+        );
+    }
+}
+
+/// Walks a window of `width` days from day `from` (both in days from the period's start)
+/// over `units` cells of `per_day` to a day, wrapping past the period's end: `visit(cell,
+/// share of the window in it)` for each cell it covers.
+fn over_window(
+    from: f64,
+    width: f64,
+    per_day: f64,
+    units: usize,
+    mut visit: impl FnMut(usize, f64),
+) {
+    let (a, b) = (from * per_day, (from + width) * per_day);
+    let mut x = a;
+    while x < b - 1e-12 {
+        let cell = x.floor();
+        let edge = (cell + 1.0).min(b);
+        visit((cell as usize) % units, (edge - x) / (b - a));
+        x = edge;
     }
 }
 
