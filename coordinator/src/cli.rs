@@ -91,6 +91,10 @@ struct SynthArgs {
     /// Share of feeds that start late or stop early (half each).
     #[arg(long, default_value_t = 0.0)]
     start_stop: f64,
+    /// Share of feeds on a timer: each posts its day's postings within ten minutes after a
+    /// clock time of its own (a nightly job, a scheduled post).
+    #[arg(long, default_value_t = 0.0)]
+    timer_share: f64,
 }
 
 fn synth(a: SynthArgs) -> Result<()> {
@@ -117,11 +121,12 @@ fn synth(a: SynthArgs) -> Result<()> {
     if !(within(a.drift, 2.0)
         && within(a.bursts_per_week, 1_000.0)
         && within(a.burst_postings, 10_000.0)
-        && within(a.start_stop, 1.0))
+        && within(a.start_stop, 1.0)
+        && within(a.timer_share, 1.0))
     {
         bail!(
             "--drift takes 0 to 2, --bursts-per-week 0 to 1,000, --burst-postings 0 to \
-             10,000 and --start-stop a share from 0 to 1"
+             10,000, and --start-stop and --timer-share a share from 0 to 1"
         );
     }
     let (t, truth) =
@@ -140,6 +145,7 @@ fn synth(a: SynthArgs) -> Result<()> {
                 bursts_per_week: a.bursts_per_week,
                 burst_postings: a.burst_postings,
                 start_stop: a.start_stop,
+                timer_share: a.timer_share,
             },
         });
     kairos_coordinator::synth::write(&t, &a.out)

@@ -1,6 +1,7 @@
 //! Synthetic traces for benchmarks and tests: heavy-tailed posting rates, diurnal shapes
 //! from a dozen templates with random shifts, weekends at a chosen share of the weekday
-//! rate, and readers with morning, lunch and evening peaks. Deterministic for a seed. Not
+//! rate, and readers with morning, lunch and evening peaks; optionally drift, bursts, feeds
+//! that start or stop, and feeds on a timer. Deterministic for a seed. Not
 //! tuned to any sample trace. [`write()`] stores a trace in the CSV format [`Trace::load`]
 //! reads (`kairos-coordinator synth`).
 
@@ -50,7 +51,15 @@ pub struct Dynamics {
     /// Share of feeds that start late (half of them) or stop early (the other half), at a
     /// uniform time within the middle 60% of the trace.
     pub start_stop: f64,
+    /// Share of feeds on a timer: a nightly job, a scheduled post. Such a feed posts its
+    /// day's postings (Poisson, its rate) within [`TIMER_JITTER_S`] after a clock time of
+    /// its own, drawn once, instead of over its daily shape; bursts still come at random.
+    pub timer_share: f64,
 }
+
+/// How late after its clock time a timer feed's posting lands (uniform), seconds: a job's
+/// run time, a queue.
+pub const TIMER_JITTER_S: f64 = 600.0;
 
 /// What generated a trace: each feed's expected postings per hour of the trace (hour `i`
 /// is `[i·3600, (i+1)·3600)` s), so a plan made from it shows the limit of learning.
@@ -131,6 +140,9 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
         } else {
             (0.0, span)
         };
+        // A timer feed's clock time, seconds into the day (its window stays within the day).
+        let timer = (dy.timer_share > 0.0 && dyn_rng.gen::<f64>() < dy.timer_share)
+            .then(|| dyn_rng.gen::<f64>() * (day - TIMER_JITTER_S));
         let mut log_level = 0.0f64;
         let burst_rate = dy.bursts_per_week / 7.0;
         for d in 0..cfg.days {
@@ -140,7 +152,32 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
                 log_level += dy.drift * step;
             }
             let level = log_level.exp();
-            for (h, w) in weights.iter().enumerate() {
+            if let Some(at) = timer {
+                let lambda = rate * weekend * level;
+                let start = d as f64 * day;
+                for h in 0..24 {
+                    let (lo, hi) = (start + h as f64 * 3600.0, start + (h + 1) as f64 * 3600.0);
+                    // The window's share in this hour, active part only.
+                    let (a, b) = (
+                        (start + at).max(lo).max(from),
+                        (start + at + TIMER_JITTER_S).min(hi).min(to),
+                    );
+                    let share = ((b - a) / TIMER_JITTER_S).max(0.0);
+                    let on = ((to.min(hi) - from.max(lo)) / 3600.0).clamp(0.0, 1.0);
+                    hourly
+                        .push((lambda * share + burst_rate * dy.burst_postings / 24.0 * on) as f32);
+                }
+                let k = Poisson::new(lambda)
+                    .map(|p| p.sample(&mut dyn_rng) as usize)
+                    .unwrap_or(0);
+                for _ in 0..k {
+                    let t = start + at + dyn_rng.gen::<f64>() * TIMER_JITTER_S;
+                    if (from..to).contains(&t) {
+                        ts.push(t);
+                    }
+                }
+            }
+            for (h, w) in weights.iter().enumerate().filter(|_| timer.is_none()) {
                 let start = d as f64 * day + h as f64 * 3600.0;
                 // Share of the hour the feed is active.
                 let on = ((to.min(start + 3600.0) - from.max(start)) / 3600.0).clamp(0.0, 1.0);
@@ -458,6 +495,12 @@ mod tests {
                 start_stop: 0.5,
                 ..Default::default()
             },
+            Dynamics {
+                timer_share: 0.5,
+                start_stop: 0.3,
+                drift: 0.1,
+                ..Default::default()
+            },
         ] {
             let (t, truth) = generate_with_truth(&config(dynamics));
             let (drawn, expected) = drawn_and_expected(&t, &truth);
@@ -492,6 +535,45 @@ mod tests {
             (60..=140).contains(&dark),
             "{dark} of 200 feeds start or stop"
         );
+    }
+
+    #[test]
+    fn a_timer_feed_posts_within_minutes_of_its_clock_time() {
+        let (t, truth) = generate_with_truth(&config(Dynamics {
+            timer_share: 0.5,
+            ..Default::default()
+        }));
+        let mut timers = 0;
+        for (f, posts) in t.postings.iter().enumerate() {
+            // A timer feed's truth holds at most two hours of each day (its window may
+            // cross an hour), the same two every day.
+            let hours: std::collections::BTreeSet<usize> = truth.per_hour[f]
+                .iter()
+                .enumerate()
+                .filter(|(_, &r)| r > 0.0)
+                .map(|(i, _)| i % 24)
+                .collect();
+            if hours.len() > 2 {
+                continue;
+            }
+            timers += 1;
+            // Every posting within the jitter of the feed's first one, on the clock.
+            let Some(&first) = posts.first() else {
+                continue;
+            };
+            for &p in posts {
+                let apart = (p - first).rem_euclid(86_400.0);
+                let apart = apart.min(86_400.0 - apart);
+                assert!(apart <= TIMER_JITTER_S, "feed {f}: {p} vs {first}");
+            }
+        }
+        assert!((70..=130).contains(&timers), "{timers} of 200 on a timer");
+        // Without the share no feed is on a timer: every feed posts over many hours.
+        let (_, truth) = generate_with_truth(&config(Dynamics::default()));
+        assert!(truth
+            .per_hour
+            .iter()
+            .all(|h| h.iter().take(24).filter(|&&r| r > 0.0).count() > 2));
     }
 
     #[test]
