@@ -25,7 +25,8 @@ BUDGETS=${BUDGETS:-0.5 1 2 4}
 mkdir -p "$OUT/traces"
 
 # The variants of docs/RESULTS.md "Synthetic variants, with the truth" (the papers' shape,
-# default seed) and `quiet` of "Draws Kairos was not tuned on" (seed 8, the draw tuned on).
+# default seed), `quiet` of "Draws Kairos was not tuned on" (seed 8, the draw tuned on) and
+# `timers` of "Feeds on a timer, on by default".
 C="--feeds 500 --users 150 --days 28 --posts-per-day 3.4 --subs-per-user 33 --accesses-per-user-per-day 25"
 Q="--feeds 600 --users 150 --days 28 --posts-per-day 0.4 --bursts-per-week 0.3 --burst-postings 4 --start-stop 0.3 --drift 0.1 --seed 8"
 declare -A FLAGS=(
@@ -35,8 +36,9 @@ declare -A FLAGS=(
     [startstop]="$C --start-stop 0.4"
     [mixed]="$C --drift 0.1 --bursts-per-week 0.5 --start-stop 0.3"
     [quiet]="$Q"
+    [timers]="--feeds 500 --users 150 --days 28 --posts-per-day 1 --timer-share 0.3 --seed 8"
 )
-ORDER="steady drift bursts startstop mixed quiet real"
+ORDER="steady drift bursts startstop mixed quiet timers real"
 declare -A DIRS=()
 if [ -n "${TRACE_DIRS:-}" ]; then
     ORDER=

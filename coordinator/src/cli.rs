@@ -232,11 +232,11 @@ pub(crate) struct Common {
     /// population's distribution").
     #[arg(long)]
     no_rate_prior: bool,
-    /// Give feeds whose postings land at one time of day (a feed on a timer) a peak at
-    /// that time, where their hourly bins would spread it over an hour or two (off by
-    /// default; docs/PLANNER.md, "Feeds on a timer").
+    /// Leave feeds whose postings land at one time of day (a feed on a timer) to their
+    /// hourly bins, which spread that time over an hour or two, instead of giving them a
+    /// peak there (docs/PLANNER.md, "Feeds on a timer").
     #[arg(long)]
-    timer_peaks: bool,
+    no_timer_peaks: bool,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = kairos_coordinator::control::relearn::PlannerSettings::default().shape_mixture)]
@@ -466,7 +466,7 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         host_fetches_per_day: c.max_fetches_per_host_per_day,
         calibrate_rates: !c.no_rate_calibration,
         rate_prior: !c.no_rate_prior,
-        timer_peaks: c.timer_peaks,
+        timer_peaks: !c.no_timer_peaks,
         ..Default::default()
     };
     Ok(kairos_coordinator::control::from_trace::learn_live(
@@ -569,6 +569,10 @@ fn plan(a: PlanArgs) -> Result<()> {
         }
     );
     println!("exploring feeds       {}", learned.exploring);
+    println!(
+        "feeds on a timer      {}",
+        learned.models.iter().filter(|m| m.peak.is_some()).count()
+    );
     if learned.week_shapes.iter().sum::<usize>() > 0 {
         let [d, p, ww, dow] = learned.week_shapes;
         println!(

@@ -83,11 +83,11 @@ pub struct LivePlanArgs {
     /// population's distribution").
     #[arg(long)]
     pub no_rate_prior: bool,
-    /// Give feeds whose postings land at one time of day (a feed on a timer) a peak at
-    /// that time, where their hourly bins would spread it over an hour or two (off by
-    /// default; docs/PLANNER.md, "Feeds on a timer").
+    /// Leave feeds whose postings land at one time of day (a feed on a timer) to their
+    /// hourly bins, which spread that time over an hour or two, instead of giving them a
+    /// peak there (docs/PLANNER.md, "Feeds on a timer").
     #[arg(long)]
-    pub timer_peaks: bool,
+    pub no_timer_peaks: bool,
     /// Hours of delay one posting lost to a document overflowing between fetches costs the
     /// plan, or `floors`: fetch often enough that no document is expected to overflow,
     /// where the budget allows (docs/PLANNER.md).
@@ -195,7 +195,7 @@ impl LivePlanArgs {
             quick_updates: self.quick_updates || !self.no_quick_updates,
             calibrate_rates: !self.no_rate_calibration,
             rate_prior: !self.no_rate_prior,
-            timer_peaks: self.timer_peaks,
+            timer_peaks: !self.no_timer_peaks,
             lost_posting_hours: self.lost_posting_hours.0,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
             weekly: self.weekly,

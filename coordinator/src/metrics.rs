@@ -230,6 +230,9 @@ declare! {
     /// (`control/rate_prior.rs`).
     describe_gauge PLAN_RATE_PRIOR_MEAN = "kairos_plan_rate_prior_mean",
         "Mean posting rate, postings a day, of the distribution of rates fitted to every feed's counts, under which each feed's rate is its posterior mean (0: rates shrunk by pseudo-days toward the typical feed's instead: too few feeds watched, host level on, or --no-rate-prior).";
+    /// Gauge: feeds found on a timer (`control/timer.rs`).
+    describe_gauge PLAN_TIMER_FEEDS = "kairos_plan_timer_feeds",
+        "Feeds whose postings land within minutes of one clock time on most days they post (a nightly job, a scheduled post), planned with a peak there so their fetch comes just after it (0 with --no-timer-peaks).";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

@@ -101,11 +101,11 @@ pub struct ReplayArgs {
     /// population's distribution").
     #[arg(long)]
     no_rate_prior: bool,
-    /// Give feeds whose postings land at one time of day (a feed on a timer) a peak at
-    /// that time, where their hourly bins would spread it over an hour or two (off by
-    /// default; docs/PLANNER.md, "Feeds on a timer").
+    /// Leave feeds whose postings land at one time of day (a feed on a timer) to their
+    /// hourly bins, which spread that time over an hour or two, instead of giving them a
+    /// peak there (docs/PLANNER.md, "Feeds on a timer").
     #[arg(long)]
-    timer_peaks: bool,
+    no_timer_peaks: bool,
     /// Hours of delay one posting lost to a document overflowing between fetches costs the
     /// plan, or `floors`: fetch often enough that no document is expected to overflow,
     /// where the budget allows (docs/PLANNER.md).
@@ -324,7 +324,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         quick_updates: a.quick_updates || !a.no_quick_updates,
         calibrate_rates: !a.no_rate_calibration,
         rate_prior: !a.no_rate_prior,
-        timer_peaks: a.timer_peaks,
+        timer_peaks: !a.no_timer_peaks,
         lost_posting_hours: a.lost_posting_hours.0,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,

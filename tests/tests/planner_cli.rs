@@ -457,9 +457,9 @@ fn a_week_period_plans_weekly_schedules() {
     assert_eq!(rows, 7000);
 }
 
-/// With `--timer-peaks`, a feed on a timer (postings between 04:15 and 04:24 every day,
-/// among feeds posting at all hours) is fetched within minutes after its window, not an
-/// hour or two later where its hourly bin's smoothed mass puts the fetch without it.
+/// A feed on a timer (postings between 04:15 and 04:24 every day, among feeds posting at
+/// all hours) is fetched within minutes after its window, not an hour or two later where
+/// its hourly bin's smoothed mass puts the fetch with `--no-timer-peaks`; `plan` counts it.
 #[test]
 fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
     let dir = TempDir::new("timer");
@@ -492,7 +492,7 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
     dir.write("users.csv", "user_id,weight\nu,1\n");
     dir.write("subscriptions.csv", "user_id,feed_id\nu,timer\n");
     dir.write("accesses.csv", "user_id,feed_id,ts\n");
-    let offsets = |extra: &[&str]| -> Vec<f64> {
+    let offsets = |extra: &[&str]| -> (Vec<f64>, String) {
         let out = dir.path().join("s.csv");
         let mut args = vec![
             "plan",
@@ -507,21 +507,26 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
         let o = coordinator(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         let text = std::fs::read_to_string(&out).unwrap();
-        text.lines()
+        let at = text
+            .lines()
             .filter(|l| l.starts_with("timer,"))
             .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
-            .collect()
+            .collect();
+        (at, String::from_utf8_lossy(&o.stdout).into_owned())
     };
     let (lo, hi) = (4.0 * 3600.0 + 24.0 * 60.0, 4.0 * 3600.0 + 40.0 * 60.0);
-    let with = offsets(&["--timer-peaks"]);
+    let (with, said) = offsets(&[]);
     assert!(
         with.iter().any(|&o| (lo..=hi).contains(&o)),
         "timer feed fetched at {with:?} s"
     );
+    // The 30 feeds posting at random times are not on a timer.
+    assert!(said.contains("feeds on a timer      1\n"), "{said}");
     // On its hourly bins alone the fetch comes later.
-    let without = offsets(&[]);
+    let (without, said) = offsets(&["--no-timer-peaks"]);
     assert!(
         !without.is_empty() && without.iter().all(|&o| !(lo..=hi).contains(&o)),
         "without the peak: {without:?} s"
     );
+    assert!(said.contains("feeds on a timer      0\n"), "{said}");
 }

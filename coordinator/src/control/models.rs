@@ -385,6 +385,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         })
         .unzip_into_vecs(&mut models, &mut shapes_chosen);
     drop(host_ids);
+    decided.timer_feeds = models.iter().filter(|m| m.peak.is_some()).count();
     for shape in shapes_chosen.into_iter().flatten() {
         decided.week_shapes[shape as usize] += 1;
     }
@@ -500,6 +501,8 @@ pub struct ModelCounts {
     /// Weekly plans: feeds per [`weekly::WeekShape`] (daily, pooled, weekday/weekend, day
     /// of week).
     pub week_shapes: [usize; 4],
+    /// Feeds found on a timer, whose models carry a peak ([`super::timer`]).
+    pub timer_feeds: usize,
     /// Pseudo-days of shrinkage the models used (chosen or configured).
     pub shrinkage: f64,
     /// Feed-days held out to choose it (0: the configured value).

@@ -414,8 +414,11 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
         ("f1".to_string(), watched(40, 9, 7, now)),
     ]
     .into();
+    // Both feeds post their 40 within the same 40 ms every day: on a timer. The floor at an
+    // hour's resolution first (the peak off), then with the peak.
     let s = PlannerSettings {
         lost_posting_hours: None,
+        timer_peaks: false,
         ..PlannerSettings::default()
     };
     let (m, counts) = models_with(&feeds, &states, now, &s);
@@ -439,6 +442,21 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
     });
     let out = r.plan(&feeds, m).unwrap();
     assert_eq!(out.host_limited.floors_lowered, 1);
+    // With the peak the batch lands in one slot: no fetch keeps 40 postings within a
+    // 10-item document, and the floor does not spend the fetches that would try (the
+    // search's top, 137 a day), only the few a slot that full allows.
+    let (m, counts) = models_with(
+        &feeds,
+        &states,
+        now,
+        &PlannerSettings {
+            timer_peaks: true,
+            ..s
+        },
+    );
+    assert_eq!(counts.timer_feeds, 2);
+    assert!(m[0].peak.is_some());
+    assert!((1..=3).contains(&m[0].min_level), "{}", m[0].min_level);
 }
 
 #[test]
@@ -458,6 +476,9 @@ fn a_feed_posting_faster_than_its_document_holds_has_its_losses_priced() {
         let s = PlannerSettings {
             budget: Budget::PerDay(12.0),
             lost_posting_hours: Some(hours),
+            // Hourly models: with the peak f0's 40 land in one slot, where no fetch saves
+            // any (the floor test above).
+            timer_peaks: false,
             ..PlannerSettings::default()
         };
         let (m, counts) = models_with(&feeds, &states, now, &s);

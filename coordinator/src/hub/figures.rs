@@ -191,6 +191,8 @@ pub struct PlanFigures {
     /// Mean rate of the population's fitted distribution of rates (`control/rate_prior.rs`),
     /// postings a day; 0 when rates were shrunk by pseudo-days instead.
     pub rate_prior_mean: f64,
+    /// Feeds found on a timer, planned with a peak at their window (`control/timer.rs`).
+    pub timer_feeds: usize,
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
 }
@@ -304,6 +306,7 @@ impl PlanFigures {
         gauge!(m::PLAN_CALIBRATED_FEEDS).set(p.calibration.0 as f64);
         gauge!(m::PLAN_SILENT_RATE_FACTOR).set(p.calibration.1);
         gauge!(m::PLAN_RATE_PRIOR_MEAN).set(p.rate_prior_mean);
+        gauge!(m::PLAN_TIMER_FEEDS).set(p.timer_feeds as f64);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);
@@ -370,6 +373,7 @@ impl State {
         let (model, _) = self.model_of(feed)?;
         let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
         let mut constraints = bounds.reasons;
+        constraints.extend(model.peak.map(timer_constraint));
         let (push_state, hub, share) = self.push_view(feed, now_ms);
         if !push_state.is_empty() {
             constraints.push(if share < 1.0 {
@@ -394,5 +398,41 @@ impl State {
             not_before_unix_ms: bounds.not_before_ms.unwrap_or(0),
             status: self.feed_health(feed, now_ms, policy).status,
         })
+    }
+}
+
+/// What InspectFeedPlan says of a feed on a timer: the window its peak names, in UTC.
+fn timer_constraint(p: crate::plan::pattern::Peak) -> String {
+    // Minutes of the day from a share of a day; a window may end after midnight.
+    let hm = |share: f32| {
+        let m = (share.rem_euclid(1.0) * 1440.0).round() as u32 % 1440;
+        format!("{:02}:{:02}", m / 60, m % 60)
+    };
+    format!(
+        "on a timer: {:.0}% of its postings land between {} and {} UTC; its plan fetches just after",
+        p.share * 100.0,
+        hm(p.start),
+        hm(p.start + p.width)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timer_constraint;
+    use crate::plan::pattern::Peak;
+
+    #[test]
+    fn a_timer_window_is_shown_in_utc_clock_time() {
+        let peak = |start_min: f32, width_min: f32, share| Peak {
+            start: start_min / 1440.0,
+            width: width_min / 1440.0,
+            share,
+        };
+        assert_eq!(
+            timer_constraint(peak(255.0, 20.0, 0.9)),
+            "on a timer: 90% of its postings land between 04:15 and 04:35 UTC; its plan fetches just after"
+        );
+        // Across midnight.
+        assert!(timer_constraint(peak(1430.0, 20.0, 0.5)).contains("between 23:50 and 00:10 UTC"));
     }
 }

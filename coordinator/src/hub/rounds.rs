@@ -628,6 +628,7 @@ fn figures_of(
         regime_feeds: (counts.regime_rising, counts.regime_falling),
         calibration: (counts.calibrated_feeds, counts.silent_factor),
         rate_prior_mean: counts.rate_prior_mean,
+        timer_feeds: counts.timer_feeds,
         week_shapes: settings.weekly.then_some(counts.week_shapes),
     }
 }

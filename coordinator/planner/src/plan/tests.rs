@@ -479,6 +479,39 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         document_level(&quiet, &cfg, 0.0, true) < -100,
         "no size known: no floor"
     );
+    // A feed on a timer: 40 postings a day, 90% of them within 09:00-09:10. No schedule
+    // splits a five-minute slot of 18, so no number of fetches keeps every gap within a
+    // 7-item share of its document; the floor is what a slot that full allows (3), not the
+    // top of its search range (even spacing at the busiest hour's rate: 124).
+    let mut bins = vec![4.0 / 23.0; 24];
+    bins[9] = 36.0;
+    let timer = FeedModel {
+        weight: 1.0,
+        post_bins: bins,
+        peak: Some(super::pattern::Peak {
+            start: 9.0 / 24.0,
+            width: 10.0 / 1440.0,
+            share: 0.9,
+        }),
+        access_bins: vec![0.0; 24],
+        min_level: 1,
+        max_level: 288,
+        host: None,
+        document: None,
+    };
+    let mut p = Vec::new();
+    timer.expand_posts(&cfg, &mut p);
+    let busiest = p.iter().fold(0.0f64, |m, &x| m.max(x));
+    assert!(busiest > 7.0, "{busiest}");
+    assert_eq!(document_level(&timer, &cfg, 7.0, true), 3);
+    // Without the peak the hour's 36 spread over its twelve slots, and the search finds
+    // the fetches that hold the document there.
+    let spread = FeedModel {
+        peak: None,
+        ..timer
+    };
+    let level = document_level(&spread, &cfg, 7.0, true);
+    assert!((6..40).contains(&level), "{level}");
 }
 
 /// The optimal allocator's start score for `delay` splits a budget between a flat and a
