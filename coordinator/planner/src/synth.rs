@@ -176,35 +176,39 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
                         ts.push(t);
                     }
                 }
-            }
-            for (h, w) in weights.iter().enumerate().filter(|_| timer.is_none()) {
-                let start = d as f64 * day + h as f64 * 3600.0;
-                // Share of the hour the feed is active.
-                let on = ((to.min(start + 3600.0) - from.max(start)) / 3600.0).clamp(0.0, 1.0);
-                let lambda = rate * weekend * w / sum;
-                hourly.push(((lambda * level + burst_rate * dy.burst_postings / 24.0) * on) as f32);
-                if lambda <= 0.0 {
-                    continue;
-                }
-                let k = Poisson::new(lambda)
-                    .map(|p| p.sample(&mut rng) as usize)
-                    .unwrap_or(0);
-                for _ in 0..k {
-                    let t = d as f64 * day + (h as f64 + rng.gen::<f64>()) * 3600.0;
-                    // Drift thins (or adds to) the steady draw, so a feed without dynamics
-                    // draws exactly what it drew before.
-                    if (from..to).contains(&t) && (level >= 1.0 || dyn_rng.gen::<f64>() < level) {
-                        ts.push(t);
+            } else {
+                for (h, w) in weights.iter().enumerate() {
+                    let start = d as f64 * day + h as f64 * 3600.0;
+                    // Share of the hour the feed is active.
+                    let on = ((to.min(start + 3600.0) - from.max(start)) / 3600.0).clamp(0.0, 1.0);
+                    let lambda = rate * weekend * w / sum;
+                    hourly.push(
+                        ((lambda * level + burst_rate * dy.burst_postings / 24.0) * on) as f32,
+                    );
+                    if lambda <= 0.0 {
+                        continue;
                     }
-                }
-                if level > 1.0 {
-                    let extra = Poisson::new(lambda * (level - 1.0))
-                        .map(|p| p.sample(&mut dyn_rng) as usize)
+                    let k = Poisson::new(lambda)
+                        .map(|p| p.sample(&mut rng) as usize)
                         .unwrap_or(0);
-                    for _ in 0..extra {
-                        let t = d as f64 * day + (h as f64 + dyn_rng.gen::<f64>()) * 3600.0;
-                        if (from..to).contains(&t) {
+                    for _ in 0..k {
+                        let t = d as f64 * day + (h as f64 + rng.gen::<f64>()) * 3600.0;
+                        // Drift thins (or adds to) the steady draw, so a feed without dynamics
+                        // draws exactly what it drew before.
+                        if (from..to).contains(&t) && (level >= 1.0 || dyn_rng.gen::<f64>() < level)
+                        {
                             ts.push(t);
+                        }
+                    }
+                    if level > 1.0 {
+                        let extra = Poisson::new(lambda * (level - 1.0))
+                            .map(|p| p.sample(&mut dyn_rng) as usize)
+                            .unwrap_or(0);
+                        for _ in 0..extra {
+                            let t = d as f64 * day + (h as f64 + dyn_rng.gen::<f64>()) * 3600.0;
+                            if (from..to).contains(&t) {
+                                ts.push(t);
+                            }
                         }
                     }
                 }
