@@ -95,6 +95,10 @@ struct SynthArgs {
     /// clock time of its own (a nightly job, a scheduled post).
     #[arg(long, default_value_t = 0.0)]
     timer_share: f64,
+    /// Clock times each timer feed posts at, 1 to 4 (2: a morning and an evening digest);
+    /// each posting goes to one of them at random.
+    #[arg(long, default_value_t = 1)]
+    timer_windows: usize,
 }
 
 fn synth(a: SynthArgs) -> Result<()> {
@@ -122,11 +126,12 @@ fn synth(a: SynthArgs) -> Result<()> {
         && within(a.bursts_per_week, 1_000.0)
         && within(a.burst_postings, 10_000.0)
         && within(a.start_stop, 1.0)
-        && within(a.timer_share, 1.0))
+        && within(a.timer_share, 1.0)
+        && (1..=4).contains(&a.timer_windows))
     {
         bail!(
             "--drift takes 0 to 2, --bursts-per-week 0 to 1,000, --burst-postings 0 to \
-             10,000, and --start-stop and --timer-share a share from 0 to 1"
+             10,000, --start-stop and --timer-share a share from 0 to 1, and --timer-windows 1 to 4"
         );
     }
     let (t, truth) =
@@ -146,6 +151,7 @@ fn synth(a: SynthArgs) -> Result<()> {
                 burst_postings: a.burst_postings,
                 start_stop: a.start_stop,
                 timer_share: a.timer_share,
+                timer_windows: a.timer_windows,
             },
         });
     kairos_coordinator::synth::write(&t, &a.out)
@@ -569,9 +575,11 @@ fn plan(a: PlanArgs) -> Result<()> {
         }
     );
     println!("exploring feeds       {}", learned.exploring);
+    let timed = learned.models.iter().filter(|m| !m.peaks.is_empty());
     println!(
-        "feeds on a timer      {}",
-        learned.models.iter().filter(|m| m.peak.is_some()).count()
+        "feeds on a timer      {} ({} windows)",
+        timed.clone().count(),
+        timed.map(|m| m.peaks.len()).sum::<usize>()
     );
     if learned.week_shapes.iter().sum::<usize>() > 0 {
         let [d, p, ww, dow] = learned.week_shapes;

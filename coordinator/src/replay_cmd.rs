@@ -475,7 +475,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     for (f, m) in l.models.iter_mut().enumerate() {
                         // The generator's hours are the whole truth: no learned peak.
                         m.post_bins = t.day(f, d);
-                        m.peak = None;
+                        m.peaks.clear();
                     }
                     let plan = schedules(&with_floors(l).models, Policy::Optimal)?;
                     Some(replay(&trace, &plan, s, e))

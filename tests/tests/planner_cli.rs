@@ -521,12 +521,18 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
         "timer feed fetched at {with:?} s"
     );
     // The 30 feeds posting at random times are not on a timer.
-    assert!(said.contains("feeds on a timer      1\n"), "{said}");
+    assert!(
+        said.contains("feeds on a timer      1 (1 windows)\n"),
+        "{said}"
+    );
     // On its hourly bins alone the fetch comes later.
     let (without, said) = offsets(&["--no-timer-peaks"]);
     assert!(
         !without.is_empty() && without.iter().all(|&o| !(lo..=hi).contains(&o)),
         "without the peak: {without:?} s"
     );
-    assert!(said.contains("feeds on a timer      0\n"), "{said}");
+    assert!(
+        said.contains("feeds on a timer      0 (0 windows)\n"),
+        "{said}"
+    );
 }

@@ -355,7 +355,7 @@ pub fn learn(trace: &Trace, cfg: &LearnConfig) -> Learned {
             FeedModel {
                 weight: row.weight,
                 post_bins,
-                peak: None,
+                peaks: Vec::new(),
                 access_bins: access[f].clone(),
                 min_level,
                 max_level: cfg.max_level.max(min_level),
@@ -401,7 +401,7 @@ mod tests {
         FeedModel {
             weight: 1.0,
             post_bins: vec![0.01; 24],
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![0.0; 24],
             min_level,
             max_level: 1440,

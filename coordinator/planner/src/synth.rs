@@ -55,6 +55,9 @@ pub struct Dynamics {
     /// day's postings (Poisson, its rate) within [`TIMER_JITTER_S`] after a clock time of
     /// its own, drawn once, instead of over its daily shape; bursts still come at random.
     pub timer_share: f64,
+    /// Clock times a timer feed posts at (a morning and an evening digest: 2); each of
+    /// its postings goes to one of them at random. 0 and 1 both mean one.
+    pub timer_windows: usize,
 }
 
 /// How late after its clock time a timer feed's posting lands (uniform), seconds: a job's
@@ -140,9 +143,15 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
         } else {
             (0.0, span)
         };
-        // A timer feed's clock time, seconds into the day (its window stays within the day).
-        let timer = (dy.timer_share > 0.0 && dyn_rng.gen::<f64>() < dy.timer_share)
-            .then(|| dyn_rng.gen::<f64>() * (day - TIMER_JITTER_S));
+        // A timer feed's clock times, seconds into the day (each window stays within the
+        // day). One time draws nothing more, so one-window traces are those drawn before
+        // there could be more.
+        let timer: Option<Vec<f64>> =
+            (dy.timer_share > 0.0 && dyn_rng.gen::<f64>() < dy.timer_share).then(|| {
+                (0..dy.timer_windows.max(1))
+                    .map(|_| dyn_rng.gen::<f64>() * (day - TIMER_JITTER_S))
+                    .collect()
+            });
         let mut log_level = 0.0f64;
         let burst_rate = dy.bursts_per_week / 7.0;
         for d in 0..cfg.days {
@@ -152,17 +161,24 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
                 log_level += dy.drift * step;
             }
             let level = log_level.exp();
-            if let Some(at) = timer {
+            if let Some(times) = &timer {
                 let lambda = rate * weekend * level;
                 let start = d as f64 * day;
+                let windows = times.len();
                 for h in 0..24 {
                     let (lo, hi) = (start + h as f64 * 3600.0, start + (h + 1) as f64 * 3600.0);
-                    // The window's share in this hour, active part only.
-                    let (a, b) = (
-                        (start + at).max(lo).max(from),
-                        (start + at + TIMER_JITTER_S).min(hi).min(to),
-                    );
-                    let share = ((b - a) / TIMER_JITTER_S).max(0.0);
+                    // The windows' share in this hour, active part only.
+                    let share: f64 = times
+                        .iter()
+                        .map(|&at| {
+                            let (a, b) = (
+                                (start + at).max(lo).max(from),
+                                (start + at + TIMER_JITTER_S).min(hi).min(to),
+                            );
+                            ((b - a) / TIMER_JITTER_S).max(0.0)
+                        })
+                        .sum::<f64>()
+                        / windows as f64;
                     let on = ((to.min(hi) - from.max(lo)) / 3600.0).clamp(0.0, 1.0);
                     hourly
                         .push((lambda * share + burst_rate * dy.burst_postings / 24.0 * on) as f32);
@@ -171,6 +187,11 @@ pub fn generate_with_truth(cfg: &SynthConfig) -> (Trace, Truth) {
                     .map(|p| p.sample(&mut dyn_rng) as usize)
                     .unwrap_or(0);
                 for _ in 0..k {
+                    let at = if windows == 1 {
+                        times[0]
+                    } else {
+                        times[dyn_rng.gen_range(0..windows)]
+                    };
                     let t = start + at + dyn_rng.gen::<f64>() * TIMER_JITTER_S;
                     if (from..to).contains(&t) {
                         ts.push(t);
@@ -578,6 +599,40 @@ mod tests {
             .per_hour
             .iter()
             .all(|h| h.iter().take(24).filter(|&&r| r > 0.0).count() > 2));
+    }
+
+    #[test]
+    fn a_two_window_timer_feed_posts_near_both_of_its_clock_times() {
+        let (t, truth) = generate_with_truth(&config(Dynamics {
+            timer_share: 1.0,
+            timer_windows: 2,
+            ..Default::default()
+        }));
+        let mut both = 0;
+        for (f, posts) in t.postings.iter().enumerate() {
+            // Each posting lies within the jitter after a start of one of the feed's two
+            // windows, and the truth's day holds at most four hours.
+            let hours = truth.per_hour[f][..24].iter().filter(|&&r| r > 0.0).count();
+            assert!((1..=4).contains(&hours), "feed {f}: {hours} hours");
+            let mut clock: Vec<f64> = posts.iter().map(|p| p.rem_euclid(86_400.0)).collect();
+            clock.sort_by(f64::total_cmp);
+            // Postings more than two jitters apart on the clock fall in different windows.
+            let groups = 1 + clock
+                .windows(2)
+                .filter(|w| w[1] - w[0] > 2.0 * TIMER_JITTER_S)
+                .count()
+                - usize::from(
+                    clock.len() > 1
+                        && clock[0] + 86_400.0 - clock[clock.len() - 1] <= 2.0 * TIMER_JITTER_S,
+                );
+            assert!(groups <= 2, "feed {f}: {groups} groups of clock times");
+            if groups == 2 {
+                both += 1;
+            }
+        }
+        // Two random clock times land within twenty minutes of each other for about one
+        // feed in 36; the rest post at both.
+        assert!(both >= 150, "{both} of 200 feeds post at two times");
     }
 
     #[test]

@@ -463,7 +463,7 @@ mod tests {
         let model = |min, max| FeedModel {
             weight: 1.0,
             post_bins: vec![1.0; 24],
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![],
             min_level: min,
             max_level: max,

@@ -366,15 +366,18 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
                 (post_bins, access)
             };
             // A feed on a timer: where in the day its postings land ([`super::timer`]).
-            let peak = state_of(&feed.id).filter(|_| s.timer_peaks).and_then(|st| {
-                let from = st.postings_ms.partition_point(|&t| t < window_start);
-                let times: Vec<i64> = st.postings_ms.range(from..).copied().collect();
-                super::timer::peak(&times)
-            });
+            let peaks = state_of(&feed.id)
+                .filter(|_| s.timer_peaks)
+                .map(|st| {
+                    let from = st.postings_ms.partition_point(|&t| t < window_start);
+                    let times: Vec<i64> = st.postings_ms.range(from..).copied().collect();
+                    super::timer::peaks(&times)
+                })
+                .unwrap_or_default();
             let model = FeedModel {
                 weight: feed.weight,
                 post_bins,
-                peak,
+                peaks,
                 access_bins: access,
                 min_level: lo,
                 max_level: max_level.max(lo),
@@ -385,7 +388,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         })
         .unzip_into_vecs(&mut models, &mut shapes_chosen);
     drop(host_ids);
-    decided.timer_feeds = models.iter().filter(|m| m.peak.is_some()).count();
+    decided.timer_feeds = models.iter().filter(|m| !m.peaks.is_empty()).count();
     for shape in shapes_chosen.into_iter().flatten() {
         decided.week_shapes[shape as usize] += 1;
     }

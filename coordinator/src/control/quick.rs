@@ -213,7 +213,7 @@ mod tests {
         FeedModel {
             weight: 1.0,
             post_bins: vec![per_hour; 24],
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![0.0; 24],
             min_level: 1,
             max_level: 96,

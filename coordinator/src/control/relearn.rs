@@ -203,19 +203,16 @@ fn close(a: &[f32], b: &[f32]) -> bool {
     diff <= MODEL_TOLERANCE * size.max(1e-6)
 }
 
-/// Whether two peaks would place a fetch alike: both absent, or windows within a minute of
-/// each other and shares within the model tolerance.
-fn close_peak(a: Option<Peak>, b: Option<Peak>) -> bool {
+/// Whether two feeds' peaks would place fetches alike: as many windows, each within a
+/// minute of its counterpart and with a share within the model tolerance.
+fn close_peaks(a: &[Peak], b: &[Peak]) -> bool {
     const MINUTE: f32 = 1.0 / 1440.0;
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| {
             (a.start - b.start).abs() <= MINUTE
                 && ((a.start + a.width) - (b.start + b.width)).abs() <= MINUTE
                 && f64::from((a.share - b.share).abs()) <= MODEL_TOLERANCE
-        }
-        _ => false,
-    }
+        })
 }
 
 /// Whether a new model differs enough from the one planned with to re-solve the feed.
@@ -227,7 +224,7 @@ fn same_model(new: &FeedModel, old: &FeedModel) -> bool {
         && new.max_level == old.max_level
         && new.host == old.host
         && close(&new.post_bins, &old.post_bins)
-        && close_peak(new.peak, old.peak)
+        && close_peaks(&new.peaks, &old.peaks)
         && close(&new.access_bins, &old.access_bins)
 }
 

@@ -71,7 +71,7 @@ fn a_new_populations_schedules_are_turned_apart_and_keep_their_spacing() {
             weight: 1.0,
             post_bins: vec![0.1; BINS],
             // Readers do not matter to the delay metric.
-            peak: None,
+            peaks: Vec::new(),
             access_bins: (0..BINS).map(|b| b as f32).collect(),
             min_level: 1,
             max_level: 1440,
@@ -455,7 +455,7 @@ fn a_feed_posting_faster_than_its_document_holds_gets_a_floor() {
         },
     );
     assert_eq!(counts.timer_feeds, 2);
-    assert!(m[0].peak.is_some());
+    assert!(!m[0].peaks.is_empty());
     assert!((1..=3).contains(&m[0].min_level), "{}", m[0].min_level);
 }
 

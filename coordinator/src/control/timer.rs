@@ -7,17 +7,19 @@
 //! day: on `real-commits`, a directory feed with 45 of its 46 postings between 04:11 and
 //! 04:31, on 39 of the 40 days it posted, was planned between 05:13 and 06:54, and at one
 //! fetch a day its postings waited 643 minutes on average (docs/RESULTS.md "Feeds on a
-//! timer"). This module finds such a window
-//! in a feed's dated postings; the planner moves the window's share of the feed's postings
-//! into it ([`crate::plan::pattern::Peak`]) and leaves its rate alone. On by default
+//! timer"). This module finds such windows in a feed's dated postings (up to
+//! [`MAX_WINDOWS`]: a morning and an evening digest are two); the planner moves each
+//! window's share of the feed's postings into it ([`crate::plan::pattern::Peak`]) and
+//! leaves its rate alone. On by default
 //! (`--no-timer-peaks` turns it off): where no feed is on a timer it finds almost none and
 //! the plans are those without it; on a population with timer feeds the delay falls by a few
 //! percent (docs/PLANNER.md, "Feeds on a timer").
 //!
 //! The test is deliberately strict, since a false window costs a feed its fetches'
-//! spread: most of the feed's postings, on most of the days it posted and on at least
-//! [`MIN_DAYS`] of them, within [`SEARCH_MINUTES`] of each other by the clock, and few
-//! beside the window ([`MAX_FLANK_SHARE`]). A burst (many postings on one day) is one day.
+//! spread: postings on most of the days the feed posted and on at least [`MIN_DAYS`] of
+//! them within [`SEARCH_MINUTES`] of each other by the clock, few beside the window
+//! ([`MAX_FLANK_SHARE`]), and, with the feed's other windows (each passing the same test),
+//! most of its postings. A burst (many postings on one day) is one day.
 //! A feed posting once a day at random times meets the test rarely: simulated (before the
 //! flank test), 3 and 8 of 200,000 such feeds with 8 and 10 postings did, none with 6 or
 //! 14. Feeds with a narrow busy hour and few postings meet it more often: on 100,000 feeds
@@ -49,27 +51,86 @@ pub const MAX_FLANK_SHARE: f64 = 0.25;
 /// would often come before its posting is in the feed.
 const MIN_WIDTH_MINUTES: i64 = 2;
 
-/// The feed's window, from its dated postings (Unix ms, ascending or not), or `None` when
-/// they do not show one.
-pub fn peak(times: &[i64]) -> Option<Peak> {
+/// Windows a feed may have at most: a morning, a midday and an evening digest.
+pub const MAX_WINDOWS: usize = 3;
+
+/// The feed's windows, from its dated postings (Unix ms, ascending or not), busiest first
+/// by the days they hold; empty when they do not show one. The first window is the one the
+/// test of the module doc finds; each further one is looked for among the postings the
+/// windows before it left, and must hold postings on as many days and pass the same flank
+/// test. Together the windows must hold [`MIN_SHARE`] of the postings, so a morning and an
+/// evening digest, each with under half, are found together where neither is alone.
+pub fn peaks(times: &[i64]) -> Vec<Peak> {
     let n = times.len();
     if n < MIN_POSTINGS {
-        return None;
+        return Vec::new();
     }
-    const MINUTE: i64 = 60_000;
-    // (time of day in ms, day) for each posting, by time of day, then the same shifted by a
-    // day so that a window may run past midnight.
-    let mut by_time: Vec<(i64, i64)> = times
+    // (time of day in ms, day) for each posting, by time of day.
+    let mut rest: Vec<(i64, i64)> = times
         .iter()
         .map(|&t| (t.rem_euclid(DAY_MS), t.div_euclid(DAY_MS)))
         .collect();
-    by_time.sort_unstable();
+    rest.sort_unstable();
     let all_days = {
-        let mut d: Vec<i64> = times.iter().map(|&t| t.div_euclid(DAY_MS)).collect();
+        let mut d: Vec<i64> = rest.iter().map(|&(_, d)| d).collect();
         d.sort_unstable();
         d.dedup();
         d.len()
     };
+    let mut found: Vec<(Peak, usize)> = Vec::new();
+    while found.len() < MAX_WINDOWS {
+        let Some(w) = best_window(&rest) else { break };
+        if w.days < MIN_DAYS || (w.days as f64) < MIN_SHARE * all_days as f64 || !w.flanks_clear {
+            break;
+        }
+        // From the first posting in the window to a minute after its last.
+        let to = (w.last + MINUTE).max(w.first + MIN_WIDTH_MINUTES * MINUTE);
+        let peak = Peak {
+            start: (w.first.rem_euclid(DAY_MS) as f64 / DAY_MS as f64) as f32,
+            width: ((to - w.first) as f64 / DAY_MS as f64) as f32,
+            // A little short of the share seen: the window's next day may come without.
+            share: (w.count as f64 / (n as f64 + 1.0)) as f32,
+        };
+        found.push((peak, w.count));
+        // The window's postings leave; the next window is looked for among the others.
+        let inside = |t: i64| {
+            let from = w.first.rem_euclid(DAY_MS);
+            (t - from).rem_euclid(DAY_MS) <= w.last - w.first
+        };
+        rest.retain(|&(t, _)| !inside(t));
+    }
+    let held: usize = found.iter().map(|&(_, c)| c).sum();
+    if (held as f64) < MIN_SHARE * n as f64 {
+        return Vec::new();
+    }
+    found.into_iter().map(|(p, _)| p).collect()
+}
+
+const MINUTE: i64 = 60_000;
+
+/// The window of [`SEARCH_MINUTES`] holding postings on the most days (then the most
+/// postings) among `by_time`, (time of day, day) sorted by time of day.
+struct Window {
+    /// Distinct days with a posting in it.
+    days: usize,
+    /// Postings in it.
+    count: usize,
+    /// Time of day of its first posting, ms.
+    first: i64,
+    /// Time of its last posting, ms from the first one's day (past `DAY_MS` when the
+    /// window runs past midnight).
+    last: i64,
+    /// Whether the [`SEARCH_MINUTES`] on either side hold at most [`MAX_FLANK_SHARE`] of
+    /// its postings.
+    flanks_clear: bool,
+}
+
+fn best_window(by_time: &[(i64, i64)]) -> Option<Window> {
+    let n = by_time.len();
+    if n == 0 {
+        return None;
+    }
+    // The postings, then the same shifted by a day so that a window may run past midnight.
     let circular: Vec<(i64, i64)> = by_time
         .iter()
         .copied()
@@ -106,13 +167,7 @@ pub fn peak(times: &[i64]) -> Option<Peak> {
             }
         }
     }
-    let (in_days, count, first, last) = best?;
-    if in_days < MIN_DAYS
-        || (in_days as f64) < MIN_SHARE * all_days as f64
-        || (count as f64) < MIN_SHARE * n as f64
-    {
-        return None;
-    }
+    let (days, count, first, last) = best?;
     // Postings whose time of day falls in `[lo, lo + len)`, by the clock (`circular` holds
     // every posting twice, a day apart, in order).
     let count_in = |lo: i64, len: i64| {
@@ -121,17 +176,12 @@ pub fn peak(times: &[i64]) -> Option<Peak> {
             - circular.partition_point(|&(t, _)| t < lo)
     };
     let flanks = count_in(circular[first].0 - span, span) + count_in(circular[last].0 + 1, span);
-    if flanks as f64 > MAX_FLANK_SHARE * count as f64 {
-        return None;
-    }
-    // From the first posting in the window to a minute after its last.
-    let from = circular[first].0;
-    let to = (circular[last].0 + MINUTE).max(from + MIN_WIDTH_MINUTES * MINUTE);
-    Some(Peak {
-        start: (from.rem_euclid(DAY_MS) as f64 / DAY_MS as f64) as f32,
-        width: ((to - from) as f64 / DAY_MS as f64) as f32,
-        // A little short of the share seen: the window's next day may come without.
-        share: (count as f64 / (n as f64 + 1.0)) as f32,
+    Some(Window {
+        days,
+        count,
+        first: circular[first].0,
+        last: circular[last].0,
+        flanks_clear: flanks as f64 <= MAX_FLANK_SHARE * count as f64,
     })
 }
 
@@ -141,6 +191,13 @@ mod tests {
 
     const MIN: i64 = 60_000;
     const DAY: i64 = DAY_MS;
+
+    /// The one window the tests of a single timer expect, or `None` (more than one fails).
+    fn peak(times: &[i64]) -> Option<Peak> {
+        let found = peaks(times);
+        assert!(found.len() <= 1, "{found:?}");
+        found.into_iter().next()
+    }
 
     fn at(day: i64, hour: i64, minute: i64) -> i64 {
         1_700_006_400_000 + day * DAY + hour * 60 * MIN + minute * MIN
@@ -251,5 +308,53 @@ mod tests {
         let p = peak(&times).expect("a window");
         assert!((p.width as f64 * 1440.0 - MIN_WIDTH_MINUTES as f64).abs() < 0.01);
         assert!((p.share - 10.0 / 11.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_morning_and_an_evening_digest_are_two_windows() {
+        // 06:02-06:10 on 12 of 14 days, 18:31-18:39 on 11 of them, and three postings at
+        // other hours: neither window holds half the feed's 26 postings alone.
+        let mut times: Vec<i64> = (0..14)
+            .filter(|d| d % 7 != 3)
+            .map(|d| at(d, 6, 2 + d % 9))
+            .collect();
+        times.extend(
+            (0..14)
+                .filter(|d| d % 5 != 2)
+                .map(|d| at(d, 18, 31 + d % 9)),
+        );
+        times.extend([at(2, 11, 40), at(8, 1, 15), at(12, 14, 5)]);
+        times.sort_unstable();
+        let n = times.len() as f32;
+        let found = peaks(&times);
+        assert_eq!(found.len(), 2, "{found:?}");
+        let minute = |share: f32| (share as f64 * 1440.0).round() as i64;
+        let mut by_start: Vec<(i64, i64, f32)> = found
+            .iter()
+            .map(|p| (minute(p.start), minute(p.start + p.width), p.share))
+            .collect();
+        by_start.sort_by_key(|w| w.0);
+        assert_eq!((by_start[0].0, by_start[0].1), (6 * 60 + 2, 6 * 60 + 11));
+        assert_eq!((by_start[1].0, by_start[1].1), (18 * 60 + 31, 18 * 60 + 40));
+        assert!((by_start[0].2 - 12.0 / (n + 1.0)).abs() < 1e-6);
+        assert!((by_start[1].2 - 11.0 / (n + 1.0)).abs() < 1e-6);
+        // The busier window (by days) comes first.
+        assert!(found[0].share > found[1].share);
+        // Three digests a day are three windows; a fourth clock time is not looked for.
+        let mut three = times.clone();
+        three.extend((0..14).map(|d| at(d, 12, 0)));
+        assert_eq!(peaks(&three).len(), 3);
+        let mut four = three.clone();
+        four.extend((0..14).map(|d| at(d, 22, 0)));
+        assert_eq!(peaks(&four).len(), MAX_WINDOWS);
+        // A second clock time on too few days is not a window, and one window then holds
+        // too little of the feed alone: nothing.
+        let mut sparse: Vec<i64> = (0..14)
+            .filter(|d| d % 7 != 3)
+            .map(|d| at(d, 6, 2 + d % 9))
+            .collect();
+        sparse.extend((0..4).map(|d| at(d * 3, 18, 31)));
+        sparse.extend((0..10).map(|d| at(d, (d * 5 + 1) % 24, 47)));
+        assert_eq!(peaks(&sparse), vec![]);
     }
 }

@@ -373,7 +373,7 @@ impl State {
         let (model, _) = self.model_of(feed)?;
         let fetches = spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
         let mut constraints = bounds.reasons;
-        constraints.extend(model.peak.map(timer_constraint));
+        constraints.extend(model.peaks.iter().copied().map(timer_constraint));
         let (push_state, hub, share) = self.push_view(feed, now_ms);
         if !push_state.is_empty() {
             constraints.push(if share < 1.0 {

@@ -736,7 +736,7 @@ mod tests {
         FeedModel {
             weight: 1.0,
             post_bins: vec![1.0; 24],
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![1.0; 24],
             min_level,
             max_level: 96,

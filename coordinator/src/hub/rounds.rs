@@ -671,7 +671,7 @@ mod tests {
         let model = crate::plan::planner::FeedModel {
             weight: 1.0,
             post_bins: vec![0.5; 24],
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![0.0; 24],
             min_level: crate::plan::alloc::ceil_level(1.0 / 7.0),
             max_level: 96,

@@ -138,7 +138,7 @@ fn flat_feed(post: f32, access: f32) -> FeedModel {
     FeedModel {
         weight: 1.0,
         post_bins: vec![post / 24.0; 24],
-        peak: None,
+        peaks: Vec::new(),
         access_bins: vec![access / 24.0; 24],
         min_level: 1,
         max_level: 100,

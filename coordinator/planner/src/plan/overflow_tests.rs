@@ -36,7 +36,7 @@ fn feed(per_day: f32, items: f64, clump: f64, hours: f64) -> FeedModel {
     FeedModel {
         weight: 1.0,
         post_bins: bins,
-        peak: None,
+        peaks: Vec::new(),
         access_bins: vec![0.0; 24],
         min_level: -5,
         max_level: 12,

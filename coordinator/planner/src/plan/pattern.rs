@@ -103,16 +103,18 @@ pub struct Peak {
     pub share: f32,
 }
 
-/// Expands a feed's posting bins onto `n` slots with `peak`'s share of their mass in the
-/// peak's window on each of the period's `days` days. The bins count the window's postings
-/// in the hours that hold it, so that share is first taken out of those hours (in
-/// proportion to the window's overlap with each), and what they hold too little of, out of
-/// every hour alike: left in, the window's postings would stay smeared over the hours
-/// around it, and the rest of the feed's day would look busiest just after the window.
-/// The total is unchanged; a peak that is not finite or not within its ranges is ignored.
-pub fn expand_with_peak(
+/// Expands a feed's posting bins onto `n` slots with each of `peaks`' share of their mass
+/// in its window on each of the period's `days` days (a feed on a timer has one window, a
+/// morning and an evening digest two). The bins count a window's postings in the hours that
+/// hold it, so that share is first taken out of those hours (in proportion to the window's
+/// overlap with each), and what they hold too little of, out of every hour alike: left in,
+/// the window's postings would stay smeared over the hours around it, and the rest of the
+/// feed's day would look busiest just after the window. The total is unchanged; peaks of
+/// which one is not finite or not within its ranges, or whose shares sum past one, are
+/// ignored.
+pub fn expand_with_peaks(
     bins: &[f32],
-    peak: Option<Peak>,
+    peaks: &[Peak],
     days: usize,
     n: usize,
     smoothing: Smoothing,
@@ -124,28 +126,35 @@ pub fn expand_with_peak(
         (0.0..1.0).contains(&start) && width > 0.0 && width < 1.0 && share > 0.0 && share <= 1.0
     };
     let total: f64 = bins.iter().map(|&b| b.max(0.0) as f64).sum();
-    let p = match peak {
-        Some(p) if valid(&p) && n > 0 && total > 0.0 && total.is_finite() => p,
-        _ => return expand(bins, n, smoothing, out),
-    };
-    let (start, width, share) = (p.start as f64, p.width as f64, p.share as f64);
-    let mass = share * total / days as f64;
-    // The window's postings out of the bins that hold it.
+    let shares: f64 = peaks.iter().map(|p| p.share as f64).sum();
+    if peaks.is_empty()
+        || !peaks.iter().all(valid)
+        || shares > 1.0 + 1e-6
+        || n == 0
+        || !(total > 0.0 && total.is_finite())
+    {
+        return expand(bins, n, smoothing, out);
+    }
+    let mass = |p: &Peak| p.share as f64 * total / days as f64;
+    // The windows' postings out of the bins that hold them.
     let mut rest: Vec<f32> = bins.iter().map(|&b| b.max(0.0)).collect();
     let nb = rest.len();
     let mut short = 0.0f64;
-    for d in 0..days {
-        over_window(
-            d as f64 + start,
-            width,
-            nb as f64 / days as f64,
-            nb,
-            |at, part| {
-                let (take, held) = (mass * part, rest[at] as f64);
-                rest[at] = (held - take).max(0.0) as f32;
-                short += (take - held).max(0.0);
-            },
-        );
+    for p in peaks {
+        let m = mass(p);
+        for d in 0..days {
+            over_window(
+                d as f64 + p.start as f64,
+                p.width as f64,
+                nb as f64 / days as f64,
+                nb,
+                |at, part| {
+                    let (take, held) = (m * part, rest[at] as f64);
+                    rest[at] = (held - take).max(0.0) as f32;
+                    short += (take - held).max(0.0);
+                },
+            );
+        }
     }
     let left: f64 = rest.iter().map(|&b| b as f64).sum();
     if short > 0.0 && left > 0.0 {
@@ -153,17 +162,20 @@ pub fn expand_with_peak(
         rest.iter_mut().for_each(|b| *b *= k);
     }
     expand(&rest, n, smoothing, out);
-    // Each slot takes the mass of the part of the window it covers.
-    for d in 0..days {
-        over_window(
-            d as f64 + start,
-            width,
-            n as f64 / days as f64,
-            n,
-            |at, part| {
-                out[at] += mass * part;
-            },
-        );
+    // Each slot takes the mass of the part of each window it covers.
+    for p in peaks {
+        let m = mass(p);
+        for d in 0..days {
+            over_window(
+                d as f64 + p.start as f64,
+                p.width as f64,
+                n as f64 / days as f64,
+                n,
+                |at, part| {
+                    out[at] += m * part;
+                },
+            );
+        }
     }
 }
 
@@ -203,7 +215,7 @@ mod tests {
         // 10-minute slots: slot 25 of a day is 04:10–04:20, 26 is 04:20–04:30.
         let n = 7 * 144;
         let mut out = Vec::new();
-        expand_with_peak(&bins, Some(peak), 7, n, Smoothing::Step, &mut out);
+        expand_with_peaks(&bins, &[peak], 7, n, Smoothing::Step, &mut out);
         let total: f64 = out.iter().sum();
         assert!((total - 84.0).abs() < 1e-3, "{total}");
         // Each day's window holds 6 postings; hour 4 held 0.5, so 5.5 come from every
@@ -226,7 +238,7 @@ mod tests {
         let mut busy = vec![0.1f32; 24];
         busy[4] = 2.0;
         let p4 = Peak { share: 0.4, ..peak };
-        expand_with_peak(&busy, Some(p4), 1, 144, Smoothing::Step, &mut out);
+        expand_with_peaks(&busy, &[p4], 1, 144, Smoothing::Step, &mut out);
         let sum: f64 = out.iter().sum();
         assert!((sum - 4.3).abs() < 1e-5, "{sum}");
         let kept = 0.28 / 6.0;
@@ -248,7 +260,7 @@ mod tests {
             width: 0.02,
             share: 1.0,
         };
-        expand_with_peak(&[1.0f32; 24], Some(late), 1, 100, Smoothing::Step, &mut out);
+        expand_with_peaks(&[1.0f32; 24], &[late], 1, 100, Smoothing::Step, &mut out);
         assert!((out[99] - 12.0).abs() < 1e-3 && (out[0] - 12.0).abs() < 1e-3);
         // (The f32 window reaches a millionth of a slot further.)
         assert!(out[1..99].iter().all(|&v| v.abs() < 1e-4));
@@ -272,7 +284,46 @@ mod tests {
                 share: f32::NAN,
             },
         ] {
-            expand_with_peak(&bins, Some(bad), 7, 100, Smoothing::Linear, &mut out);
+            expand_with_peaks(&bins, &[bad], 7, 100, Smoothing::Linear, &mut out);
+            assert_eq!(out, plain);
+        }
+    }
+
+    #[test]
+    fn two_peaks_each_take_their_share_and_too_much_is_ignored() {
+        // A day of 24 postings, 1 an hour; 30% at 06:00-06:10, 40% at 18:00-18:20.
+        let bins = vec![1.0f32; 24];
+        let window = |h: f64, min: f64, share| Peak {
+            start: (h / 24.0) as f32,
+            width: (min / 1440.0) as f32,
+            share,
+        };
+        let (am, pm) = (window(6.0, 10.0, 0.3), window(18.0, 20.0, 0.4));
+        let mut out = Vec::new();
+        expand_with_peaks(&bins, &[am, pm], 1, 144, Smoothing::Step, &mut out);
+        let total: f64 = out.iter().sum();
+        assert!((total - 24.0).abs() < 1e-3, "{total}");
+        // 7.2 postings in slot 36 (06:00-06:10), 9.6 over slots 108 and 109; hours 6 and 18
+        // held 1 each, so the other 14.8 come from every hour alike: 22 hours keep
+        // (22 - 14.8) / 22 of theirs.
+        let kept = (22.0 - (7.2 - 1.0) - (9.6 - 1.0)) / 22.0 / 6.0;
+        assert!((out[36] - 7.2).abs() < 1e-4, "{}", out[36]);
+        assert!((out[108] - 4.8).abs() < 1e-4 && (out[109] - 4.8).abs() < 1e-4);
+        // (The f32 windows reach a millionth of a slot further.)
+        assert!(
+            out[37].abs() < 1e-4 && out[110].abs() < 1e-4,
+            "hours 6 and 18 emptied"
+        );
+        assert!((out[60] - kept).abs() < 1e-5, "{} vs {kept}", out[60]);
+        // Shares past one, or one bad window among good ones: the plain expansion.
+        let mut plain = Vec::new();
+        expand(&bins, 144, Smoothing::Step, &mut plain);
+        let bad = Peak {
+            share: f32::NAN,
+            ..am
+        };
+        for peaks in [vec![am, pm, window(12.0, 5.0, 0.4)], vec![am, bad]] {
+            expand_with_peaks(&bins, &peaks, 1, 144, Smoothing::Step, &mut out);
             assert_eq!(out, plain);
         }
     }

@@ -11,7 +11,7 @@ use super::cost::{CostTable, Metric, TableStorage};
 use super::exact::ExactSolver;
 use super::exchange::{CurveCache, CurvePoint};
 use super::overflow::{gap_loss, prefix_sums, priced_loss, Document};
-use super::pattern::{expand, expand_with_peak, Peak, Smoothing};
+use super::pattern::{expand, expand_with_peaks, Peak, Smoothing};
 use super::search::{condition_search, uniform_slots};
 use rayon::prelude::*;
 
@@ -80,9 +80,10 @@ pub struct FeedModel {
     pub weight: f64,
     /// Expected postings per bin per period (hourly bins: 24 for a day, 168 for a week).
     pub post_bins: Vec<f32>,
-    /// A time of day at which a share of those postings come (a feed on a timer):
-    /// where in the day, not how many ([`Peak`]).
-    pub peak: Option<Peak>,
+    /// Times of day at which shares of those postings come (a feed on a timer; a morning
+    /// and an evening digest are two): where in the day, not how many ([`Peak`]). Empty
+    /// for most feeds.
+    pub peaks: Vec<Peak>,
     /// Expected weighted reader accesses per bin per period (same bins).
     pub access_bins: Vec<f32>,
     /// Lowest allowed level (from the global minimum, or raised to explore a feed whose
@@ -99,12 +100,12 @@ pub struct FeedModel {
 
 impl FeedModel {
     /// The feed's expected postings per slot of `cfg`'s period: its bins spread onto the
-    /// slots, with its peak's share moved into the peak's window on each day.
+    /// slots, with each peak's share moved into its window on each day.
     pub fn expand_posts(&self, cfg: &PlanConfig, out: &mut Vec<f64>) {
         let days = (cfg.period_seconds / 86_400.0).round().max(1.0) as usize;
-        expand_with_peak(
+        expand_with_peaks(
             &self.post_bins,
-            self.peak,
+            &self.peaks,
             days,
             cfg.slots,
             cfg.smoothing,
@@ -323,7 +324,7 @@ fn phase(feed_index: usize, span: usize) -> usize {
 /// Whether a feed's model is the same at every hour (posting and access rates, and no
 /// peak): any rotation of its schedule costs the same.
 pub(super) fn is_flat(feed: &FeedModel) -> bool {
-    if feed.peak.is_some() {
+    if !feed.peaks.is_empty() {
         return false;
     }
     let flat = |b: &[f32]| {

@@ -125,7 +125,7 @@ mod tests {
         FeedModel {
             weight: 1.0,
             post_bins: w.iter().map(|x| (rate * x / sum) as f32).collect(),
-            peak: None,
+            peaks: Vec::new(),
             access_bins: vec![0.0; 24],
             min_level: ceil_level(1.0 / 7.0),
             max_level: 96,

@@ -405,7 +405,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         let feed = FeedModel {
             weight: 1.0,
             post_bins: post.clone(),
-            peak: None,
+            peaks: Vec::new(),
             access_bins: access.clone(),
             min_level: 1,
             max_level: 288,
@@ -454,7 +454,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
     let quiet = FeedModel {
         weight: 1.0,
         post_bins: vec![1.9 / 24.0; 24],
-        peak: None,
+        peaks: Vec::new(),
         access_bins: vec![0.0; 24],
         min_level: -10,
         max_level: 288,
@@ -488,11 +488,11 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
     let timer = FeedModel {
         weight: 1.0,
         post_bins: bins,
-        peak: Some(super::pattern::Peak {
+        peaks: vec![super::pattern::Peak {
             start: 9.0 / 24.0,
             width: 10.0 / 1440.0,
             share: 0.9,
-        }),
+        }],
         access_bins: vec![0.0; 24],
         min_level: 1,
         max_level: 288,
@@ -507,7 +507,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
     // Without the peak the hour's 36 spread over its twelve slots, and the search finds
     // the fetches that hold the document there.
     let spread = FeedModel {
-        peak: None,
+        peaks: Vec::new(),
         ..timer
     };
     let level = document_level(&spread, &cfg, 7.0, true);
@@ -528,7 +528,7 @@ fn start_score_splits_like_the_exact_curves() {
     let model = |bins: &Vec<f32>| FeedModel {
         weight: 1.0,
         post_bins: bins.clone(),
-        peak: None,
+        peaks: Vec::new(),
         access_bins: vec![0.0; 24],
         min_level: 1,
         max_level: 288,
@@ -582,16 +582,17 @@ fn start_score_splits_like_the_exact_curves() {
 /// slot agrees with the solver on the peak's best time.
 #[test]
 fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
+    use super::alloc::Level;
     use super::pattern::Peak;
     use super::pattern::Smoothing;
     use super::planner::{solve, FeedModel, PlanConfig, Policy, Scheduler};
-    let feed = |peak| FeedModel {
+    let feed = |peaks: Vec<Peak>| FeedModel {
         weight: 1.0,
         post_bins: vec![1.0 / 24.0; 24],
-        peak,
         access_bins: vec![0.0; 24],
-        min_level: 1,
-        max_level: 1,
+        min_level: peaks.len().max(1) as Level,
+        max_level: peaks.len().max(1) as Level,
+        peaks,
         host: None,
         document: None,
     };
@@ -610,11 +611,11 @@ fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
         width: (0.25 / 24.0) as f32,
         share: 0.9,
     };
-    let plan = solve(&[feed(Some(peak))], &cfg).unwrap();
+    let plan = solve(&[feed(vec![peak])], &cfg).unwrap();
     let slot = plan.feeds[0].slots[0] as usize;
     assert_eq!(plan.feeds[0].slots.len(), 1);
     let mut p = Vec::new();
-    feed(Some(peak)).expand_posts(&cfg, &mut p);
+    feed(vec![peak]).expand_posts(&cfg, &mut p);
     let table = CostTable::new(Metric::Delay, &p, &[], 60.0);
     let best = (0..1440)
         .min_by(|&a, &b| table.cost(a, a + 1440).total_cmp(&table.cost(b, b + 1440)))
@@ -624,6 +625,46 @@ fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
     // Postings wait about 8 minutes on average instead of the flat feed's 12 hours.
     let wait = table.cost(slot, slot + 1440) / 60.0;
     assert!(wait < 0.9 * 7.5 + 0.1 * 720.0 + 1.0, "{wait} min");
-    let flat = solve(&[feed(None)], &cfg).unwrap();
+    let flat = solve(&[feed(vec![])], &cfg).unwrap();
     assert!((flat.expected_cost - 720.0 * 60.0).abs() < 60.0 * 5.0);
+    // A morning and an evening digest (04:15-04:30 and 16:40-16:55, 45% of the postings
+    // each) and two fetches a day: one just after each window, as every pair of minutes
+    // tried agrees.
+    let evening = Peak {
+        start: (16.0 / 24.0 + 40.0 / 1440.0) as f32,
+        share: 0.45,
+        ..peak
+    };
+    let two = feed(vec![
+        Peak {
+            share: 0.45,
+            ..peak
+        },
+        evening,
+    ]);
+    let cfg2 = PlanConfig {
+        budget: 2.0,
+        ..cfg.clone()
+    };
+    let plan = solve(std::slice::from_ref(&two), &cfg2).unwrap();
+    let mut got: Vec<usize> = plan.feeds[0].slots.iter().map(|&s| s as usize).collect();
+    got.sort_unstable();
+    let mut p = Vec::new();
+    two.expand_posts(&cfg, &mut p);
+    let table = CostTable::new(Metric::Delay, &p, &[], 60.0);
+    let pair = |a: usize, b: usize| table.cost(a, b) + table.cost(b, a + 1440);
+    let (mut best, mut best_cost) = ((0, 0), f64::INFINITY);
+    for a in 0..1440 {
+        for b in a + 1..1440 {
+            let c = pair(a, b);
+            if c < best_cost {
+                (best, best_cost) = ((a, b), c);
+            }
+        }
+    }
+    assert_eq!((got[0], got[1]), best);
+    assert!(
+        (270..=271).contains(&got[0]) && (1015..=1016).contains(&got[1]),
+        "fetches at minutes {got:?}"
+    );
 }
