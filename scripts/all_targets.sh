@@ -26,7 +26,8 @@ mkdir -p "$OUT/traces"
 
 # The variants of docs/RESULTS.md "Synthetic variants, with the truth" (the papers' shape,
 # default seed), `quiet` of "Draws Kairos was not tuned on" (seed 8, the draw tuned on) and
-# `timers` of "Feeds on a timer, on by default".
+# `timers` of "Feeds on a timer, on by default", `digests` of "Feeds on a timer at two
+# clock times".
 C="--feeds 500 --users 150 --days 28 --posts-per-day 3.4 --subs-per-user 33 --accesses-per-user-per-day 25"
 Q="--feeds 600 --users 150 --days 28 --posts-per-day 0.4 --bursts-per-week 0.3 --burst-postings 4 --start-stop 0.3 --drift 0.1 --seed 8"
 declare -A FLAGS=(
@@ -37,8 +38,9 @@ declare -A FLAGS=(
     [mixed]="$C --drift 0.1 --bursts-per-week 0.5 --start-stop 0.3"
     [quiet]="$Q"
     [timers]="--feeds 500 --users 150 --days 28 --posts-per-day 1 --timer-share 0.3 --seed 8"
+    [digests]="--feeds 500 --users 150 --days 28 --posts-per-day 1 --timer-share 0.3 --timer-windows 2 --seed 8"
 )
-ORDER="steady drift bursts startstop mixed quiet timers real"
+ORDER="steady drift bursts startstop mixed quiet timers digests real"
 declare -A DIRS=()
 if [ -n "${TRACE_DIRS:-}" ]; then
     ORDER=

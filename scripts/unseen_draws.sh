@@ -4,8 +4,8 @@
 # peer and to the truth plan, and writes them to $OUT/summary.txt.
 #
 # usage: BIN=target/release/kairos-coordinator OUT=/tmp/draws P=16 scripts/unseen_draws.sh
-# Seeds per family: QUIET_SEEDS, STEADY_SEEDS, SS_SEEDS, NEWS_SEEDS, TIMERS_SEEDS (empty:
-# none of it).
+# Seeds per family: QUIET_SEEDS, STEADY_SEEDS, SS_SEEDS, NEWS_SEEDS, TIMERS_SEEDS,
+# DIGESTS_SEEDS (empty: none of it).
 # docs/RESULTS.md, "Draws Kairos was not tuned on", ran it on 16 cores (38 runs, 4.3 min).
 set -u
 B=$(realpath "${BIN:-target/release/kairos-coordinator}")
@@ -24,6 +24,7 @@ for s in ${QUIET_SEEDS-10 11 12 13 14 15}; do draw quiet-$s "$Q" $s; for b in 0.
 for s in ${STEADY_SEEDS-11 12 13 14}; do draw steady-$s "$C" $s; jobs+=("steady-$s 4"); done
 for s in ${SS_SEEDS-11 12 13}; do draw startstop-$s "$C --start-stop 0.4" $s; for b in 2 4; do jobs+=("startstop-$s $b"); done; done
 for s in ${TIMERS_SEEDS-10 11}; do draw timers-$s "$T" $s; for b in 1 4; do jobs+=("timers-$s $b"); done; done
+for s in ${DIGESTS_SEEDS-10 11}; do draw digests-$s "$T --timer-windows 2" $s; for b in 1 4; do jobs+=("digests-$s $b"); done; done
 echo "${#jobs[@]} runs, $P at a time"
 run() {
     RAYON_NUM_THREADS=1 "$B" replay --trace "$TRACES/$1" --fetches-per-feed-per-day "$2" \
