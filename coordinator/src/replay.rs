@@ -234,13 +234,16 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                         first_at[f] = Some(t);
                         first.push((s.id.clone(), t.max(now)));
                     }
-                    upserts.push(FeedTimes::from_seconds(
-                        &s.id,
-                        &s.host,
-                        &s.offsets_seconds,
-                        s.period_seconds,
-                        s.origin_unix_ms,
-                    ));
+                    upserts.push(
+                        FeedTimes::from_seconds(
+                            &s.id,
+                            &s.host,
+                            &s.offsets_seconds,
+                            s.period_seconds,
+                            s.origin_unix_ms,
+                        )
+                        .with_timed(s.timed),
+                    );
                 }
                 specs[f] = spec;
             }
@@ -354,7 +357,8 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                         &s.offsets_seconds,
                         s.period_seconds,
                         s.origin_unix_ms,
-                    );
+                    )
+                    .with_timed(s.timed);
                     schedule.apply_delta(version, vec![times], &[], now)?;
                     log.respecs_between_rounds += 1;
                 }

@@ -65,9 +65,19 @@ pub struct FeedTimes {
     pub period_ms: i64,
     /// Start of period 0, Unix ms.
     pub origin_ms: i64,
+    /// The feed posts at fixed clock times (a timer window) and its plan's times sit just
+    /// after them: the end-of-day sweep does not move them earlier, which would put a fetch
+    /// before the window every day (a nightly job's window at 00:30 fetched at 23:35).
+    pub timed: bool,
 }
 
 impl FeedTimes {
+    /// The same schedule, marked as a timer feed's ([`FeedTimes::timed`]) or not.
+    pub fn with_timed(mut self, timed: bool) -> FeedTimes {
+        self.timed = timed;
+        self
+    }
+
     /// A schedule from the plan's units: offsets and period in seconds.
     pub fn from_seconds(
         feed_id: &str,
@@ -85,6 +95,7 @@ impl FeedTimes {
                 .collect(),
             period_ms: (period_seconds * 1000.0).round() as i64,
             origin_ms,
+            timed: false,
         }
     }
 
@@ -518,6 +529,9 @@ impl Schedule {
             })
             .filter_map(|Reverse((due, _, planned, id))| {
                 let (times, _) = self.feeds.get(id)?;
+                if times.timed {
+                    return None;
+                }
                 let gap = times.gap_to(*planned);
                 let shifts = [
                     (gap / SWEEP_GAP_SHARE).min(SWEEP_MS),

@@ -10,6 +10,7 @@ fn feed(id: &str, host: &str, offsets: &[i64], period: i64) -> FeedTimes {
         offsets_ms: offsets.to_vec(),
         period_ms: period,
         origin_ms: 0,
+        timed: false,
     }
 }
 
@@ -416,6 +417,46 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     for day in &days[1..] {
         for id in ["a", "b", "c", "d"] {
             assert_eq!(day.iter().filter(|(f, _)| f == id).count(), 1);
+        }
+    }
+
+    // Feeds on a timer keep their times: with "a" and "b" timed, day 0's sweep moves "c",
+    // "d" and the busy feed's 00:10 instead, and "a" and "b" come at 00:05 every day (the
+    // room left goes to an extra fetch at 23:00 besides the plan, which moves no time).
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![
+            daily("a").with_timed(true),
+            daily("b").with_timed(true),
+            daily("c"),
+            daily("d"),
+            busy.clone(),
+        ],
+        0,
+    )
+    .unwrap();
+    s.set_allowance(Some(allow(12)), 0);
+    let days = per_day(&mut s, 3);
+    let moved: Vec<(String, i64)> = late(&days[0], 0)
+        .into_iter()
+        .filter(|(_, t)| *t > 23 * hour)
+        .collect();
+    assert_eq!(
+        moved,
+        vec![
+            at("c", 23 * hour + 5 * 60_000),
+            at("d", 23 * hour + 5 * 60_000),
+            at("busy", 23 * hour + 25 * 60_000),
+        ],
+        "{days:?}"
+    );
+    for (d, day) in days.iter().enumerate().skip(1) {
+        for id in ["a", "b"] {
+            let on_time = day
+                .iter()
+                .any(|(f, t)| f == id && *t == d as i64 * DAY_MS + 5 * 60_000);
+            assert!(on_time, "{id} on day {d}: {day:?}");
         }
     }
 

@@ -43,6 +43,7 @@ fn main() {
                 offsets_ms: (0..per_feed).map(|_| rng.gen_range(0..1000)).collect(),
                 period_ms: 1000,
                 origin_ms: start,
+                timed: false,
             })
             .collect();
         let urls = Arc::new(running.urls.clone());

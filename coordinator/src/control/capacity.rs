@@ -94,6 +94,7 @@ mod tests {
             first_fetch_unix_ms: 0,
             skip_hours: 0,
             skip_days: 0,
+            timed: false,
         }
     }
 

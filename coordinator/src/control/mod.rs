@@ -77,4 +77,7 @@ pub struct FeedSpec {
     pub skip_hours: u32,
     /// Days (bit 0 = Monday) the publisher asked not to be fetched on.
     pub skip_days: u32,
+    /// The feed's model has timer windows (`control::timer`): its fetches sit just after
+    /// them, and workers do not move them earlier to fill a day.
+    pub timed: bool,
 }

@@ -422,10 +422,9 @@ impl Replanner {
             .iter()
             .zip(&plan.feeds)
             .map(|(f, p)| {
-                let flat_model = self
-                    .view
-                    .get(&f.id)
-                    .is_some_and(|(m, _)| flat(m, cfg.metric));
+                let model = self.view.get(&f.id).map(|(m, _)| m);
+                let flat_model = model.is_some_and(|m| flat(m, cfg.metric));
+                let timed = model.is_some_and(|m| !m.peaks.is_empty());
                 let (offsets, period) = fetch_times(&f.id, p, flat_model, &cfg);
                 let spec = FeedSpec {
                     id: f.id.clone(),
@@ -435,6 +434,7 @@ impl Replanner {
                     period_seconds: period,
                     // Unix epoch: midnight UTC, and a fixed origin for multi-day periods.
                     origin_unix_ms: 0,
+                    timed,
                     ..Default::default()
                 };
                 (f.id.clone(), spec)

@@ -721,6 +721,7 @@ fn assignment(spec: FeedSpec, st: Option<&FeedState>) -> pb::FeedAssignment {
         first_fetch_unix_ms: spec.first_fetch_unix_ms,
         skip_hours_mask: spec.skip_hours,
         skip_days_mask: spec.skip_days,
+        timed: spec.timed,
     }
 }
 

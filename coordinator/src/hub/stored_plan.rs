@@ -64,6 +64,12 @@ struct Entry {
     skip_hours: u32,
     #[serde(rename = "sd", default, skip_serializing_if = "is_zero32")]
     skip_days: u32,
+    #[serde(rename = "tm", default, skip_serializing_if = "is_false")]
+    timed: bool,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn is_zero(v: &i64) -> bool {
@@ -89,6 +95,7 @@ impl Entry {
             first_fetch_ms: s.first_fetch_unix_ms,
             skip_hours: s.skip_hours,
             skip_days: s.skip_days,
+            timed: s.timed,
         }
     }
 
@@ -105,6 +112,7 @@ impl Entry {
             first_fetch_unix_ms: self.first_fetch_ms,
             skip_hours: self.skip_hours,
             skip_days: self.skip_days,
+            timed: self.timed,
         }
     }
 }
@@ -264,6 +272,7 @@ mod tests {
             },
             skip_hours: (i % 3) as u32,
             skip_days: 0,
+            timed: i.is_multiple_of(4),
         }
     }
 

@@ -19,6 +19,7 @@ fn feed_times(a: &pb::FeedAssignment) -> FeedTimes {
         a.period_seconds,
         a.period_origin_unix_ms,
     )
+    .with_timed(a.timed)
 }
 
 /// Takes over the feed's identity from an assignment; validators and seen ids of a feed
