@@ -100,6 +100,40 @@ fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
 }
 
 #[test]
+fn a_timer_feed_waits_for_its_time_rather_than_catch_up_just_before_it() {
+    // Fetched at 100; at 450 a replan moves the earlier time to 150 and the next to 610
+    // (its gap 460): a catch-up is due at 560, 50 before the plan's time. An ordinary
+    // feed is caught up at 560 and its 610 is then skipped (within half a gap); a timer
+    // feed's 610 sits just after its window, so it waits for it (50 is within a quarter
+    // of the gap), and a catch-up further ahead of the time still goes.
+    let planned = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    for timed in [false, true] {
+        let mut s = Schedule::new(0);
+        let a = |offsets: &[i64]| feed("a", "h", offsets, 1000).with_timed(timed);
+        s.apply_snapshot(1, vec![a(&[100, 600])], 0).unwrap();
+        assert_eq!(s.pop_due(100).len(), 1);
+        s.apply_delta(2, vec![a(&[150, 610])], &[], 450).unwrap();
+        if timed {
+            assert_eq!(planned(&mut s, 609), Vec::<i64>::new());
+            assert_eq!(planned(&mut s, 610), vec![610]);
+        } else {
+            assert_eq!(planned(&mut s, 560), vec![560]);
+            assert_eq!(planned(&mut s, 1149), Vec::<i64>::new());
+            assert_eq!(planned(&mut s, 1150), vec![1150]);
+        }
+        // A catch-up 300 ahead of the time (more than a quarter of the gap) goes for both.
+        let mut s = Schedule::new(0);
+        s.apply_snapshot(1, vec![a(&[100, 600])], 0).unwrap();
+        assert_eq!(s.pop_due(100).len(), 1);
+        s.apply_delta(2, vec![a(&[350, 700])], &[], 420).unwrap();
+        assert_eq!(planned(&mut s, 449), Vec::<i64>::new(), "timed {timed}");
+        assert_eq!(planned(&mut s, 450), vec![450], "timed {timed}");
+    }
+}
+
+#[test]
 fn a_feed_taken_over_is_spaced_from_its_last_fetch_by_another_worker() {
     let due = |s: &mut Schedule, t| -> Vec<i64> {
         s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
