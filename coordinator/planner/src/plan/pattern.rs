@@ -135,27 +135,17 @@ pub fn expand_with_peaks(
     {
         return expand(bins, n, smoothing, out);
     }
+    // Each window's postings a day.
     let mass = |p: &Peak| p.share as f64 * total / days as f64;
     // The windows' postings out of the bins that hold them.
     let mut rest: Vec<f32> = bins.iter().map(|&b| b.max(0.0)).collect();
     let nb = rest.len();
     let mut short = 0.0f64;
-    for p in peaks {
-        let m = mass(p);
-        for d in 0..days {
-            over_window(
-                d as f64 + p.start as f64,
-                p.width as f64,
-                nb as f64 / days as f64,
-                nb,
-                |at, part| {
-                    let (take, held) = (m * part, rest[at] as f64);
-                    rest[at] = (held - take).max(0.0) as f32;
-                    short += (take - held).max(0.0);
-                },
-            );
-        }
-    }
+    over_peaks(peaks, days, nb, mass, |at, take| {
+        let held = rest[at] as f64;
+        rest[at] = (held - take).max(0.0) as f32;
+        short += (take - held).max(0.0);
+    });
     let left: f64 = rest.iter().map(|&b| b as f64).sum();
     if short > 0.0 && left > 0.0 {
         let k = ((left - short) / left).max(0.0) as f32;
@@ -163,17 +153,27 @@ pub fn expand_with_peaks(
     }
     expand(&rest, n, smoothing, out);
     // Each slot takes the mass of the part of each window it covers.
+    over_peaks(peaks, days, n, mass, |at, put| out[at] += put);
+}
+
+/// Walks each of `peaks`' windows on each of the period's `days` days over `units` cells
+/// spanning the period: `visit(cell, the part of the window's daily `mass` in it)`.
+fn over_peaks(
+    peaks: &[Peak],
+    days: usize,
+    units: usize,
+    mass: impl Fn(&Peak) -> f64,
+    mut visit: impl FnMut(usize, f64),
+) {
     for p in peaks {
         let m = mass(p);
         for d in 0..days {
             over_window(
                 d as f64 + p.start as f64,
                 p.width as f64,
-                n as f64 / days as f64,
-                n,
-                |at, part| {
-                    out[at] += m * part;
-                },
+                units as f64 / days as f64,
+                units,
+                |at, part| visit(at, m * part),
             );
         }
     }
