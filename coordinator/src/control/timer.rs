@@ -124,7 +124,7 @@ pub fn peaks(times: &[i64]) -> Vec<Peak> {
 /// spell leave more than that between them: on 100,000 feeds of the papers' shape, none on
 /// a timer, 14 feeds had two windows holding half their postings together, none three
 /// quarters.
-fn held_share(k: usize) -> f64 {
+pub fn held_share(k: usize) -> f64 {
     if k <= 1 {
         MIN_SHARE
     } else {
