@@ -65,8 +65,8 @@ impl Default for MixtureConfig {
 pub struct Mixture {
     /// Base shapes (each sums to 1).
     shapes: Vec<[f64; BINS]>,
-    /// Their logarithms.
-    log_shapes: Vec<[f64; BINS]>,
+    /// Their logarithms, laid out by [`log_by_shift`].
+    log_shapes: Vec<[f64; 2 * BINS]>,
     /// Log prior weight of (shape, shift), `shape * BINS + shift`.
     log_weight: Vec<f64>,
 }
@@ -74,6 +74,18 @@ pub struct Mixture {
 /// Hour `b` of shape `g` shifted later by `s` hours.
 fn at(g: &[f64; BINS], s: usize, b: usize) -> f64 {
     g[(b + BINS - s) % BINS]
+}
+
+/// A shape's logarithms reversed and repeated, so that hour `b` of the shape shifted by
+/// `s` hours is element `BINS − 1 − b + s`: one hour's term for all 24 shifts is then one
+/// run of 24 neighbours, which the posterior adds as a vector (the posterior is most of a
+/// large plan's learning, and the remainder per term was most of the posterior).
+fn log_by_shift(g: &[f64; BINS]) -> [f64; 2 * BINS] {
+    let mut out = [0.0; 2 * BINS];
+    for (i, v) in out.iter_mut().enumerate() {
+        *v = g[(2 * BINS - 1 - i) % BINS].ln();
+    }
+    out
 }
 
 impl Mixture {
@@ -157,8 +169,8 @@ impl Mixture {
                 let sum: f64 = a.iter().sum::<f64>() + BINS as f64;
                 for (j, v) in a.iter().enumerate() {
                     self.shapes[shape][j] = (v + 1.0) / sum;
-                    self.log_shapes[shape][j] = self.shapes[shape][j].ln();
                 }
+                self.log_shapes[shape] = log_by_shift(&self.shapes[shape]);
             }
             let n = sample.len() as f64;
             for (ks, m) in mass.iter().enumerate() {
@@ -227,16 +239,7 @@ impl Mixture {
             };
             shapes.push(smooth(sample[pick]));
         }
-        let log_shapes = shapes
-            .iter()
-            .map(|g| {
-                let mut l = [0.0; BINS];
-                for j in 0..BINS {
-                    l[j] = g[j].ln();
-                }
-                l
-            })
-            .collect();
+        let log_shapes = shapes.iter().map(log_by_shift).collect();
         Mixture {
             shapes,
             log_shapes,
@@ -246,16 +249,27 @@ impl Mixture {
 
     /// Posterior over (shape, shift) of a feed with hourly counts `c`, into `out`.
     fn posterior(&self, c: &[f64; BINS], out: &mut [f64]) -> f64 {
-        let hours: Vec<(usize, f64)> = (0..BINS)
-            .filter(|&b| c[b] > 0.0)
-            .map(|b| (b, c[b]))
-            .collect();
+        let mut hours = [(0usize, 0.0f64); BINS];
+        let mut busy = 0;
+        for (b, &w) in c.iter().enumerate() {
+            if w > 0.0 {
+                hours[busy] = (b, w);
+                busy += 1;
+            }
+        }
         let mut top = f64::NEG_INFINITY;
         for (shape, lg) in self.log_shapes.iter().enumerate() {
-            for s in 0..BINS {
+            // Each shift's log-likelihood, the hours added in order for every shift at once.
+            let mut by_shift = [0.0f64; BINS];
+            for &(b, w) in &hours[..busy] {
+                let run = &lg[BINS - 1 - b..2 * BINS - 1 - b];
+                for (acc, &l) in by_shift.iter_mut().zip(run) {
+                    *acc += w * l;
+                }
+            }
+            for (s, &sum) in by_shift.iter().enumerate() {
                 let ks = shape * BINS + s;
-                let ll =
-                    self.log_weight[ks] + hours.iter().map(|&(b, w)| w * at(lg, s, b)).sum::<f64>();
+                let ll = self.log_weight[ks] + sum;
                 out[ks] = ll;
                 top = top.max(ll);
             }
@@ -282,8 +296,14 @@ impl Mixture {
                 continue;
             }
             let (shape, s) = (ks / BINS, ks % BINS);
-            for (b, v) in m.iter_mut().enumerate() {
-                *v += r * at(&self.shapes[shape], s, b);
+            // Hour b of the shape shifted by s, as two runs: hours s.. take the shape's
+            // first hours, hours ..s its last.
+            let g = &self.shapes[shape];
+            for (v, &x) in m[s..].iter_mut().zip(&g[..BINS - s]) {
+                *v += r * x;
+            }
+            for (v, &x) in m[..s].iter_mut().zip(&g[BINS - s..]) {
+                *v += r * x;
             }
         }
         let sum: f64 = m.iter().sum();
@@ -465,6 +485,31 @@ mod tests {
             mixed < 0.3 * pool,
             "mixture {mixed:.3} against pooled {pool:.3}"
         );
+    }
+
+    #[test]
+    fn the_posterior_is_its_definition_over_every_shape_and_shift() {
+        let (counts, _) = population(200, 12, 5);
+        let mix = Mixture::fit(&counts, &MixtureConfig::default()).expect("fits");
+        let k = mix.shapes.len();
+        let mut post = vec![0.0; k * BINS];
+        for c in counts.iter().take(20).chain([&[0.0; BINS]]) {
+            let ll = mix.posterior(c, &mut post);
+            // Written out: each (shape, shift)'s weight times the product over hours of
+            // the shifted shape's share to the power of the hour's count.
+            let direct: Vec<f64> = (0..k * BINS)
+                .map(|ks| {
+                    let (g, s) = (&mix.shapes[ks / BINS], ks % BINS);
+                    mix.log_weight[ks] + (0..BINS).map(|b| c[b] * at(g, s, b).ln()).sum::<f64>()
+                })
+                .collect();
+            let top = direct.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = direct.iter().map(|v| (v - top).exp()).sum();
+            assert!((ll - (top + sum.ln())).abs() < 1e-9, "{ll} against {top}");
+            for (p, d) in post.iter().zip(&direct) {
+                assert!((p - (d - top).exp() / sum).abs() < 1e-12);
+            }
+        }
     }
 
     #[test]

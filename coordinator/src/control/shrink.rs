@@ -432,7 +432,14 @@ impl Case {
             }
             let share = shared.get(b).copied().unwrap_or(1.0 / BINS as f64);
             let lambda = ((self.c[b] + gamma * rate * share) / (self.e[b] + gamma)).max(1e-9);
-            ll += self.k[b] * (lambda * x).ln() - lambda * x;
+            // Most held-out hours have no posting, and their term is `−λx` alone: the
+            // logarithm is taken only where it is weighed (it was a twelfth of a
+            // 100,000-feed plan's learning).
+            if self.k[b] > 0.0 {
+                ll += self.k[b] * (lambda * x).ln() - lambda * x;
+            } else {
+                ll -= lambda * x;
+            }
         }
         ll
     }

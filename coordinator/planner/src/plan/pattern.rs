@@ -57,34 +57,68 @@ pub fn expand(bins: &[f32], n: usize, smoothing: Smoothing, out: &mut Vec<f64>) 
             }
         }
         Smoothing::Linear => {
-            // Density at bin centre i is bins[i]; evaluate at slot centres and rescale.
-            let scale = nb as f64 / n as f64;
-            let mut sum = 0.0;
-            for j in 0..n {
-                // Position in bin-centre units. It lies in (−0.5, nb − 0.5), so its floor is
-                // −1 … nb − 1: truncation corrected by one below zero gives it without a call
-                // to libm's `floor` (the default x86-64 target has no rounding instruction),
-                // and the neighbouring bins wrap by comparison, not by a remainder.
+            // Density at bin centre i is bins[i]; evaluate at slot centres and rescale. The
+            // bins and weights of each slot depend only on the bin and slot counts, and a
+            // plan expands every feed many times at the same counts: they are computed once
+            // per thread and reused.
+            LINEAR_WEIGHTS.with(|cell| {
+                let mut cached = cell.borrow_mut();
+                if cached
+                    .as_ref()
+                    .is_none_or(|w| w.bins != nb || w.slots.len() != n)
+                {
+                    *cached = Some(LinearWeights::new(nb, n));
+                }
+                let weights = cached.as_ref().expect("just set");
+                let wide: Vec<f64> = bins.iter().map(|&b| b as f64).collect();
+                out.resize(n, 0.0);
+                let mut sum = 0.0;
+                for (v, &(i0, i1, frac)) in out.iter_mut().zip(&weights.slots) {
+                    *v = (wide[i0 as usize] * (1.0 - frac) + wide[i1 as usize] * frac).max(0.0);
+                    sum += *v;
+                }
+                if sum > 0.0 {
+                    let k = total / sum;
+                    out.iter_mut().for_each(|v| *v *= k);
+                }
+            });
+        }
+    }
+}
+
+/// Per slot, the two bins whose centres it lies between and the weight of the second
+/// ([`Smoothing::Linear`]).
+struct LinearWeights {
+    bins: usize,
+    slots: Vec<(u32, u32, f64)>,
+}
+
+impl LinearWeights {
+    fn new(nb: usize, n: usize) -> LinearWeights {
+        let scale = nb as f64 / n as f64;
+        let slots = (0..n)
+            .map(|j| {
+                // Position in bin-centre units. It lies in (−0.5, nb − 0.5), so its floor
+                // is −1 … nb − 1, and the neighbouring bins wrap around the cycle.
                 let x = (j as f64 + 0.5) * scale - 0.5;
-                let t = x as i64;
-                let i0 = if (t as f64) > x { t - 1 } else { t };
-                let frac = x - i0 as f64;
-                let i0 = if i0 < 0 {
+                let i0 = x.floor();
+                let frac = x - i0;
+                let i0 = if i0 < 0.0 {
                     nb - 1
                 } else {
                     (i0 as usize).min(nb - 1)
                 };
                 let i1 = if i0 + 1 == nb { 0 } else { i0 + 1 };
-                let v = (bins[i0] as f64 * (1.0 - frac) + bins[i1] as f64 * frac).max(0.0);
-                out.push(v);
-                sum += v;
-            }
-            if sum > 0.0 {
-                let k = total / sum;
-                out.iter_mut().for_each(|v| *v *= k);
-            }
-        }
+                (i0 as u32, i1 as u32, frac)
+            })
+            .collect();
+        LinearWeights { bins: nb, slots }
     }
+}
+
+thread_local! {
+    static LINEAR_WEIGHTS: std::cell::RefCell<Option<LinearWeights>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Postings that come at one time of day: a feed published by a timer (a nightly build's
