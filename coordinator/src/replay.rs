@@ -19,6 +19,7 @@
 use kairos_coordinator::access::AccessEvent;
 use kairos_coordinator::control::cluster::ClusterConfig;
 use kairos_coordinator::control::relearn::PlannerSettings;
+use kairos_coordinator::control::FeedSpec;
 use kairos_coordinator::hub::{Hub, HubConfig};
 use kairos_coordinator::store::memory::MemoryBackend;
 use kairos_coordinator::trace::Trace;
@@ -86,6 +87,18 @@ pub struct ReplayLog {
     /// posting under it (seconds, by feed index; NaN: not planned): what the plan in force
     /// promised each posting, to weigh by the postings that came.
     pub expected_by_replan: Vec<(i64, Vec<f64>)>,
+}
+
+/// The fetch times the hub assigned a feed, as the worker's schedule holds them.
+fn feed_times(s: &FeedSpec) -> FeedTimes {
+    FeedTimes::from_seconds(
+        &s.id,
+        &s.host,
+        &s.offsets_seconds,
+        s.period_seconds,
+        s.origin_unix_ms,
+    )
+    .with_timed(s.timed)
 }
 
 fn item_id(feed: usize, index: usize) -> u64 {
@@ -234,16 +247,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                         first_at[f] = Some(t);
                         first.push((s.id.clone(), t.max(now)));
                     }
-                    upserts.push(
-                        FeedTimes::from_seconds(
-                            &s.id,
-                            &s.host,
-                            &s.offsets_seconds,
-                            s.period_seconds,
-                            s.origin_unix_ms,
-                        )
-                        .with_timed(s.timed),
-                    );
+                    upserts.push(feed_times(s));
                 }
                 specs[f] = spec;
             }
@@ -351,14 +355,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             if spec != specs[f] {
                 if let Some(s) = &spec {
                     version += 1;
-                    let times = FeedTimes::from_seconds(
-                        &s.id,
-                        &s.host,
-                        &s.offsets_seconds,
-                        s.period_seconds,
-                        s.origin_unix_ms,
-                    )
-                    .with_timed(s.timed);
+                    let times = feed_times(s);
                     schedule.apply_delta(version, vec![times], &[], now)?;
                     log.respecs_between_rounds += 1;
                 }

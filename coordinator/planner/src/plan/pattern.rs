@@ -70,11 +70,11 @@ pub fn expand(bins: &[f32], n: usize, smoothing: Smoothing, out: &mut Vec<f64>) 
                     *cached = Some(LinearWeights::new(nb, n));
                 }
                 let weights = cached.as_ref().expect("just set");
-                let wide: Vec<f64> = bins.iter().map(|&b| b as f64).collect();
                 out.resize(n, 0.0);
                 let mut sum = 0.0;
                 for (v, &(i0, i1, frac)) in out.iter_mut().zip(&weights.slots) {
-                    *v = (wide[i0 as usize] * (1.0 - frac) + wide[i1 as usize] * frac).max(0.0);
+                    let (b0, b1) = (bins[i0 as usize] as f64, bins[i1 as usize] as f64);
+                    *v = (b0 * (1.0 - frac) + b1 * frac).max(0.0);
                     sum += *v;
                 }
                 if sum > 0.0 {
