@@ -149,7 +149,8 @@ fn state(i: usize, now: i64, a: &Args, rng: &mut Lcg) -> FeedState {
             site_url: format!("http://127.0.0.1/site/{i}"),
             format: "rss-2.0".into(),
             ..FeedMeta::default()
-        },
+        }
+        .into(),
         ..FeedState::default()
     }
 }

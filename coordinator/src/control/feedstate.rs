@@ -11,8 +11,10 @@
 //! the two fetches, so its mass is spread evenly over that interval. Undated items of a first
 //! document have no interval at all and teach nothing about timing.
 
+use super::cold::{Cold, Empty};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 
 /// Item ids remembered per feed (a document rarely carries more).
 pub const RECENT_ITEMS: usize = 256;
@@ -112,18 +114,20 @@ pub struct FeedState {
     /// Fetches whose document held only new items after an earlier answered fetch.
     #[serde(default, skip_serializing_if = "is_default")]
     pub overflows: u32,
-    /// Failures, back-off and the publisher's hints.
+    /// Failures, back-off and the publisher's hints; unset (no box) for a healthy feed
+    /// without hints ([`super::cold`]). Call `settle` after writing it.
     #[serde(default, skip_serializing_if = "is_default")]
-    pub health: super::health::Health,
+    pub health: Cold<super::health::Health>,
     /// The planned time of the last fetch reported and the worker (name, without its
     /// session number) that made it: a slot reported again by another worker was fetched
     /// twice, around a handover or a failover. Stored with the rest, so a new leader still
     /// sees the old one's last slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_slot: Option<(i64, String)>,
-    /// What the last parsed document said of itself.
+    /// What the last parsed document said of itself ([`super::cold`]: a state learned
+    /// from a trace has none).
     #[serde(default)]
-    pub meta: FeedMeta,
+    pub meta: Cold<FeedMeta>,
 }
 
 /// A feed's own description, from its last parsed document.
@@ -141,6 +145,13 @@ pub struct FeedMeta {
     /// The topic URL it named as `self`, if any.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub topic: String,
+}
+
+impl Empty for FeedMeta {
+    fn empty() -> &'static Self {
+        static EMPTY: LazyLock<FeedMeta> = LazyLock::new(FeedMeta::default);
+        &EMPTY
+    }
 }
 
 impl FeedMeta {

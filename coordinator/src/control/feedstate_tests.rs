@@ -281,7 +281,8 @@ fn the_stored_state_is_compact_round_trips_and_reads_older_json() {
             site_url: "https://example.org/".into(),
             format: "rss-2.0".into(),
             ..FeedMeta::default()
-        },
+        }
+        .into(),
         ..FeedState::default()
     };
     let quiet = serde_json::to_vec(&st).unwrap();
@@ -312,4 +313,36 @@ fn the_stored_state_is_compact_round_trips_and_reads_older_json() {
     assert_eq!(old.postings_ms, [11, 15]);
     assert_eq!(old.spread_ms, [(12, 20)]);
     assert_eq!(old.health.consecutive_failures, 1);
+}
+
+/// A plan over a million feeds holds every state at once while it learns: the state stays
+/// in the allocator's 320-byte class, and a healthy feed without hints or a document's
+/// description holds no box beside it (`control::cold`).
+#[test]
+fn a_healthy_state_is_small_and_boxes_nothing() {
+    use super::*;
+    use crate::control::health::{Answer, Hints};
+    assert!(
+        std::mem::size_of::<FeedState>() <= 320,
+        "{} bytes: a field added inline moves every state to a larger class",
+        std::mem::size_of::<FeedState>()
+    );
+    let mut st = FeedState::default();
+    let answered = |st: &mut FeedState, answer, hints| {
+        st.health.record(answer, 1_000, "", hints);
+        st.health.settle();
+    };
+    answered(&mut st, Answer::Answered, Hints::default());
+    assert!(!st.health.is_boxed() && !st.meta.is_boxed());
+    answered(&mut st, Answer::Failed, Hints::default());
+    assert!(st.health.is_boxed(), "a failure is kept");
+    assert_eq!(st.health.consecutive_failures, 1);
+    answered(&mut st, Answer::Answered, Hints::default());
+    assert!(!st.health.is_boxed(), "recovered: freed");
+    let hinted = Hints {
+        ttl_s: 3_600,
+        ..Hints::default()
+    };
+    answered(&mut st, Answer::Answered, hinted.clone());
+    assert_eq!(st.health.hints, hinted, "hints are kept");
 }

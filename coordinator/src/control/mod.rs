@@ -6,6 +6,7 @@
 //!   each worker's versioned desired state, published on a watch channel per worker;
 //! * [`feedstate`] — per-feed runtime state (cache validators, recent item ids, posting
 //!   observations) that reports update and the relearn step reads;
+//! * [`cold`] — the parts of it most feeds leave at their default, boxed only once set;
 //! * [`relearn`] — observations to planner models, and a plan to per-feed fetch times;
 //! * [`shrink`] — the learner's shrinkage, chosen on held-out days;
 //! * [`calibrate`] — feeds' rates scaled by what feeds forecast alike went on to post;
@@ -28,6 +29,7 @@
 pub mod calibrate;
 pub mod capacity;
 pub mod cluster;
+pub mod cold;
 pub mod feedstate;
 pub mod from_trace;
 pub mod health;

@@ -331,7 +331,7 @@ impl State {
                     .status(st.last_answered_ms.is_some(), now_ms, policy),
                 consecutive_failures: st.health.consecutive_failures,
                 last_error: st.health.last_error.clone(),
-                meta: st.meta.clone(),
+                meta: (*st.meta).clone(),
                 push: self.push_view(feed, now_ms),
             },
             None => HealthView {

@@ -234,7 +234,8 @@ impl<B: KvBackend> Hub<B> {
         st.health = Health {
             hints: st.health.hints.clone(),
             ..Health::default()
-        };
+        }
+        .into();
         self.store
             .batch(vec![crate::store::Op::Put(
                 crate::store::keys::Key::Learned(feed).encode()?,
@@ -367,7 +368,7 @@ pub(super) fn decorate(
     let mut kept = HashMap::with_capacity(feeds.len());
     for (f, b) in feeds.iter().zip(bounds) {
         if let Some(spec) = outcome.specs.get_mut(&f.id) {
-            decorate_spec(spec, &b, states.get(&f.id).map(|s| &s.health), policy);
+            decorate_spec(spec, &b, states.get(&f.id).map(|s| &*s.health), policy);
             *host_rates.entry(spec.host.clone()).or_default() +=
                 spec.offsets_seconds.len() as f64 * 86_400.0 / spec.period_seconds;
             *host_feeds.entry(spec.host.clone()).or_default() += 1;

@@ -158,7 +158,7 @@ impl<B: KvBackend> Hub<B> {
                         });
                     }
                     if let Some(meta) = crate::control::feedstate::FeedMeta::of_report(&a.report) {
-                        st.meta = meta;
+                        st.meta = meta.into();
                     }
                     let change = st.health.record(
                         health::answer_of(&a.report),
@@ -166,6 +166,7 @@ impl<B: KvBackend> Hub<B> {
                         &health::error_of(&a.report),
                         health::hints_of(&a.report),
                     );
+                    st.health.settle();
                     steps.push((
                         feed,
                         observed.trusted_delays_ms,
