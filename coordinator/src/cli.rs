@@ -518,6 +518,8 @@ fn plan(a: PlanArgs) -> Result<()> {
     let pc = plan_config(c, &s, a.policy, budget);
     let (learned, shrinkage) = learn_models(c, &s)?;
     let learned_at = started.elapsed();
+    // The high-water mark as each phase ends: which phase holds the peak.
+    let hwm_learned = memory_kib("VmHWM");
     let plan = solve(&learned.models, &pc).map_err(|e| match e {
         AllocError::HostCapBelowMinimums { host, needed, cap } => {
             let name = host_names(&s.trace)
@@ -533,6 +535,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         other => anyhow::Error::new(other).context("allocating the budget"),
     })?;
     let solved_at = started.elapsed();
+    let hwm_solved = memory_kib("VmHWM");
     write_schedule(&a.out, &s.trace, &plan, &pc)?;
     let written_at = started.elapsed();
     let exp = expected(
@@ -635,6 +638,14 @@ fn plan(a: PlanArgs) -> Result<()> {
             peak / 1024,
             (peak.saturating_sub(loaded) * 1024) as f64 / n as f64
         );
+        if let (Some(l), Some(s)) = (hwm_learned, hwm_solved) {
+            println!(
+                "peak by phase         {} MiB by the end of learning, {} by the end of solving, {} in all",
+                l / 1024,
+                s / 1024,
+                peak / 1024
+            );
+        }
     }
     println!("schedule              {}", a.out.display());
     Ok(())
