@@ -17,6 +17,19 @@ pub trait Empty: Default + PartialEq + 'static {
     fn empty() -> &'static Self;
 }
 
+/// Implements [`Empty`] for a type whose shared empty value is its `Default`, made once.
+macro_rules! empty_is_default {
+    ($t:ty) => {
+        impl $crate::control::cold::Empty for $t {
+            fn empty() -> &'static Self {
+                static EMPTY: std::sync::LazyLock<$t> = std::sync::LazyLock::new(<$t>::default);
+                &EMPTY
+            }
+        }
+    };
+}
+pub(crate) use empty_is_default;
+
 /// A value boxed only when it differs from its default (see the module's doc).
 pub struct Cold<T: Empty>(Option<Box<T>>);
 
@@ -101,7 +114,6 @@ impl<'de, T: Empty + Deserialize<'de>> Deserialize<'de> for Cold<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::LazyLock;
 
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
     struct Part {
@@ -109,12 +121,7 @@ mod tests {
         s: String,
     }
 
-    impl Empty for Part {
-        fn empty() -> &'static Self {
-            static E: LazyLock<Part> = LazyLock::new(Part::default);
-            &E
-        }
-    }
+    empty_is_default!(Part);
 
     #[test]
     fn a_part_is_boxed_while_set_and_freed_when_back_at_its_default() {

@@ -11,10 +11,9 @@
 //! the two fetches, so its mass is spread evenly over that interval. Undated items of a first
 //! document have no interval at all and teach nothing about timing.
 
-use super::cold::{Cold, Empty};
+use super::cold::{empty_is_default, Cold};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::LazyLock;
 
 /// Item ids remembered per feed (a document rarely carries more).
 pub const RECENT_ITEMS: usize = 256;
@@ -147,12 +146,7 @@ pub struct FeedMeta {
     pub topic: String,
 }
 
-impl Empty for FeedMeta {
-    fn empty() -> &'static Self {
-        static EMPTY: LazyLock<FeedMeta> = LazyLock::new(FeedMeta::default);
-        &EMPTY
-    }
-}
+empty_is_default!(FeedMeta);
 
 impl FeedMeta {
     /// Longest title and URL kept: a report is input, and a feed's state is stored.

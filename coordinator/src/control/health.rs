@@ -52,12 +52,7 @@ pub struct Health {
     pub hints: Hints,
 }
 
-impl super::cold::Empty for Health {
-    fn empty() -> &'static Self {
-        static EMPTY: std::sync::LazyLock<Health> = std::sync::LazyLock::new(Health::default);
-        &EMPTY
-    }
-}
+super::cold::empty_is_default!(Health);
 
 /// How a fetch ended, as far as health is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
