@@ -7,10 +7,15 @@
 //! (`EtcdBackend::fence`): once its lease is gone and a successor was elected, etcd
 //! refuses what the old leader writes, however long it was paused or cut off.
 //!
-//! The leader renews its lease every `ttl / 3`. If no renewal was answered for `2/3 ttl`
-//! it stops acting as leader before etcd can expire the lease (the server counts the TTL
-//! from a renewal no earlier than the one we sent): it stops serving, counts a step-down,
-//! and campaigns again as a standby. A standby binds the same ports, answers every call
+//! The leader renews its lease every `ttl / 6`, each try bounded by as much. If no renewal
+//! was answered for `2/3 ttl` it stops acting as leader before etcd can expire the lease
+//! (the server counts the TTL from a renewal no earlier than the one we sent): it stops
+//! serving, counts a step-down, and campaigns again as a standby. Short, frequent tries
+//! leave half the TTL for retries through other members after a renewal goes unanswered:
+//! when the etcd member that was the raft leader dies, the others take one to two election
+//! timeouts to elect a new one and answer no renewal meanwhile. Renewing every `ttl / 3`,
+//! each try bounded by as much, left one try's margin, and a 6 s lease lost its leader to
+//! such a member loss on a loaded machine. A standby binds the same ports, answers every call
 //! `UNAVAILABLE` naming the leader's address, and reports NOT_SERVING on gRPC health, so
 //! clients and a Kubernetes Service find the leader. On SIGTERM a leader resigns, so a
 //! standby takes over at once instead of after the lease's TTL.
@@ -180,10 +185,10 @@ pub async fn campaign(
     })
 }
 
-/// Renews `lease` every `ttl / 3`; sets `lost` once no renewal was answered for `2/3 ttl`,
+/// Renews `lease` every `ttl / 6`; sets `lost` once no renewal was answered for `2/3 ttl`,
 /// or etcd says the lease is gone.
 async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
-    let every = ttl / 3;
+    let every = ttl / 6;
     let deadline = ttl * 2 / 3;
     let mut renewed = Instant::now();
     let mut stream = None;
@@ -226,7 +231,8 @@ async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::
             lost.send_replace(true);
             return;
         }
-        // After a failed renewal, try again soon: the lease has TTL/3 of margin left.
+        // After a failed renewal, try again soon (through another member): at least half
+        // the TTL is left before the deadline.
         let pause = if ok {
             every
         } else {

@@ -2,7 +2,7 @@
 //! replicas and workers given both coordinators' addresses, fetching a feed farm on one
 //! time-compressed clock (one simulated day per 15 s).
 //!
-//! * A 3-member etcd: one member is killed (the quorum holds, the leader keeps serving),
+//! * A 3-member etcd: its raft leader is killed (the quorum holds, the leader keeps serving),
 //!   then the leading coordinator is killed with SIGKILL while the farm publishes: the
 //!   standby is elected, the workers find it, and every posting the farm published appears
 //!   exactly once through the new leader's Postings API.
@@ -26,6 +26,26 @@ const SCALE: f64 = 5760.0;
 const FEEDS: usize = 24;
 /// Simulated days during which the farm posts.
 const POSTING_DAYS: f64 = 1.0;
+
+/// The index of the etcd member that is the raft leader now, or `None` when no running
+/// member names itself as such.
+async fn raft_leader(etcd: &EtcdCluster) -> Option<usize> {
+    for (i, endpoint) in etcd.endpoints.iter().enumerate() {
+        if !etcd.is_up(i) {
+            continue;
+        }
+        let Ok(mut c) = etcd_client::Client::connect([endpoint.as_str()], None).await else {
+            continue;
+        };
+        let Ok(status) = c.status().await else {
+            continue;
+        };
+        if status.header().map(|h| h.member_id()) == Some(status.leader()) {
+            return Some(i);
+        }
+    }
+    None
+}
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -206,9 +226,13 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     let a_metrics = rig.a.metrics.clone();
     let mut admin = AdminClient::connect(rig.a.url.clone()).await.unwrap();
 
-    // One etcd member goes: two of three keep the quorum, and A keeps taking writes.
-    rig.etcd.kill(2);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // One etcd member goes, the raft leader (the harder case: the other two elect one
+    // before any write or lease renewal is answered): two of three keep the quorum, and A
+    // keeps its lead and takes writes. The wait runs past A's step-down deadline (two
+    // thirds of its 6 s lease after the last renewal answered before the kill).
+    let gone = raft_leader(&rig.etcd).await.unwrap_or(2);
+    rig.etcd.kill(gone);
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
     admin
         .add_user(pb::AddUserRequest {
             user_id: "ann".into(),
@@ -216,8 +240,14 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
         })
         .await
         .expect("A takes writes with one etcd member down");
-    assert_eq!(sample(&scrape(&a_metrics), "kairos_leader"), Some(1.0));
-    let before = sample(&scrape(&a_metrics), "kairos_fetches_total{outcome=\"ok\"}");
+    let a_now = scrape(&a_metrics);
+    assert_eq!(sample(&a_now, "kairos_leader"), Some(1.0));
+    assert_eq!(
+        sample(&a_now, "kairos_leader_stepdowns_total").unwrap_or(0.0),
+        0.0,
+        "A stepped down when etcd member {gone} (the raft leader) went"
+    );
+    let before = sample(&a_now, "kairos_fetches_total{outcome=\"ok\"}");
     assert!(before.unwrap_or(0.0) > 0.0, "A's workers fetched");
 
     // A dies mid-crawl (the farm is still publishing): B takes over and the workers find it.
@@ -230,7 +260,7 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     rig.a.child.0.kill().unwrap();
     rig.a.child.0.wait().unwrap();
     let killed = Instant::now();
-    rig.etcd.restart(2);
+    rig.etcd.restart(gone);
     let mut admin_b = rig.b_leads_with(3).await;
     let took = killed.elapsed();
     // B awaited A's workers (stored as members) instead of dealing every host to the first

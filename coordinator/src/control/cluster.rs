@@ -6,7 +6,9 @@
 //! rendezvous hashing with bounded load ([`crate::shard`]), keyed by the worker's name, not its
 //! session: a worker that registers again, with this coordinator or with the next leader,
 //! gets the hosts it had. A plan that only changes fetch times keeps the owners, so replans
-//! never move hosts.
+//! never move hosts; nor does a worker coming back under its name at the same capacity
+//! (restarted, or awaited after a failover): it takes its hosts and nothing else is dealt
+//! again, since a deal by the loads of a later plan would spill other hosts differently.
 //!
 //! A new term starts from the workers the last one had ([`Member`], kept in the store):
 //! until each has registered again, or two worker leases have passed, their places in the
@@ -166,6 +168,8 @@ pub struct Cluster {
     /// Workers of the last term not registered again yet (name → capacity): their places
     /// in the hashing are held, their hosts owned by nobody.
     awaited: BTreeMap<String, f64>,
+    /// Host → awaited worker's name: the hosts held for it, which it gets when it registers.
+    held: HashMap<String, String>,
     /// How long `awaited` is held, counted from the first lease check.
     awaiting_for: Duration,
     /// Until when `awaited` is held (set by the first lease check).
@@ -275,6 +279,7 @@ impl Cluster {
             owner: Arc::default(),
             moves_total: 0,
             awaited: BTreeMap::new(),
+            held: HashMap::new(),
             awaiting_for: Duration::ZERO,
             awaiting_until: None,
             generation: 0,
@@ -400,6 +405,10 @@ impl Cluster {
 
     /// Opens a session. A live session of the same name is replaced (a restarted worker
     /// takes over its own hosts at once instead of waiting for the old lease to expire).
+    /// A worker already known by name (live, or awaited since a failover) at the same
+    /// capacity takes exactly the hosts it had or that were held for it, and no other host
+    /// moves: dealing again would place hosts by the loads of the plan now in force, which
+    /// drift from those they were placed by, and move hosts no membership change called for.
     pub fn register(
         &mut self,
         name: &str,
@@ -416,6 +425,12 @@ impl Cluster {
                 "capacity_fetches_per_second must be a positive number, got {capacity}"
             )));
         }
+        let known = self
+            .sessions
+            .values()
+            .find(|s| s.name == name)
+            .map(|s| s.capacity)
+            .or_else(|| self.awaited.get(name).copied());
         self.sessions.retain(|_, s| s.name != name);
         self.awaited.remove(name);
         let id = format!("{name}#{}", self.next_id);
@@ -432,8 +447,33 @@ impl Cluster {
                 clock_off: false,
             },
         );
-        self.reshard();
+        if known == Some(capacity) {
+            self.rebind(name, &id);
+        } else {
+            self.reshard();
+        }
         Ok(id)
+    }
+
+    /// Gives session `id` of worker `name` the hosts its earlier session owned or that were
+    /// held for it, and publishes; no other host changes owner.
+    fn rebind(&mut self, name: &str, id: &str) {
+        let mut owner = (*self.owner).clone();
+        for w in owner.values_mut() {
+            if name_of(w) == name {
+                *w = id.to_string();
+            }
+        }
+        self.held.retain(|host, held_for| {
+            if held_for == name {
+                owner.insert(host.clone(), id.to_string());
+                false
+            } else {
+                true
+            }
+        });
+        self.owner = Arc::new(owner);
+        self.publish();
     }
 
     /// Renews a lease; returns the session's desired-state version.
@@ -659,26 +699,35 @@ impl Cluster {
                 capacity: *capacity,
             });
         }
-        let owner: HashMap<String, String> = match shard::assign(&hosts, &workers, self.cfg.epsilon)
-        {
-            Ok(a) => hosts
-                .iter()
-                .zip(a.owner)
-                .filter_map(|(h, w)| Some((h.name.clone(), sessions[w]?.to_string())))
-                .collect(),
-            // No live worker: every host waits unowned.
-            Err(shard::ShardError::NoWorkers(_)) => HashMap::new(),
-        };
+        let (mut owner, mut held) = (HashMap::new(), HashMap::new());
+        // No worker at all (Err): every host waits unowned.
+        if let Ok(a) = shard::assign(&hosts, &workers, self.cfg.epsilon) {
+            for (h, w) in hosts.iter().zip(a.owner) {
+                match sessions[w] {
+                    Some(id) => owner.insert(h.name.clone(), id.to_string()),
+                    None => held.insert(h.name.clone(), workers[w].id.clone()),
+                };
+            }
+        }
+        self.held = held;
         // A move is a host that had an owner (live or just expired) and now has another
         // worker (the same worker in a new session is not a move).
-        self.moves_total += owner
+        let moved: Vec<(&String, &str, &str)> = owner
             .iter()
-            .filter(|(h, w)| {
-                self.owner
-                    .get(*h)
-                    .is_some_and(|old| name_of(old) != name_of(w))
+            .filter_map(|(h, w)| {
+                let old = self.owner.get(h)?;
+                (name_of(old) != name_of(w)).then(|| (h, name_of(old), name_of(w)))
             })
-            .count() as u64;
+            .collect();
+        if !moved.is_empty() {
+            tracing::info!(
+                moved = moved.len(),
+                hosts = owner.len(),
+                first = ?&moved[..moved.len().min(5)],
+                "hosts dealt again; some moved between workers"
+            );
+        }
+        self.moves_total += moved.len() as u64;
         self.owner = Arc::new(owner);
         self.publish();
     }

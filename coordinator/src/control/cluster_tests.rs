@@ -348,3 +348,96 @@ fn an_awaited_worker_that_does_not_come_back_is_given_up_after_the_wait() {
     assert!(d.awaited().is_empty());
     assert_eq!(owned(&d, &a).len(), 40);
 }
+
+/// Feeds on `hosts` hosts, one per host, each fetched as often as `per_day(host)` says: the
+/// loads the hosts are dealt by.
+fn loaded(hosts: usize, per_day: impl Fn(usize) -> usize) -> BTreeMap<String, FeedSpec> {
+    (0..hosts)
+        .map(|h| {
+            let offsets: Vec<f64> = (0..per_day(h)).map(|k| k as f64 * 60.0).collect();
+            let s = spec(h, h, &offsets);
+            (s.id.clone(), s)
+        })
+        .collect()
+}
+
+/// The hosts a fresh deal over workers `names` (capacity 1) gives each, for `feeds`.
+fn fresh_deal(feeds: &BTreeMap<String, FeedSpec>, names: &[&str]) -> BTreeMap<String, String> {
+    let hosts: Vec<shard::Host> = feeds
+        .values()
+        .map(|f| shard::Host {
+            name: f.host.clone(),
+            load: f.offsets_seconds.len() as f64,
+        })
+        .collect();
+    let workers: Vec<shard::Worker> = names
+        .iter()
+        .map(|n| shard::Worker {
+            id: n.to_string(),
+            capacity: 1.0,
+        })
+        .collect();
+    let a = shard::assign(&hosts, &workers, ClusterConfig::default().epsilon).unwrap();
+    hosts
+        .iter()
+        .zip(a.owner)
+        .map(|(h, w)| (h.name.clone(), names[w].to_string()))
+        .collect()
+}
+
+#[test]
+fn a_worker_known_by_name_takes_back_its_hosts_and_nothing_else_moves_when_loads_drifted() {
+    let t0 = Instant::now();
+    let names = ["a", "b", "c"];
+    let members = names.map(|n| Member {
+        name: n.to_string(),
+        capacity: 1.0,
+    });
+    // Hosts of about equal load over three workers, as in the failover test: the bound on a
+    // worker's load spills hosts past their first choice when the hashing favours one
+    // worker, and which ones spill depends on the loads. Find a drift of the loads under
+    // which a fresh deal places some host elsewhere.
+    let (first, drifted) = (6..40)
+        .flat_map(|hosts| (0..50).map(move |seed| (hosts, seed)))
+        .find_map(|(hosts, seed)| {
+            let first = loaded(hosts, |_| 10);
+            let drifted = loaded(hosts, |h| 8 + (h * 7 + seed * 13) % 5);
+            (fresh_deal(&drifted, &names) != fresh_deal(&first, &names)).then_some((first, drifted))
+        })
+        .expect("some drift of the loads moves a host under a fresh deal");
+    let hosts = first.len();
+
+    // A new leader awaits the last term's workers; two are back before its plan changes.
+    let mut c = Cluster::new(ClusterConfig::default(), 2);
+    c.await_members(&members, Duration::from_secs(10));
+    c.set_feeds(first.clone());
+    let a = c.register("a", 1.0, t0).unwrap();
+    let b = c.register("b", 1.0, t0).unwrap();
+    c.set_feeds(drifted.clone());
+    let (had_a, had_b) = (owned(&c, &a), owned(&c, &b));
+    let held: Vec<String> = fresh_deal(&first, &names)
+        .into_iter()
+        .filter(|(_, w)| w == "c")
+        .map(|(h, _)| format!("f{}", &h[1..h.len() - 5]))
+        .collect();
+
+    // The third comes back: it takes what was held for it, and nobody else's hosts change.
+    let cid = c.register("c", 1.0, t0).unwrap();
+    assert_eq!(owned(&c, &cid), held);
+    assert_eq!((owned(&c, &a), owned(&c, &b)), (had_a.clone(), had_b));
+    assert_eq!(c.moves_total(), 0);
+    assert!(c.awaited().is_empty());
+
+    // A worker that restarts at the same capacity keeps its hosts the same way...
+    let a2 = c.register("a", 1.0, t0).unwrap();
+    assert_eq!(owned(&c, &a2), had_a);
+    assert_eq!(c.moves_total(), 0);
+    // ...and one that comes back with another capacity is dealt again.
+    c.register("b", 3.0, t0).unwrap();
+    assert_eq!(
+        by_name(&c).values().map(Vec::len).sum::<usize>(),
+        hosts,
+        "every host dealt"
+    );
+    assert!(c.moves_total() > 0, "b's weight changed: hosts move to it");
+}
