@@ -192,6 +192,8 @@ async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::
     let deadline = ttl * 2 / 3;
     let mut renewed = Instant::now();
     let mut stream = None;
+    // When the first of the renewals now going unanswered was sent (warned once per spell).
+    let mut failing: Option<Instant> = None;
     loop {
         let sent = Instant::now();
         let (mut client, member) = store.client();
@@ -206,6 +208,9 @@ async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::
         .await;
         let ok = match answer {
             Ok(Ok(Some(r))) if r.ttl() > 0 => {
+                if let Some(since) = failing.take() {
+                    tracing::info!(lease, unanswered_for = ?since.elapsed(), "the leader lease is renewed again");
+                }
                 renewed = sent;
                 true
             }
@@ -214,7 +219,17 @@ async fn keep_alive(store: EtcdBackend, lease: i64, ttl: Duration, lost: watch::
                 lost.send_replace(true);
                 return;
             }
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+            failed => {
+                metrics::counter!(crate::metrics::LEADER_LEASE_RENEWAL_FAILURES_TOTAL).increment(1);
+                if failing.is_none() {
+                    failing = Some(sent);
+                    let why = match failed {
+                        Ok(Err(e)) => e.to_string(),
+                        Ok(Ok(None)) => "etcd closed the renewal stream".to_string(),
+                        _ => format!("no answer within {every:?}"),
+                    };
+                    tracing::warn!(lease, error = %why, "a renewal of the leader lease went unanswered; trying again through another member");
+                }
                 // The member we were talking to may be gone: the next try opens a new
                 // stream through another one.
                 stream = None;

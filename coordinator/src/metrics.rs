@@ -185,6 +185,11 @@ declare! {
     /// write fenced off because another leader was elected).
     describe_counter LEADER_STEPDOWNS_TOTAL = "kairos_leader_stepdowns_total",
         "Times this coordinator stopped acting as leader: its lease was not renewed in time, or another leader was elected.";
+    /// Counter: tries to renew the leader's lease that went unanswered (an etcd member gone,
+    /// etcd electing a raft leader, the network); the leader steps down once none was
+    /// answered for two thirds of the lease's TTL.
+    describe_counter LEADER_LEASE_RENEWAL_FAILURES_TOTAL = "kairos_leader_lease_renewal_failures_total",
+        "Tries to renew the leader's etcd lease that went unanswered; the leader steps down once none was answered for 2/3 of the lease's TTL.";
     /// Gauge: bytes the retention window needs in the store, estimated when a leader starts
     /// (-1: postings kept for ever).
     describe_gauge STORE_WINDOW_BYTES = "kairos_store_window_bytes",

@@ -117,6 +117,17 @@ async fn a_full_etcd_outage_costs_leadership_for_a_while_and_loses_nothing() {
         sample(&metrics, "kairos_leader_stepdowns_total").unwrap_or(0.0) >= 1.0,
         "the lost lease is counted"
     );
+    // The renewals that went unanswered before it are counted too, and warned of once per
+    // spell (the alert KairosLeaderLeaseRenewalsFailing fires on them before a step-down).
+    assert!(
+        sample(&metrics, "kairos_leader_lease_renewal_failures_total").unwrap_or(0.0) >= 1.0,
+        "unanswered renewals are counted"
+    );
+    let log = std::fs::read_to_string(dir.path().join("coordinator.log")).unwrap_or_default();
+    assert!(
+        log.contains("a renewal of the leader lease went unanswered"),
+        "the unanswered renewals are in the log"
+    );
     assert!(
         lost_at < POSTING_DAYS * 0.8,
         "etcd is lost while the farm publishes (day {lost_at:.2})"

@@ -247,6 +247,11 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
         0.0,
         "A stepped down when etcd member {gone} (the raft leader) went"
     );
+    eprintln!(
+        "A kept the lead through the loss of etcd member {gone} (the raft leader); {} renewal tries went unanswered",
+        sample(&a_now, "kairos_leader_lease_renewal_failures_total")
+            .expect("cluster mode shows the renewal failures from the start")
+    );
     let before = sample(&a_now, "kairos_fetches_total{outcome=\"ok\"}");
     assert!(before.unwrap_or(0.0) > 0.0, "A's workers fetched");
 

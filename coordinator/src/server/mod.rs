@@ -488,6 +488,9 @@ async fn serve_elected(
     };
     let signal = kairos_runtime::process::shutdown_signal();
     tokio::pin!(signal);
+    // Shown from the start in cluster mode, so alerts on their increase see the first one.
+    metrics::counter!(m::LEADER_STEPDOWNS_TOTAL).increment(0);
+    metrics::counter!(m::LEADER_LEASE_RENEWAL_FAILURES_TOTAL).increment(0);
     loop {
         metrics::gauge!(m::LEADER).set(0.0);
         metrics::gauge!(m::LEADER_EPOCH).set(0.0);
