@@ -39,7 +39,32 @@ struct Member {
     child: Option<Child>,
 }
 
+/// A loopback port that is free now, drawn below the kernel's ephemeral range (32768 and
+/// up on Linux). A port from that range (what binding port 0 gives) can be taken as the
+/// source port of some outgoing connection between this check and etcd's bind, and etcd
+/// then exits with "address already in use"; below it only another listener can collide,
+/// which [`EtcdCluster::start`] survives by drawing again.
 fn free_port() -> SocketAddr {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    let seed = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+    for _ in 0..1000 {
+        let n = DRAWS.fetch_add(1, Ordering::Relaxed);
+        // SplitMix64 of (seed, draw): spread, and different in parallel test processes.
+        let mut z = seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let port = 20_000 + (z % 12_000) as u16;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if TcpListener::bind(addr).is_ok() {
+            return addr;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")
@@ -109,34 +134,45 @@ impl EtcdCluster {
         also_on: &[String],
     ) -> Option<EtcdCluster> {
         let bin = etcd_binary()?;
-        let mut members: Vec<Member> = (0..n)
-            .map(|i| Member {
-                name: format!("m{i}"),
-                tls: tls.clone(),
-                client: free_port(),
-                peer: free_port(),
-                dir: dir.join(format!("etcd-m{i}")),
-                quota,
-                also_on: also_on.to_vec(),
-                child: None,
-            })
-            .collect();
-        let initial = members
-            .iter()
-            .map(|m| format!("{}=http://{}", m.name, m.peer))
-            .collect::<Vec<_>>()
-            .join(",");
-        for m in &mut members {
-            m.child = Some(spawn(&bin, m, &initial, "new"));
+        // A member that exits before its port answers lost a race for a port (see
+        // `free_port`): start the whole cluster again on fresh ports, a few times.
+        let mut last = String::new();
+        for _attempt in 0..4 {
+            let mut members: Vec<Member> = (0..n)
+                .map(|i| Member {
+                    name: format!("m{i}"),
+                    tls: tls.clone(),
+                    client: free_port(),
+                    peer: free_port(),
+                    dir: dir.join(format!("etcd-m{i}")),
+                    quota,
+                    also_on: also_on.to_vec(),
+                    child: None,
+                })
+                .collect();
+            let initial = members
+                .iter()
+                .map(|m| format!("{}=http://{}", m.name, m.peer))
+                .collect::<Vec<_>>()
+                .join(",");
+            for m in &mut members {
+                let _ = std::fs::remove_dir_all(&m.dir);
+                m.child = Some(spawn(&bin, m, &initial, "new"));
+            }
+            let mut cluster = EtcdCluster {
+                endpoints: members.iter().map(|m| m.client.to_string()).collect(),
+                members,
+            };
+            let started = cluster.members.iter_mut().try_for_each(wait_member);
+            match started {
+                Ok(()) => return Some(cluster),
+                Err(e) => {
+                    eprintln!("etcd did not start, trying fresh ports: {e}");
+                    last = e;
+                }
+            }
         }
-        let cluster = EtcdCluster {
-            endpoints: members.iter().map(|m| m.client.to_string()).collect(),
-            members,
-        };
-        for m in &cluster.members {
-            wait_port(m.client, &m.dir);
-        }
-        Some(cluster)
+        panic!("etcd did not start in 4 tries: {last}");
     }
 
     /// Kills member `i` (SIGKILL).
@@ -155,7 +191,9 @@ impl EtcdCluster {
             .join(",");
         let m = &mut self.members[i];
         m.child = Some(spawn(&bin, m, &initial, "existing"));
-        wait_port(m.client, &m.dir);
+        if let Err(e) = wait_member(m) {
+            panic!("etcd member {i} did not restart: {e}");
+        }
     }
 }
 
@@ -214,14 +252,34 @@ fn spawn(bin: &Path, m: &Member, initial: &str, state: &str) -> Child {
     Child(child)
 }
 
-fn wait_port(addr: SocketAddr, dir: &Path) {
+/// Waits up to 30 s for member `m`'s client port to answer; an error (naming its log) when
+/// it exits first or does not answer in time.
+fn wait_member(m: &mut Member) -> Result<(), String> {
     let start = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "etcd on {addr} did not start; see {}",
-            dir.with_extension("log").display()
-        );
+    let log = m.dir.with_extension("log");
+    loop {
+        // Exit first: a member that lost its bind has usually exited by the time it is seen.
+        let exited = m.child.as_mut().and_then(|c| c.0.try_wait().ok().flatten());
+        if let Some(status) = exited {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(3).collect();
+            return Err(format!(
+                "etcd on {} exited ({status}); see {}: {}",
+                m.client,
+                log.display(),
+                tail.join(" | ")
+            ));
+        }
+        if TcpStream::connect_timeout(&m.client, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(format!(
+                "etcd on {} did not answer in 30 s; see {}",
+                m.client,
+                log.display()
+            ));
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
