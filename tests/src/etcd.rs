@@ -39,12 +39,13 @@ struct Member {
     child: Option<Child>,
 }
 
-/// A loopback port that is free now, drawn below the kernel's ephemeral range (32768 and
-/// up on Linux). A port from that range (what binding port 0 gives) can be taken as the
-/// source port of some outgoing connection between this check and etcd's bind, and etcd
-/// then exits with "address already in use"; below it only another listener can collide,
-/// which [`EtcdCluster::start`] survives by drawing again.
-fn free_port() -> SocketAddr {
+/// A loopback port that is free now, for etcd and the other servers the tests start. It is
+/// drawn below the kernel's ephemeral range (32768 and up on Linux): a port from that range
+/// (what binding port 0 gives) can be taken as the source port of some outgoing connection
+/// between this check and the server's bind, and the server then exits with "address
+/// already in use". Below it only another listener can collide, which
+/// [`EtcdCluster::start`] survives by drawing again.
+pub fn free_port() -> SocketAddr {
     use std::sync::atomic::{AtomicU64, Ordering};
     static DRAWS: AtomicU64 = AtomicU64::new(0);
     let seed = u64::from(std::process::id())

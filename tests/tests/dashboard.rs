@@ -143,11 +143,8 @@ fn every_dashboard_query_and_rule_returns_data_from_a_running_system() {
         &dir.path().join("standalone.log"),
         &["kairos-coordinator metrics on "],
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Below the ephemeral range, so no outgoing connection takes it before Prometheus binds.
+    let port = kairos_tests::etcd::free_port().port();
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
         &config,
