@@ -11,6 +11,13 @@
 //! membership only moves the hosts it has to: without the bound exactly the hosts of a
 //! leaving worker (or those a joining worker now wins); with it, a few more spill over.
 //!
+//! A host the bound spilled past its first-ranked worker lands wherever room was left when
+//! its turn came, which depends on every heavier host's load: dealt again under loads that
+//! drifted, it can land elsewhere although no worker came or went. [`assign_keeping`] takes
+//! the last deal's choices ([`Previous`]) and keeps each spilled host with the worker it
+//! went to while that worker has room and the host's first-ranked worker is still the one
+//! it spilled from; given the loads the last deal saw, it reproduces that deal exactly.
+//!
 //! Pure and deterministic, like the planner: the coordinator calls it on membership or
 //! load changes and diffs the result against the previous assignment.
 
@@ -48,8 +55,20 @@ pub enum ShardError {
 pub struct Assignment {
     /// `owner[h]` is the index of host `h`'s worker.
     pub owner: Vec<usize>,
+    /// `first[h]` is the index of host `h`'s first-ranked worker: where it would go without
+    /// the bound. A host whose owner differs was spilled.
+    pub first: Vec<usize>,
     /// Summed load per worker.
     pub load: Vec<f64>,
+}
+
+/// What the last deal chose for a host, by worker index into this deal's workers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Previous {
+    /// The worker it went to.
+    pub owner: usize,
+    /// Its first-ranked worker then (the same as `owner` unless the bound spilled it).
+    pub first: usize,
 }
 
 fn score(host: &str, worker: &Worker) -> f64 {
@@ -66,6 +85,21 @@ fn score(host: &str, worker: &Worker) -> f64 {
 /// `epsilon × its capacity share × total load + largest host load`; `f64::INFINITY`
 /// disables the bound (pure rendezvous hashing).
 pub fn assign(hosts: &[Host], workers: &[Worker], epsilon: f64) -> Result<Assignment, ShardError> {
+    assign_keeping(hosts, workers, epsilon, &[])
+}
+
+/// [`assign`], keeping spilled hosts where the last deal put them: host `h` with
+/// `previous[h] = Some(p)` (a shorter slice reads as `None` past its end) goes to `p.owner`
+/// when its first-ranked worker is still `p.first` and `p.owner` has room; otherwise, and
+/// for every other host, the rule of [`assign`] holds. So a worker that joined and now
+/// ranks first for a host still takes it (the host's first-ranked worker changed), and a
+/// host the last deal did not spill goes to its first-ranked worker when it has room.
+pub fn assign_keeping(
+    hosts: &[Host],
+    workers: &[Worker],
+    epsilon: f64,
+    previous: &[Option<Previous>],
+) -> Result<Assignment, ShardError> {
     assert!(epsilon >= 1.0, "epsilon below 1 cannot fit every host");
     let live: Vec<usize> = (0..workers.len())
         .filter(|&w| workers[w].capacity > 0.0)
@@ -74,6 +108,7 @@ pub fn assign(hosts: &[Host], workers: &[Worker], epsilon: f64) -> Result<Assign
         return if hosts.is_empty() {
             Ok(Assignment {
                 owner: Vec::new(),
+                first: Vec::new(),
                 load: vec![0.0; workers.len()],
             })
         } else {
@@ -93,6 +128,7 @@ pub fn assign(hosts: &[Host], workers: &[Worker], epsilon: f64) -> Result<Assign
             .then_with(|| hosts[a].name.cmp(&hosts[b].name))
     });
     let mut owner = vec![usize::MAX; hosts.len()];
+    let mut first = vec![usize::MAX; hosts.len()];
     let mut load = vec![0.0; workers.len()];
     let mut ranked: Vec<(f64, usize)> = Vec::with_capacity(live.len());
     for h in order {
@@ -103,16 +139,30 @@ pub fn assign(hosts: &[Host], workers: &[Worker], epsilon: f64) -> Result<Assign
         );
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let l = hosts[h].load.max(0.0);
+        let room = |w: usize| load[w] + l <= cap(w) + 1e-9;
+        let top = ranked[0].1;
+        let kept = previous
+            .get(h)
+            .copied()
+            .flatten()
+            .filter(|p| {
+                p.first == top && p.owner < workers.len() && workers[p.owner].capacity > 0.0
+            })
+            .map(|p| p.owner)
+            .filter(|&w| room(w));
         // The bound includes the largest host, so some worker always has room.
-        let w = ranked
-            .iter()
-            .map(|&(_, w)| w)
-            .find(|&w| load[w] + l <= cap(w) + 1e-9)
-            .unwrap_or(ranked[0].1);
+        let w = kept.unwrap_or_else(|| {
+            ranked
+                .iter()
+                .map(|&(_, w)| w)
+                .find(|&w| room(w))
+                .unwrap_or(top)
+        });
         owner[h] = w;
+        first[h] = top;
         load[w] += l;
     }
-    Ok(Assignment { owner, load })
+    Ok(Assignment { owner, first, load })
 }
 
 /// Hosts whose owner changed between two assignments of the same hosts, by worker id.
@@ -221,6 +271,96 @@ mod tests {
             prop_assert!(moved_load <= 3.0 * a.load[0] + 2.0 * biggest + 1e-6,
                 "moved {} for a departing load of {}", moved_load, a.load[0]);
         }
+    }
+
+    fn previous(a: &Assignment) -> Vec<Option<Previous>> {
+        a.owner
+            .iter()
+            .zip(&a.first)
+            .map(|(&owner, &first)| Some(Previous { owner, first }))
+            .collect()
+    }
+
+    /// Every host's load scaled by a factor in [1 − d, 1 + d] drawn from its name.
+    fn drifted(h: &[Host], d: f64, seed: u64) -> Vec<Host> {
+        h.iter()
+            .map(|x| {
+                let mut key = x.name.clone().into_bytes();
+                key.extend_from_slice(&seed.to_le_bytes());
+                let u = (xxh3_64(&key) >> 11) as f64 / (1u64 << 53) as f64;
+                Host {
+                    name: x.name.clone(),
+                    load: x.load * (1.0 - d + 2.0 * d * u),
+                }
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(60))]
+
+        #[test]
+        fn keeping_reproduces_the_last_deal_and_holds_the_bound_under_drift(
+            n in 50usize..400, k in 2usize..8, eps in 1.05f64..1.6, seed in any::<u64>()
+        ) {
+            let h = hosts(n, true);
+            let w = workers(&(0..k).collect::<Vec<_>>(), |i| 1.0 + (i % 3) as f64);
+            let a = assign(&h, &w, eps).unwrap();
+            // `first` is each host's best-scored worker.
+            for (i, &f) in a.first.iter().enumerate() {
+                let top = (0..k).max_by(|&x, &y| score(&h[i].name, &w[x])
+                    .total_cmp(&score(&h[i].name, &w[y])).then_with(|| y.cmp(&x))).unwrap();
+                prop_assert_eq!(f, top);
+            }
+            // The same loads: the same deal.
+            prop_assert_eq!(&assign_keeping(&h, &w, eps, &previous(&a)).unwrap(), &a);
+            // Drifted loads: every host placed, the bound held.
+            let h2 = drifted(&h, 0.3, seed);
+            let b = assign_keeping(&h2, &w, eps, &previous(&a)).unwrap();
+            let total: f64 = h2.iter().map(|x| x.load).sum();
+            let cap_total: f64 = w.iter().map(|x| x.capacity).sum();
+            let biggest = h2.iter().map(|x| x.load).fold(0.0, f64::max);
+            prop_assert!(b.owner.iter().all(|&o| o < k));
+            for (i, l) in b.load.iter().enumerate() {
+                prop_assert!(*l <= eps * w[i].capacity / cap_total * total + biggest + 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn drifted_loads_move_a_spilled_host_when_dealt_afresh_and_not_when_kept() {
+        let h = hosts(300, true);
+        let w = workers(&[0, 1, 2], |_| 1.0);
+        let eps = 1.1;
+        let a = assign(&h, &w, eps).unwrap();
+        let spilled = a.owner.iter().zip(&a.first).filter(|(o, f)| o != f).count();
+        assert!(spilled > 0, "the bound spills some hosts at ε = {eps}");
+        // Find a drift under which a fresh deal moves hosts; keeping must move fewer.
+        let (mut fresh_moves, mut kept_moves) = (0, 0);
+        for seed in 0..20 {
+            let h2 = drifted(&h, 0.2, seed);
+            let fresh = assign(&h2, &w, eps).unwrap();
+            let kept = assign_keeping(&h2, &w, eps, &previous(&a)).unwrap();
+            fresh_moves += moved(&h, (&a, &w), (&fresh, &w)).len();
+            kept_moves += moved(&h, (&a, &w), (&kept, &w)).len();
+        }
+        assert!(fresh_moves > 0, "no drift moved a host");
+        assert!(
+            kept_moves * 2 < fresh_moves,
+            "keeping moved {kept_moves} hosts over 20 drifts, a fresh deal {fresh_moves}"
+        );
+    }
+
+    #[test]
+    fn a_joining_worker_still_takes_the_hosts_it_ranks_first_for_when_keeping() {
+        let h = hosts(2000, true);
+        let four = workers(&[0, 1, 2, 3], |_| 1.0);
+        let a4 = assign(&h, &four, f64::INFINITY).unwrap();
+        let five = workers(&[0, 1, 2, 3, 4], |_| 1.0);
+        // Indices of the first four are unchanged in `five`.
+        let kept = assign_keeping(&h, &five, f64::INFINITY, &previous(&a4)).unwrap();
+        assert_eq!(kept, assign(&h, &five, f64::INFINITY).unwrap());
+        assert!(kept.owner.contains(&4));
     }
 
     #[test]

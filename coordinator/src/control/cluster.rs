@@ -9,23 +9,26 @@
 //! never move hosts; nor does a worker coming back under its name at the same capacity
 //! (restarted, or awaited after a failover): it takes its hosts and nothing else is dealt
 //! again, since a deal by the loads of a later plan would spill other hosts differently.
+//! When hosts are dealt again (a worker joins or leaves, the set of hosts changes), a host
+//! the load bound spilled past its first-ranked worker stays where it went while that
+//! worker has room ([`crate::shard::assign_keeping`]), for the same reason.
 //!
-//! A new term starts from the workers the last one had ([`Member`], kept in the store):
-//! until each has registered again, or two worker leases have passed, their places in the
-//! hashing are held and their hosts dealt to nobody. A worker keeps fetching its last
-//! assignment while it looks for the new leader, so dealing its hosts to the first worker
-//! that arrives would fetch the same planned slots twice. Each session's desired state (its
-//! feeds with their fetch times) carries a version that grows by one per change and is
-//! published on a `watch` channel: the assignment stream sends the first value it sees as a
-//! snapshot and the difference between consecutive values as deltas, and a slow stream
-//! simply skips intermediate versions.
+//! A new term starts from the workers the last one had ([`Member`], kept in the store, with
+//! the hosts the bound spilled to each): until each has registered again, or two worker
+//! leases have passed, their places in the hashing are held and their hosts dealt to
+//! nobody; the first deal keeps the last term's spilled hosts where they were, so its
+//! loads, which are not the last leader's, move none that still fit. A worker keeps
+//! fetching its last assignment while it looks for the new leader, so dealing its hosts to
+//! the first worker that arrives would fetch the same planned slots twice. Each session's
+//! desired state (its feeds with their fetch times) carries a version that grows by one per
+//! change and is published on a `watch` channel: the assignment stream sends the first
+//! value it sees as a snapshot and the difference between consecutive values as deltas, and
+//! a slow stream simply skips intermediate versions.
 //!
 //! Time is an argument (`Instant`), so tests drive leases directly.
 
 use super::FeedSpec;
-use crate::shard::{self, Host, Worker};
 use kairos_runtime::allowance::Allowance;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,15 +84,6 @@ impl Default for ClusterConfig {
             epoch: None,
         }
     }
-}
-
-/// A worker of the term, as kept in the store for the next leader: its name and capacity.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Member {
-    /// The name it registers with.
-    pub name: String,
-    /// Its declared capacity.
-    pub capacity: f64,
 }
 
 /// The worker name of a session id (`name#n`).
@@ -170,6 +164,12 @@ pub struct Cluster {
     awaited: BTreeMap<String, f64>,
     /// Host → awaited worker's name: the hosts held for it, which it gets when it registers.
     held: HashMap<String, String>,
+    /// Host → the name of its first-ranked worker, for the hosts the load bound spilled to
+    /// another (owned or held).
+    spilled_from: HashMap<String, String>,
+    /// The last term's spilled hosts (host → [its worker's name, its first-ranked worker's
+    /// name]), kept by the deals of this term until each host is dealt.
+    inherited: HashMap<String, [String; 2]>,
     /// How long `awaited` is held, counted from the first lease check.
     awaiting_for: Duration,
     /// Until when `awaited` is held (set by the first lease check).
@@ -280,70 +280,12 @@ impl Cluster {
             moves_total: 0,
             awaited: BTreeMap::new(),
             held: HashMap::new(),
+            spilled_from: HashMap::new(),
+            inherited: HashMap::new(),
             awaiting_for: Duration::ZERO,
             awaiting_until: None,
             generation: 0,
         }
-    }
-
-    /// Holds the places of the last term's workers until each registers again or `wait`
-    /// has passed since the first [`Cluster::stop_awaiting`] (the first lease check, when
-    /// the term begins serving: opening a big store takes longer than a lease);
-    /// workers already registered are not held.
-    pub fn await_members(&mut self, members: &[Member], wait: Duration) {
-        let live: BTreeSet<&str> = self.sessions.values().map(|s| s.name.as_str()).collect();
-        self.awaited = members
-            .iter()
-            .filter(|m| !live.contains(m.name.as_str()) && m.capacity > 0.0)
-            .map(|m| (m.name.clone(), m.capacity))
-            .collect();
-        (self.awaiting_for, self.awaiting_until) = (wait, None);
-        self.reshard();
-    }
-
-    /// Gives up on the awaited workers once the time given to them has passed; returns the
-    /// names that did not come back (their hosts are dealt to the others). The first call
-    /// starts the time.
-    pub fn stop_awaiting(&mut self, now: Instant) -> Vec<String> {
-        if self.awaited.is_empty() {
-            return Vec::new();
-        }
-        match self.awaiting_until {
-            None => {
-                self.awaiting_until = Some(now + self.awaiting_for);
-                Vec::new()
-            }
-            Some(until) if now >= until => {
-                self.awaiting_until = None;
-                let gone: Vec<String> = std::mem::take(&mut self.awaited).into_keys().collect();
-                if !gone.is_empty() {
-                    self.reshard();
-                }
-                gone
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Workers whose hosts are held for them (not registered again since the term began).
-    pub fn awaited(&self) -> Vec<String> {
-        self.awaited.keys().cloned().collect()
-    }
-
-    /// The workers of this term, awaited ones included, by name: what the next leader
-    /// awaits.
-    pub fn members(&self) -> Vec<Member> {
-        let mut all: BTreeMap<&str, f64> =
-            self.awaited.iter().map(|(n, c)| (n.as_str(), *c)).collect();
-        for s in self.sessions.values() {
-            all.insert(&s.name, s.capacity);
-        }
-        all.into_iter()
-            .map(|(name, capacity)| Member {
-                name: name.to_string(),
-                capacity,
-            })
-            .collect()
     }
 
     /// What a plan's desired states can be prepared against away from the cluster (cheap:
@@ -453,27 +395,6 @@ impl Cluster {
             self.reshard();
         }
         Ok(id)
-    }
-
-    /// Gives session `id` of worker `name` the hosts its earlier session owned or that were
-    /// held for it, and publishes; no other host changes owner.
-    fn rebind(&mut self, name: &str, id: &str) {
-        let mut owner = (*self.owner).clone();
-        for w in owner.values_mut() {
-            if name_of(w) == name {
-                *w = id.to_string();
-            }
-        }
-        self.held.retain(|host, held_for| {
-            if held_for == name {
-                owner.insert(host.clone(), id.to_string());
-                false
-            } else {
-                true
-            }
-        });
-        self.owner = Arc::new(owner);
-        self.publish();
     }
 
     /// Renews a lease; returns the session's desired-state version.
@@ -667,71 +588,6 @@ impl Cluster {
             .collect()
     }
 
-    /// Re-deals every host over the live sessions and publishes the result.
-    fn reshard(&mut self) {
-        let mut load: BTreeMap<&str, f64> = BTreeMap::new();
-        for f in self.feeds.values() {
-            let per_day = f.offsets_seconds.len() as f64 * 86_400.0 / f.period_seconds.max(1.0);
-            *load.entry(f.host.as_str()).or_default() += per_day;
-        }
-        let hosts: Vec<Host> = load
-            .into_iter()
-            .map(|(name, load)| Host {
-                name: name.to_string(),
-                load,
-            })
-            .collect();
-        // Hashed by name (a worker's hosts do not depend on its session); awaited workers
-        // take part with no session, so their hosts go to nobody until they are back.
-        let mut sessions: Vec<Option<&str>> = Vec::new();
-        let mut workers: Vec<Worker> = Vec::new();
-        for (id, s) in &self.sessions {
-            sessions.push(Some(id));
-            workers.push(Worker {
-                id: s.name.clone(),
-                capacity: s.capacity,
-            });
-        }
-        for (name, capacity) in &self.awaited {
-            sessions.push(None);
-            workers.push(Worker {
-                id: name.clone(),
-                capacity: *capacity,
-            });
-        }
-        let (mut owner, mut held) = (HashMap::new(), HashMap::new());
-        // No worker at all (Err): every host waits unowned.
-        if let Ok(a) = shard::assign(&hosts, &workers, self.cfg.epsilon) {
-            for (h, w) in hosts.iter().zip(a.owner) {
-                match sessions[w] {
-                    Some(id) => owner.insert(h.name.clone(), id.to_string()),
-                    None => held.insert(h.name.clone(), workers[w].id.clone()),
-                };
-            }
-        }
-        self.held = held;
-        // A move is a host that had an owner (live or just expired) and now has another
-        // worker (the same worker in a new session is not a move).
-        let moved: Vec<(&String, &str, &str)> = owner
-            .iter()
-            .filter_map(|(h, w)| {
-                let old = self.owner.get(h)?;
-                (name_of(old) != name_of(w)).then(|| (h, name_of(old), name_of(w)))
-            })
-            .collect();
-        if !moved.is_empty() {
-            tracing::info!(
-                moved = moved.len(),
-                hosts = owner.len(),
-                first = ?&moved[..moved.len().min(5)],
-                "hosts dealt again; some moved between workers"
-            );
-        }
-        self.moves_total += moved.len() as u64;
-        self.owner = Arc::new(owner);
-        self.publish();
-    }
-
     /// Sends every session whose feed set or fetch times changed its new desired state.
     fn publish(&mut self) {
         self.generation += 1;
@@ -789,6 +645,10 @@ impl Cluster {
         }
     }
 }
+
+#[path = "cluster_deal.rs"]
+mod deal;
+pub use deal::{Member, MAX_SPILLED_STORED};
 
 #[cfg(test)]
 #[path = "cluster_tests.rs"]

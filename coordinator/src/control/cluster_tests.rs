@@ -1,6 +1,7 @@
 //! Tests of [`super`]: sessions, leases, host ownership and desired states.
 
 use super::*;
+use crate::shard;
 
 fn spec(id: usize, host: usize, offsets: &[f64]) -> FeedSpec {
     FeedSpec {
@@ -326,6 +327,7 @@ fn an_awaited_worker_that_does_not_come_back_is_given_up_after_the_wait() {
     let members = ["a", "b"].map(|n| Member {
         name: n.to_string(),
         capacity: 1.0,
+        spilled: Vec::new(),
     });
     let mut c = Cluster::new(ClusterConfig::default(), 2);
     c.set_feeds(plan(40, 20, 0.0));
@@ -363,6 +365,15 @@ fn loaded(hosts: usize, per_day: impl Fn(usize) -> usize) -> BTreeMap<String, Fe
 
 /// The hosts a fresh deal over workers `names` (capacity 1) gives each, for `feeds`.
 fn fresh_deal(feeds: &BTreeMap<String, FeedSpec>, names: &[&str]) -> BTreeMap<String, String> {
+    fresh_deal_within(feeds, names, ClusterConfig::default().epsilon)
+}
+
+/// [`fresh_deal`] under the load bound `epsilon`.
+fn fresh_deal_within(
+    feeds: &BTreeMap<String, FeedSpec>,
+    names: &[&str],
+    epsilon: f64,
+) -> BTreeMap<String, String> {
     let hosts: Vec<shard::Host> = feeds
         .values()
         .map(|f| shard::Host {
@@ -377,7 +388,7 @@ fn fresh_deal(feeds: &BTreeMap<String, FeedSpec>, names: &[&str]) -> BTreeMap<St
             capacity: 1.0,
         })
         .collect();
-    let a = shard::assign(&hosts, &workers, ClusterConfig::default().epsilon).unwrap();
+    let a = shard::assign(&hosts, &workers, epsilon).unwrap();
     hosts
         .iter()
         .zip(a.owner)
@@ -392,6 +403,7 @@ fn a_worker_known_by_name_takes_back_its_hosts_and_nothing_else_moves_when_loads
     let members = names.map(|n| Member {
         name: n.to_string(),
         capacity: 1.0,
+        spilled: Vec::new(),
     });
     // Hosts of about equal load over three workers, as in the failover test: the bound on a
     // worker's load spills hosts past their first choice when the hashing favours one
@@ -440,4 +452,116 @@ fn a_worker_known_by_name_takes_back_its_hosts_and_nothing_else_moves_when_loads
         "every host dealt"
     );
     assert!(c.moves_total() > 0, "b's weight changed: hosts move to it");
+}
+
+/// A leader's hosts, worker by worker, once `names` (capacity 1), awaited from `members`,
+/// are all back and its plan is `feeds`; and the members it would store.
+fn leader_deal(
+    members: &[Member],
+    feeds: &BTreeMap<String, FeedSpec>,
+    names: &[&str],
+) -> (BTreeMap<String, Vec<String>>, Vec<Member>) {
+    let t0 = Instant::now();
+    let mut c = Cluster::new(ClusterConfig::default(), 2);
+    c.await_members(members, Duration::from_secs(10));
+    c.set_feeds(feeds.clone());
+    for n in names {
+        c.register(n, 1.0, t0).unwrap();
+    }
+    (by_name(&c), c.members())
+}
+
+#[test]
+fn the_next_leader_keeps_the_hosts_the_bound_spilled_although_its_loads_differ() {
+    let names = ["a", "b", "c"];
+    let bare: Vec<Member> = names
+        .iter()
+        .map(|n| Member {
+            name: n.to_string(),
+            capacity: 1.0,
+            spilled: Vec::new(),
+        })
+        .collect();
+    // Leader A deals by its plan's loads and stores its members; leader B's first plan has
+    // drifted loads. Over drifts under which a fresh deal places some host elsewhere, count
+    // the hosts B moves with A's record and with a record that names no spilled hosts.
+    let (mut tried, mut kept_whole) = (0, 0);
+    let (mut moves_with, mut moves_without) = (0usize, 0usize);
+    let moves = |x: &BTreeMap<String, Vec<String>>, y: &BTreeMap<String, Vec<String>>| {
+        let at = |m: &BTreeMap<String, Vec<String>>| -> BTreeMap<String, String> {
+            m.iter()
+                .flat_map(|(w, fs)| fs.iter().map(move |f| (f.clone(), w.clone())))
+                .collect()
+        };
+        let (x, y) = (at(x), at(y));
+        x.iter().filter(|(f, w)| y.get(*f) != Some(*w)).count()
+    };
+    for hosts in 6..40 {
+        for seed in 0..10 {
+            let first = loaded(hosts, |_| 10);
+            let drifted = loaded(hosts, |h| 8 + (h * 7 + seed * 13) % 5);
+            if fresh_deal(&drifted, &names) == fresh_deal(&first, &names) {
+                continue;
+            }
+            tried += 1;
+            let (a_owners, stored) = leader_deal(&bare, &first, &names);
+            // The record names exactly the hosts not with their first-ranked worker (the
+            // owner without the bound), each under its worker, with that first-ranked one.
+            let ranked = fresh_deal_within(&first, &names, f64::INFINITY);
+            let mut want: Vec<(String, [String; 2])> = fresh_deal(&first, &names)
+                .into_iter()
+                .filter(|(h, w)| ranked[h] != *w)
+                .map(|(h, w)| (w, [h.clone(), ranked[&h].clone()]))
+                .collect();
+            want.sort();
+            let mut named: Vec<(String, [String; 2])> = stored
+                .iter()
+                .flat_map(|m| m.spilled.iter().map(|s| (m.name.clone(), s.clone())))
+                .collect();
+            named.sort();
+            assert_eq!(named, want);
+            let (with, _) = leader_deal(&stored, &drifted, &names);
+            let (without, _) = leader_deal(&bare, &drifted, &names);
+            let (w, wo) = (moves(&a_owners, &with), moves(&a_owners, &without));
+            moves_with += w;
+            moves_without += wo;
+            if w == 0 && wo > 0 {
+                kept_whole += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{tried} drifts: B kept A's deal whole in {kept_whole}; moved {moves_with} hosts with \
+         A's record, {moves_without} without"
+    );
+    assert!(
+        tried >= 10,
+        "only {tried} drifts move a host under a fresh deal"
+    );
+    assert!(
+        kept_whole * 2 >= tried,
+        "A's record kept B's deal whole in only {kept_whole} of {tried} drifts"
+    );
+    assert!(
+        moves_with * 4 <= moves_without,
+        "B moved {moves_with} hosts with A's record, {moves_without} without"
+    );
+}
+
+#[test]
+fn a_worker_list_stored_before_spilled_hosts_were_named_still_reads() {
+    let old: Vec<Member> = serde_json::from_str(r#"[{"name":"a","capacity":2.0}]"#).unwrap();
+    assert_eq!(
+        old,
+        [Member {
+            name: "a".into(),
+            capacity: 2.0,
+            spilled: Vec::new()
+        }]
+    );
+    // And a list that names none writes as before.
+    assert_eq!(
+        serde_json::to_string(&old).unwrap(),
+        r#"[{"name":"a","capacity":2.0}]"#
+    );
 }

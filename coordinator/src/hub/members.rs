@@ -4,14 +4,17 @@
 //! assignment while it looks for the new leader. A new leader that dealt every host to
 //! the first worker to arrive would have hosts fetched by two workers for the same planned
 //! slots, then moved back as the others arrive. So the leader writes its workers' names
-//! and capacities (`members`) whenever they change, and the next one holds their places
+//! and capacities, with the hosts the load bound spilled to each (`members`), whenever they
+//! change, and the next one holds their places
 //! in the hashing ([`Cluster::await_members`]) for two worker leases from when it begins
 //! serving (a worker may take a lease to notice that its leader is gone, then finds the new
 //! one within seconds): each worker that comes back gets the hosts it was fetching, and
-//! the hosts of one that does not go to the others when the time has passed.
+//! the hosts of one that does not go to the others when the time has passed. The spilled
+//! hosts are named because where the bound spills a host depends on the loads it is dealt
+//! by, and the next leader's first plan is not the last one's.
 
 use super::Hub;
-use crate::control::cluster::{Cluster, Member};
+use crate::control::cluster::{Cluster, Member, MAX_SPILLED_STORED};
 use crate::store::keys::Key;
 use crate::store::{KvBackend, Op};
 
@@ -50,6 +53,13 @@ impl<B: KvBackend> Hub<B> {
         let now = self.actor.ask(super::messages::Members).await;
         if *saved == now {
             return;
+        }
+        let spilled: usize = now.iter().map(|m| m.spilled.len()).sum();
+        if spilled >= MAX_SPILLED_STORED {
+            tracing::warn!(
+                named = spilled,
+                "the load bound spilled more hosts than the worker list names; at a failover the next leader may move the others"
+            );
         }
         let body = serde_json::to_vec(&now).expect("members serialize");
         let key = Key::Members.encode().expect("a fixed key");
