@@ -13,12 +13,13 @@
 //! serving, counts a step-down, and campaigns again as a standby. Short, frequent tries
 //! leave half the TTL for retries through other members after a renewal goes unanswered:
 //! when the etcd member that was the raft leader dies, the others take one to two election
-//! timeouts to elect a new one and answer no renewal meanwhile. Renewing every `ttl / 3`,
-//! each try bounded by as much, left one try's margin, and a 6 s lease lost its leader to
-//! such a member loss on a loaded machine. A standby binds the same ports, answers every call
-//! `UNAVAILABLE` naming the leader's address, and reports NOT_SERVING on gRPC health, so
-//! clients and a Kubernetes Service find the leader. On SIGTERM a leader resigns, so a
-//! standby takes over at once instead of after the lease's TTL.
+//! timeouts to elect a new one and answer no renewal meanwhile (one try's margin is not
+//! enough there: `tests/failover.rs` kills etcd's raft leader under a 6 s lease).
+//!
+//! A standby binds the same ports, answers every call `UNAVAILABLE` naming the leader's
+//! address, and reports NOT_SERVING on gRPC health, so clients and a Kubernetes Service
+//! find the leader. On SIGTERM a leader resigns, so a standby takes over at once instead of
+//! after the lease's TTL.
 
 use crate::store::etcd::EtcdBackend;
 use anyhow::{Context, Result};
