@@ -444,6 +444,35 @@ pub(crate) fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) ->
 /// (one learner everywhere): shrinkage in pseudo-days, chosen on held-out days unless
 /// fixed; hours spread onto slots piecewise-linearly. Returns the pseudo-days used.
 pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
+    let settings = learner_settings(c, s)?;
+    Ok(kairos_coordinator::control::from_trace::learn_live(
+        &s.trace,
+        &learn_config(c, s, 0.0),
+        &settings,
+        None,
+    ))
+}
+
+/// [`learn_models`], taking the trace's postings (its `postings` are left empty): `plan`
+/// needs nothing of them after learning, and the learner then holds them once instead of
+/// beside the trace's copy.
+fn learn_models_taking_postings(c: &Common, s: &mut Setup) -> Result<(Learned, f64)> {
+    let settings = learner_settings(c, s)?;
+    let cfg = learn_config(c, s, 0.0);
+    Ok(
+        kairos_coordinator::control::from_trace::learn_live_taking_postings(
+            &mut s.trace,
+            &cfg,
+            &settings,
+        ),
+    )
+}
+
+/// The learner's settings from the command line.
+fn learner_settings(
+    c: &Common,
+    s: &Setup,
+) -> Result<kairos_coordinator::control::relearn::PlannerSettings> {
     let fixed_shrinkage = match c.shrinkage.as_str() {
         "auto" => None,
         other => match other.parse::<f64>() {
@@ -475,18 +504,13 @@ pub(crate) fn learn_models(c: &Common, s: &Setup) -> Result<(Learned, f64)> {
         timer_peaks: !c.no_timer_peaks,
         ..Default::default()
     };
-    Ok(kairos_coordinator::control::from_trace::learn_live(
-        &s.trace,
-        &learn_config(c, s, 0.0),
-        &settings,
-        None,
-    ))
+    Ok(settings)
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
     let started = Instant::now();
     let c = &a.common;
-    let s = setup(c, false)?;
+    let mut s = setup(c, false)?;
     let loaded_at = started.elapsed();
     let rss_loaded = memory_kib("VmRSS");
     if s.train_end > s.test_end {
@@ -516,7 +540,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         );
     }
     let pc = plan_config(c, &s, a.policy, budget);
-    let (learned, shrinkage) = learn_models(c, &s)?;
+    let (learned, shrinkage) = learn_models_taking_postings(c, &mut s)?;
     let learned_at = started.elapsed();
     // The high-water mark as each phase ends: which phase holds the peak.
     let hwm_learned = memory_kib("VmHWM");
