@@ -104,6 +104,9 @@ declare! {
     /// Hosts whose owner changed (joins, leaves, expired leases).
     describe_counter SHARD_MOVES_TOTAL = "kairos_shard_moves_total",
         "Hosts moved from one live worker to another.";
+    /// Hosts the load bound placed past their first-ranked worker.
+    describe_gauge SHARD_SPILLED_HOSTS = "kairos_shard_spilled_hosts",
+        "Hosts the load bound placed past their first-ranked worker (kept there across deals while they fit, and named to the next leader).";
     /// Wall time of one relearn + plan round.
     describe_histogram PLAN_SOLVE_SECONDS = "kairos_plan_solve_seconds",
         "Wall time of a relearn + plan round.";
@@ -398,6 +401,7 @@ pub fn describe() {
     gauge!(STORE_WRITABLE).set(1.0);
     gauge!(STORE_OUT_OF_SPACE).set(0.0);
     gauge!(WORKERS).set(0.0);
+    gauge!(SHARD_SPILLED_HOSTS).set(0.0);
     gauge!(REPORT_BACKLOG).set(0.0);
 }
 
@@ -461,10 +465,12 @@ pub fn record_plan_snapshot(bytes: Option<usize>) {
     }
 }
 
-/// Worker count and hosts moved by a membership change.
-pub fn record_membership(workers: usize, moved: u64) {
+/// Worker count, hosts moved by a membership change, and hosts spilled past their
+/// first-ranked worker.
+pub fn record_membership(workers: usize, moved: u64, spilled: usize) {
     gauge!(WORKERS).set(workers as f64);
     counter!(SHARD_MOVES_TOTAL).increment(moved);
+    gauge!(SHARD_SPILLED_HOSTS).set(spilled as f64);
 }
 
 /// One accepted fetch report; `outcome` is a closed-set label.

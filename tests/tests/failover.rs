@@ -254,6 +254,8 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
     );
     let before = sample(&a_now, "kairos_fetches_total{outcome=\"ok\"}");
     assert!(before.unwrap_or(0.0) > 0.0, "A's workers fetched");
+    let a_spilled = sample(&a_now, "kairos_shard_spilled_hosts")
+        .expect("cluster mode shows the hosts the load bound spilled");
 
     // A dies mid-crawl (the farm is still publishing): B takes over and the workers find it.
     let killed_at = rig.sim_day();
@@ -274,6 +276,12 @@ async fn a_leader_killed_mid_crawl_loses_nothing_and_duplicates_nothing() {
         sample(&scrape(&rig.b_metrics), "kairos_shard_moves_total").unwrap_or(0.0),
         0.0,
         "hosts moved between workers on B"
+    );
+    // The hosts A's bound spilled are where A put them (the stored members name them).
+    assert_eq!(
+        sample(&scrape(&rig.b_metrics), "kairos_shard_spilled_hosts"),
+        Some(a_spilled),
+        "B spilled other hosts than A"
     );
     eprintln!("B led all three workers, holding every host, {took:.1?} after A was killed (leader lease 6 s)");
     // The target is 15 s (12.2 s measured on loopback); the bound leaves room for a

@@ -351,7 +351,11 @@ impl Message for RegisterWorker {
             .register(&self.name, self.capacity, Instant::now())?;
         s.deal_allowances(self.now_ms);
         let c = &s.cluster;
-        m::record_membership(c.workers().len(), c.moves_total() - before);
+        m::record_membership(
+            c.workers().len(),
+            c.moves_total() - before,
+            c.spilled_hosts(),
+        );
         tracing::info!(worker = %id, capacity = self.capacity, "worker registered");
         Ok((id, c.epoch()))
     }
@@ -414,7 +418,11 @@ impl Message for ExpireLeases {
             s.deal_allowances(self.now_ms);
             let c = &s.cluster;
             tracing::warn!(workers = ?gone, "worker leases expired; hosts reassigned");
-            m::record_membership(c.workers().len(), c.moves_total() - before);
+            m::record_membership(
+                c.workers().len(),
+                c.moves_total() - before,
+                c.spilled_hosts(),
+            );
         }
     }
 }
@@ -435,7 +443,11 @@ impl Message for Leave {
         s.deal_allowances(self.now_ms);
         let c = &s.cluster;
         tracing::info!(worker = %name, "worker left after draining; hosts reassigned");
-        m::record_membership(c.workers().len(), c.moves_total() - before);
+        m::record_membership(
+            c.workers().len(),
+            c.moves_total() - before,
+            c.spilled_hosts(),
+        );
         true
     }
 }

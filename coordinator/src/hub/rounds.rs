@@ -568,7 +568,11 @@ impl State {
                 None
             }
         };
-        m::record_membership(c.workers().len(), c.moves_total() - before);
+        m::record_membership(
+            c.workers().len(),
+            c.moves_total() - before,
+            c.spilled_hosts(),
+        );
         self.totals.plans += 1;
         self.first_sights = first_sights;
         self.paced_day = paced_day;
