@@ -565,3 +565,45 @@ fn a_worker_list_stored_before_spilled_hosts_were_named_still_reads() {
         r#"[{"name":"a","capacity":2.0}]"#
     );
 }
+
+#[test]
+fn a_worker_list_naming_strange_spills_is_read_and_every_host_still_dealt() {
+    let t0 = Instant::now();
+    let huge = "h".repeat(3 << 20);
+    let spilled = vec![
+        // A worker nobody knows, a host nobody plans, a host named twice, a 3 MB name.
+        ["h1.test".to_string(), "ghost".to_string()],
+        ["h2.test".to_string(), "b".to_string()],
+        ["h2.test".to_string(), "a".to_string()],
+        [huge.clone(), "a".to_string()],
+        ["h3.test".to_string(), String::new()],
+    ];
+    let members = [
+        Member {
+            name: "a".into(),
+            capacity: 1.0,
+            spilled: spilled.clone(),
+        },
+        Member {
+            name: "b".into(),
+            capacity: f64::NAN,
+            spilled,
+        },
+    ];
+    let mut c = Cluster::new(ClusterConfig::default(), 2);
+    c.await_members(&members, Duration::from_secs(10));
+    assert_eq!(
+        c.awaited(),
+        ["a"],
+        "a capacity that is not a number is not awaited"
+    );
+    c.set_feeds(plan(40, 20, 0.0));
+    let a = c.register("a", 1.0, t0).unwrap();
+    let b = c.register("b", 1.0, t0).unwrap();
+    assert_eq!(owned(&c, &a).len() + owned(&c, &b).len(), 40);
+    // A record of the strangest kind from JSON is refused by the reader, not obeyed.
+    let nested = format!("{}{}", "[".repeat(4000), "]".repeat(4000));
+    assert!(serde_json::from_str::<Vec<Member>>(&nested).is_err());
+    let bad = r#"[{"name":"a","capacity":1e308,"spilled":[["h1.test"]]}]"#;
+    assert!(serde_json::from_str::<Vec<Member>>(bad).is_err());
+}

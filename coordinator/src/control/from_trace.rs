@@ -210,25 +210,34 @@ mod tests {
         learned_with(documents, None)
     }
 
-    fn learned_with(documents: Option<u32>, lost_posting_hours: Option<f64>) -> Learned {
-        let cfg = LearnConfig {
+    /// Hourly bins of a daily period, learning on days `from` to `to` of the trace.
+    fn config(from: f64, to: f64) -> LearnConfig {
+        LearnConfig {
             period_seconds: DAY_S,
             bins: 24,
-            train_start: 0.0,
-            train_end: 14.0 * DAY_S,
+            train_start: from * DAY_S,
+            train_end: to * DAY_S,
             shrinkage: 0.0,
             explore_min_postings: 0,
             min_level: -5,
             max_level: 96,
-        };
-        let settings = PlannerSettings {
+        }
+    }
+
+    /// Four fetches a feed a day over 96 slots, at least one a week, no exploration floor.
+    fn settings(lost_posting_hours: Option<f64>) -> PlannerSettings {
+        PlannerSettings {
             budget: Budget::PerFeedPerDay(4.0),
             slots: 96,
             min_fetches_per_day: 1.0 / 7.0,
             explore_min_postings: 0,
             lost_posting_hours,
             ..PlannerSettings::default()
-        };
+        }
+    }
+
+    fn learned_with(documents: Option<u32>, lost_posting_hours: Option<f64>) -> Learned {
+        let (cfg, settings) = (config(0.0, 14.0), settings(lost_posting_hours));
         learn_live(&trace(), &cfg, &settings, documents).0
     }
 
@@ -285,23 +294,7 @@ mod tests {
     #[test]
     fn taking_the_postings_learns_the_same_models_and_leaves_the_trace_without_them() {
         // A window inside the trace, so postings before and after it are left out.
-        let cfg = LearnConfig {
-            period_seconds: DAY_S,
-            bins: 24,
-            train_start: 2.0 * DAY_S,
-            train_end: 10.0 * DAY_S,
-            shrinkage: 0.0,
-            explore_min_postings: 0,
-            min_level: -5,
-            max_level: 96,
-        };
-        let settings = PlannerSettings {
-            budget: Budget::PerFeedPerDay(4.0),
-            slots: 96,
-            min_fetches_per_day: 1.0 / 7.0,
-            explore_min_postings: 0,
-            ..PlannerSettings::default()
-        };
+        let (cfg, settings) = (config(2.0, 10.0), settings(None));
         let mut t = trace();
         // Times that are not whole milliseconds convert the same way on both paths.
         for p in &mut t.postings {
