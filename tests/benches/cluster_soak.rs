@@ -37,6 +37,7 @@ use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::etcd::EtcdCluster;
 use kairos_tests::{bin, spawn_command_until, try_scrape, unix_ms, Child, TempDir};
+use soak_common::args::Shape;
 use soak_common::net::Net;
 use soak_common::{missing, rss_mb, sweep, total, Bearer, Farm, FarmShape, Seen};
 use std::collections::{HashMap, VecDeque};
@@ -53,81 +54,30 @@ const REPLICAS: usize = 2;
 /// Each replica's gRPC port inside its namespace.
 const PORT: u16 = 7700;
 
-/// Settings, from `--name value` pairs.
-#[derive(Clone, Debug)]
+/// What this soak is told: the shared shape, its simulated days and its faults.
+#[derive(clap::Parser, Clone, Debug)]
+#[command(about = "Soak of cluster mode: etcd, two replicas, workers, faults in turn")]
 struct Soak {
-    feeds: usize,
-    hosts: usize,
-    workers: usize,
-    minutes: f64,
+    #[command(flatten)]
+    shape: Shape,
+    /// Simulated days the run covers.
+    #[arg(long, default_value_t = 7.0)]
     sim_days: f64,
     /// Simulated days at the end with nothing published.
+    #[arg(long, default_value_t = 1.0)]
     quiet_days: f64,
-    posts_per_day: f64,
-    fetches_per_feed_per_day: f64,
     /// Wall minutes between faults.
+    #[arg(long, default_value_t = 3.5)]
     fault_every: f64,
     /// The leader's lease, seconds.
+    #[arg(long, default_value_t = 10.0)]
     lease: f64,
-    /// Fault bursts per host per simulated day at the farm.
-    bursts: f64,
-    seed: u64,
 }
 
 impl Soak {
-    fn from_args() -> Soak {
-        let mut s = Soak {
-            feeds: 100_000,
-            hosts: 500,
-            workers: 4,
-            minutes: 30.0,
-            sim_days: 7.0,
-            quiet_days: 1.0,
-            posts_per_day: 1.0,
-            fetches_per_feed_per_day: 1.5,
-            fault_every: 3.5,
-            lease: 10.0,
-            bursts: 0.5,
-            seed: 7,
-        };
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let mut i = 0;
-        while i < args.len() {
-            let (k, v) = (args[i].as_str(), args.get(i + 1).map(String::as_str));
-            let num = || -> f64 {
-                v.and_then(|v| v.parse().ok())
-                    .unwrap_or_else(|| panic!("{k} needs a number"))
-            };
-            match k {
-                "--feeds" => s.feeds = num() as usize,
-                "--hosts" => s.hosts = num() as usize,
-                "--workers" => s.workers = num() as usize,
-                "--minutes" => s.minutes = num(),
-                "--sim-days" => s.sim_days = num(),
-                "--quiet-days" => s.quiet_days = num(),
-                "--posts-per-day" => s.posts_per_day = num(),
-                "--fetches-per-feed-per-day" => s.fetches_per_feed_per_day = num(),
-                "--fault-every" => s.fault_every = num(),
-                "--lease" => s.lease = num(),
-                "--bursts" => s.bursts = num(),
-                "--seed" => s.seed = num() as u64,
-                // `cargo bench` passes --bench to every bench binary.
-                "--bench" => {
-                    i += 1;
-                    continue;
-                }
-                other => panic!("unknown option {other}"),
-            }
-            i += 2;
-        }
-        assert!(s.workers >= 2, "faults need at least two workers");
-        assert!(s.sim_days > s.quiet_days && s.minutes > 0.0);
-        s
-    }
-
     /// Simulated seconds per wall second.
     fn scale(&self) -> f64 {
-        self.sim_days * 86_400.0 / (self.minutes * 60.0)
+        self.shape.scale(self.sim_days, self.quiet_days)
     }
 }
 
@@ -180,7 +130,7 @@ fn start_replica(
             "--worker-lease",
             "10s",
             "--fetches-per-feed-per-day",
-            &s.fetches_per_feed_per_day.to_string(),
+            &s.shape.fetches_per_feed_per_day.to_string(),
             "--min-fetches-per-day",
             "1",
             // The workers' politeness gap, so the plan caps hosts where the workers will.
@@ -348,13 +298,13 @@ struct Episode {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let s = Soak::from_args();
+    let s = <Soak as clap::Parser>::parse();
     let scale = s.scale();
     println!("cluster soak: {s:?}, {scale:.0}x simulated time");
     let dir = TempDir::new("cluster-soak");
     let net = Net::create(REPLICAS);
     let mut tokens = format!("soak admin:read,admin:write,ingest,postings {TOKEN}\n");
-    for w in 0..s.workers {
+    for w in 0..s.shape.workers() {
         let t = format!("w{w}-worker-token-0123456789abcdef");
         tokens.push_str(&format!("w{w} worker {t}\n"));
         dir.write(&format!("w{w}.token"), &format!("{t}\n"));
@@ -376,12 +326,12 @@ async fn main() {
     let sim_day = move || (unix_ms() - anchor) as f64 * scale / 86_400_000.0;
     let farm = Farm::start(
         &FarmShape {
-            feeds: s.feeds,
-            hosts: s.hosts,
-            posts_per_day: s.posts_per_day,
+            feeds: s.shape.feeds,
+            hosts: s.shape.hosts,
+            posts_per_day: s.shape.posts_per_day,
             days: s.sim_days - s.quiet_days,
-            bursts: s.bursts,
-            seed: s.seed,
+            bursts: s.shape.bursts,
+            seed: s.shape.seed,
         },
         &clock,
         dir.path(),
@@ -419,7 +369,7 @@ async fn main() {
     }
     println!(
         "registered {} feeds in {:.1} s (simulated day {:.2})",
-        s.feeds,
+        s.shape.feeds,
         t.elapsed().as_secs_f64(),
         sim_day()
     );
@@ -443,12 +393,15 @@ async fn main() {
         u.rotate_left(w % REPLICAS);
         u.join(",")
     };
-    let lists: Vec<String> = (0..s.workers).map(order).collect();
-    let mut workers: Vec<Option<Child>> = (0..s.workers)
+    let lists: Vec<String> = (0..s.shape.workers()).map(order).collect();
+    let mut workers: Vec<Option<Child>> = (0..s.shape.workers())
         .map(|w| Some(start_worker(&format!("w{w}"), &lists[w], &clock, &dir)))
         .collect();
     let t = Instant::now();
-    while settled(&replicas, s.workers, s.hosts).await.is_none() {
+    while settled(&replicas, s.shape.workers(), s.shape.hosts)
+        .await
+        .is_none()
+    {
         assert!(
             t.elapsed() < Duration::from_secs(300),
             "the workers did not share the hosts"
@@ -457,23 +410,24 @@ async fn main() {
     }
     println!(
         "{} workers hold the {} hosts after {:.1} s",
-        s.workers,
-        s.hosts,
+        s.shape.workers(),
+        s.shape.hosts,
         t.elapsed().as_secs_f64()
     );
 
     let started = Instant::now();
-    let run = Duration::from_secs_f64(s.minutes * 60.0);
+    let run = Duration::from_secs_f64(s.shape.minutes * 60.0);
     // No fault in the last stretch: the farm's quiet days, so every feed is fetched again.
-    let faults_until =
-        Duration::from_secs_f64((s.minutes * 60.0) * (s.sim_days - s.quiet_days) / s.sim_days);
+    let faults_until = Duration::from_secs_f64(
+        (s.shape.minutes * 60.0) * (s.sim_days - s.quiet_days) / s.sim_days,
+    );
     let fault_every = Duration::from_secs_f64(s.fault_every * 60.0);
     let sweep_every = Duration::from_secs_f64(2.0 * 86_400.0 / scale);
     let sample_every = Duration::from_secs(30);
     let mut next_fault = started + fault_every;
     let mut next_sweep = started + sweep_every;
     let mut next_sample = started + sample_every;
-    let mut seen: Vec<Seen> = vec![HashMap::new(); s.feeds];
+    let mut seen: Vec<Seen> = vec![HashMap::new(); s.shape.feeds];
     let mut duplicates = 0u64;
     let mut episodes: Vec<Episode> = Vec::new();
     let mut served_log: VecDeque<(Instant, f64)> = VecDeque::new();
@@ -562,7 +516,7 @@ async fn main() {
                 }
                 // A replica that leads with everyone attached; for the leader's faults, the
                 // other one (or the same after it came back, for an etcd member).
-                if let Some(r) = settled(&replicas, s.workers, s.hosts).await {
+                if let Some(r) = settled(&replicas, s.shape.workers(), s.shape.hosts).await {
                     let other = !matches!(
                         e.fault,
                         Fault::LeaderKill | Fault::LeaderPause | Fault::LeaderPartition
@@ -604,7 +558,7 @@ async fn main() {
             let lease = Duration::from_secs_f64(s.lease);
             let (target, undo_in) = match fault {
                 Fault::WorkerKill | Fault::WorkerTerm => {
-                    let w = episodes.len() % s.workers;
+                    let w = episodes.len() % s.shape.workers();
                     let sig = if fault == Fault::WorkerKill {
                         "-KILL"
                     } else {
@@ -662,7 +616,8 @@ async fn main() {
 
         if now >= next_sweep && !busy {
             if let Some(l) = leader(&replicas).await {
-                let (d, took) = sweep(&replicas[l].url, Some(TOKEN), s.feeds, &mut seen, 30).await;
+                let (d, took) =
+                    sweep(&replicas[l].url, Some(TOKEN), s.shape.feeds, &mut seen, 30).await;
                 duplicates += d;
                 println!(
                     "  postings read at simulated day {:.2}: {} items seen so far, {d} duplicated, {:.0} s",
@@ -726,7 +681,14 @@ async fn main() {
         .expect("a replica serves at the end");
     history.check(&replicas[lead].url, "the run").await;
     history.stop();
-    let (d, took) = sweep(&replicas[lead].url, Some(TOKEN), s.feeds, &mut seen, 30).await;
+    let (d, took) = sweep(
+        &replicas[lead].url,
+        Some(TOKEN),
+        s.shape.feeds,
+        &mut seen,
+        30,
+    )
+    .await;
     duplicates += d;
     println!(
         "  final read at simulated day {end_day:.2}: {:.0} s",

@@ -24,6 +24,7 @@ mod soak_common;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_client::AdminClient;
 use kairos_tests::{spawn_until, start_coordinator, try_scrape, unix_ms, Child, TempDir};
+use soak_common::args::Shape;
 use soak_common::{
     buckets, dir_bytes, missing, quantile, rss_mb, sweep, total, Farm, FarmShape, Seen,
 };
@@ -32,76 +33,27 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Settings, from `--name value` pairs.
-#[derive(Clone, Debug)]
+/// What this soak is told: the shared shape, its simulated days and how often it kills.
+#[derive(clap::Parser, Clone, Debug)]
+#[command(about = "Soak under faults: a farm, one coordinator, workers killed and restarted")]
 struct Soak {
-    feeds: usize,
-    hosts: usize,
-    workers: usize,
-    minutes: f64,
+    #[command(flatten)]
+    shape: Shape,
+    /// Simulated days the run covers.
+    #[arg(long, default_value_t = 14.0)]
     sim_days: f64,
     /// Simulated days at the end with nothing published.
+    #[arg(long, default_value_t = 2.0)]
     quiet_days: f64,
-    posts_per_day: f64,
-    fetches_per_feed_per_day: f64,
     /// Wall minutes between worker kills.
+    #[arg(long, default_value_t = 5.0)]
     kill_every: f64,
-    /// Fault bursts per host per simulated day.
-    bursts: f64,
-    seed: u64,
 }
-impl Soak {
-    fn from_args() -> Soak {
-        let mut s = Soak {
-            feeds: 100_000,
-            hosts: 500,
-            workers: 4,
-            minutes: 30.0,
-            sim_days: 14.0,
-            quiet_days: 2.0,
-            posts_per_day: 1.0,
-            fetches_per_feed_per_day: 1.5,
-            kill_every: 5.0,
-            bursts: 0.5,
-            seed: 7,
-        };
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let mut i = 0;
-        while i < args.len() {
-            let (k, v) = (args[i].as_str(), args.get(i + 1).map(String::as_str));
-            let num = || -> f64 {
-                v.and_then(|v| v.parse().ok())
-                    .unwrap_or_else(|| panic!("{k} needs a number"))
-            };
-            match k {
-                "--feeds" => s.feeds = num() as usize,
-                "--hosts" => s.hosts = num() as usize,
-                "--workers" => s.workers = num() as usize,
-                "--minutes" => s.minutes = num(),
-                "--sim-days" => s.sim_days = num(),
-                "--quiet-days" => s.quiet_days = num(),
-                "--posts-per-day" => s.posts_per_day = num(),
-                "--fetches-per-feed-per-day" => s.fetches_per_feed_per_day = num(),
-                "--kill-every" => s.kill_every = num(),
-                "--bursts" => s.bursts = num(),
-                "--seed" => s.seed = num() as u64,
-                // `cargo bench` passes --bench to every bench binary.
-                "--bench" => {
-                    i += 1;
-                    continue;
-                }
-                other => panic!("unknown option {other}"),
-            }
-            i += 2;
-        }
-        assert!(s.workers >= 2, "faults need at least two workers");
-        assert!(s.sim_days > s.quiet_days && s.minutes > 0.0);
-        s
-    }
 
+impl Soak {
     /// Simulated seconds per wall second.
     fn scale(&self) -> f64 {
-        self.sim_days * 86_400.0 / (self.minutes * 60.0)
+        self.shape.scale(self.sim_days, self.quiet_days)
     }
 }
 
@@ -160,7 +112,7 @@ fn signal(child: &Child, sig: &str) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let s = Soak::from_args();
+    let s = <Soak as clap::Parser>::parse();
     let scale = s.scale();
     println!("soak: {s:?}, {scale:.0}x simulated time");
     let dir = TempDir::new("soak");
@@ -179,12 +131,12 @@ async fn main() {
     // The farm publishes until the quiet days; its hosts misbehave throughout.
     let farm = Farm::start(
         &FarmShape {
-            feeds: s.feeds,
-            hosts: s.hosts,
-            posts_per_day: s.posts_per_day,
+            feeds: s.shape.feeds,
+            hosts: s.shape.hosts,
+            posts_per_day: s.shape.posts_per_day,
             days: s.sim_days - s.quiet_days,
-            bursts: s.bursts,
-            seed: s.seed,
+            bursts: s.shape.bursts,
+            seed: s.shape.seed,
         },
         &clock,
         dir.path(),
@@ -198,7 +150,7 @@ async fn main() {
         "--worker-lease",
         "10s",
         "--fetches-per-feed-per-day",
-        &s.fetches_per_feed_per_day.to_string(),
+        &s.shape.fetches_per_feed_per_day.to_string(),
         "--min-fetches-per-day",
         "1",
         "--postings-retention",
@@ -242,22 +194,22 @@ async fn main() {
     }
     println!(
         "registered {} feeds in {:.1} s (simulated day {:.2})",
-        s.feeds,
+        s.shape.feeds,
         t.elapsed().as_secs_f64(),
         sim_day()
     );
 
-    let mut workers: Vec<Worker> = (0..s.workers)
+    let mut workers: Vec<Worker> = (0..s.shape.workers())
         .map(|i| start_worker(&format!("w{i}"), &coordinator.url, &clock, dir.path()))
         .collect();
 
     let started = Instant::now();
-    let run = Duration::from_secs_f64(s.minutes * 60.0);
+    let run = Duration::from_secs_f64(s.shape.minutes * 60.0);
     let sample_every = Duration::from_secs(30);
     // Read the postings every 3 simulated days: well inside the 7-day retention.
     let sweep_every = Duration::from_secs_f64(3.0 * 86_400.0 / scale);
     let kill_every = Duration::from_secs_f64(s.kill_every * 60.0);
-    let mut seen: Vec<Seen> = vec![HashMap::new(); s.feeds];
+    let mut seen: Vec<Seen> = vec![HashMap::new(); s.shape.feeds];
     let mut duplicates = 0u64;
     let mut next_sample = started + sample_every;
     let mut next_sweep = started + sweep_every;
@@ -309,7 +261,7 @@ async fn main() {
             next_kill = now + kill_every;
         }
         if now >= next_sweep {
-            let (d, took) = sweep(&coordinator.url, None, s.feeds, &mut seen, 5).await;
+            let (d, took) = sweep(&coordinator.url, None, s.shape.feeds, &mut seen, 5).await;
             duplicates += d;
             println!(
                 "  postings read at simulated day {:.2}: {} items seen so far, {d} duplicated, {:.0} s",
@@ -395,7 +347,7 @@ async fn main() {
     // What the farm last served each feed, then a few seconds for reports in flight.
     let last_ok = farm.last_ok();
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let (d, took) = sweep(&coordinator.url, None, s.feeds, &mut seen, 5).await;
+    let (d, took) = sweep(&coordinator.url, None, s.shape.feeds, &mut seen, 5).await;
     duplicates += d;
     println!(
         "  final read at simulated day {end_day:.2}: {:.0} s",

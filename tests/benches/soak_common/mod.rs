@@ -3,6 +3,7 @@
 //! through the Postings API, and the final count of postings lost and duplicated.
 #![allow(dead_code)]
 
+pub mod args;
 pub mod history;
 pub mod net;
 
