@@ -141,10 +141,13 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     let id_list = Arc::new(ids.clone());
     for (f, row) in trace.feeds.iter().enumerate() {
         // One politeness group per feed unless the trace names hosts.
-        let host = row.host.clone().unwrap_or_else(|| format!("h{f}"));
+        let host = row
+            .host
+            .as_deref()
+            .map_or_else(|| format!("h{f}"), url_host);
         hub.add_feed(
             Some(&row.id),
-            &format!("http://{host}.replay.invalid/{}", row.id),
+            &format!("http://{host}.replay.invalid/{}", url_path(&row.id)),
             row.weight,
         )
         .await?;
@@ -382,8 +385,78 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
     Ok(log)
 }
 
+/// A trace's host as a name a URL can carry, one politeness group per host: a name of
+/// letters, digits, dots and dashes as it is; anything else (a port, `owner/repo`) with
+/// other characters made dashes and a hash of the whole name after, so two hosts stay two.
+pub(crate) fn url_host(host: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
+    let label_ok = host
+        .split('.')
+        .all(|l| !l.is_empty() && !l.starts_with('-') && !l.ends_with('-') && l.len() <= 63);
+    if !host.is_empty() && host.chars().all(plain) && label_ok && host.len() <= 200 {
+        return host.to_string();
+    }
+    let cleaned: String = host
+        .chars()
+        .take(40)
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let hash = xxhash_rust::xxh3::xxh3_64(host.as_bytes());
+    format!("x{cleaned}-{hash:016x}")
+}
+
+/// A feed id as a URL path segment: unreserved characters as they are, the rest
+/// percent-encoded, so an id with `?`, `#`, `/` or a space still names one URL.
+pub(crate) fn url_path(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn any_trace_host_and_feed_id_make_a_url_and_distinct_ones_stay_distinct() {
+        use super::{url_host, url_path};
+        assert_eq!(url_host("h7"), "h7");
+        assert_eq!(url_host("blog.example.org"), "blog.example.org");
+        let odd = [
+            "127.0.0.1:45419",
+            "127.0.0.1:45420",
+            "google/dawn",
+            "-x",
+            "a..b",
+            "",
+            "é",
+            &"y".repeat(300),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for h in odd {
+            let u = format!(
+                "http://{}.replay.invalid/{}",
+                url_host(h),
+                url_path("a b/c?d#e,é")
+            );
+            let parsed = url::Url::parse(&u).unwrap_or_else(|e| panic!("{h:?}: {u}: {e}"));
+            assert_eq!(parsed.path(), "/a%20b%2Fc%3Fd%23e%2C%C3%A9", "{u}");
+            assert!(
+                parsed.fragment().is_none() && parsed.query().is_none(),
+                "{u}"
+            );
+            assert!(
+                seen.insert(parsed.host_str().unwrap().to_string()),
+                "{h:?} collides"
+            );
+        }
+        assert_eq!(url_path("f0-a_b.c~"), "f0-a_b.c~");
+    }
+
     use super::*;
     use kairos_coordinator::trace::FeedRow;
 

@@ -10,6 +10,7 @@
 //! * 3 — what was asked for does not exist.
 
 mod commands;
+mod history;
 mod opml;
 mod output;
 
@@ -68,6 +69,9 @@ enum Command {
     /// OPML import and export.
     #[command(subcommand)]
     Opml(commands::Opml),
+    /// The learned posting history, exported as a trace for `kairos-coordinator replay`.
+    #[command(subcommand)]
+    History(history::History),
     /// Budget and planner settings.
     #[command(subcommand)]
     Settings(commands::Settings),
@@ -209,6 +213,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Users(c) => commands::users(&mut admin, out, c).await,
         Command::Subs(c) => commands::subs(&mut admin, out, c).await,
         Command::Opml(c) => opml::run(&mut admin, out, c).await,
+        Command::History(c) => history::run(&mut admin, out, c).await,
         Command::Settings(c) => commands::settings(&mut admin, out, c).await,
         Command::Hosts(c) => commands::hosts(&mut admin, out, c).await,
         Command::Stats => commands::stats(&mut admin, out).await,

@@ -487,6 +487,11 @@ mod tests {
             Scope::for_path("/kairos.v1.Admin/InspectFeedPlan"),
             Need::Scope(Scope::AdminRead)
         );
+        // The learned history an export reads: a read.
+        assert_eq!(
+            Scope::for_path("/kairos.v1.Admin/ListFeedHistory"),
+            Need::Scope(Scope::AdminRead)
+        );
         assert_eq!(
             Scope::for_path("/kairos.v1.Admin/AddFeed"),
             Need::Scope(Scope::AdminWrite)

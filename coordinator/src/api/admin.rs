@@ -3,11 +3,13 @@
 //! stats and workers come from the live hub.
 
 use super::page_limit;
+use crate::control::feedstate::FeedState;
 use crate::control::relearn::Budget;
 use crate::hub::Hub;
 use crate::registry::{FeedRecord, Registry, UserRecord};
 use crate::settings::SettingsPatch;
 use crate::store::KvBackend;
+use crate::time::DAY_MS;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_server::Admin;
 use std::sync::Arc;
@@ -376,6 +378,39 @@ impl<B: KvBackend> Admin for AdminService<B> {
         }))
     }
 
+    async fn list_feed_history(
+        &self,
+        r: Request<pb::ListFeedHistoryRequest>,
+    ) -> Result<Response<pb::ListFeedHistoryResponse>, Status> {
+        let r = r.into_inner();
+        let after = (!r.after_feed_id.is_empty()).then_some(r.after_feed_id.as_str());
+        let records = self.registry.list_feeds(after, page_limit(r.limit)).await?;
+        let states = self
+            .hub
+            .feed_states(records.iter().map(|f| f.id.clone()).collect())
+            .await;
+        let now_ms = self.hub.clock().now_ms();
+        let window_ms = (self.hub.config().planner.window_days * DAY_MS as f64) as i64;
+        let mut feeds = Vec::with_capacity(records.len());
+        let mut times = 0usize;
+        for f in records {
+            // A page ends early once it holds MAX_HISTORY_TIMES times (a feed's list is at
+            // most `MAX_OBSERVATIONS`), so it stays a few MB whatever the limit asked.
+            if times >= MAX_HISTORY_TIMES {
+                break;
+            }
+            let st = states.get(&f.id).map(Arc::as_ref);
+            let h = history(f, st);
+            times += h.posting_unix_ms.len() + h.undated_from_unix_ms.len();
+            feeds.push(h);
+        }
+        Ok(Response::new(pb::ListFeedHistoryResponse {
+            feeds,
+            now_unix_ms: now_ms,
+            window_start_unix_ms: now_ms - window_ms,
+        }))
+    }
+
     async fn list_workers(
         &self,
         _r: Request<pb::ListWorkersRequest>,
@@ -400,5 +435,24 @@ impl<B: KvBackend> Admin for AdminService<B> {
             })
             .collect();
         Ok(Response::new(pb::ListWorkersResponse { workers }))
+    }
+}
+
+/// Posting times one `ListFeedHistory` page holds at most (about 8 bytes each on the wire):
+/// a page ends after the feed that reaches it.
+const MAX_HISTORY_TIMES: usize = 250_000;
+
+/// A feed's record and the posting history its learned state holds (none yet: no times).
+fn history(f: FeedRecord, st: Option<&FeedState>) -> pb::FeedHistory {
+    let (from, to) = st.map_or_else(Default::default, |st| st.spread_ms.iter().copied().unzip());
+    pb::FeedHistory {
+        feed_id: f.id,
+        url: f.url,
+        weight: f.weight,
+        host: f.host,
+        watched_since_unix_ms: st.and_then(|st| st.observed_since_ms).unwrap_or(0),
+        posting_unix_ms: st.map_or_else(Vec::new, |st| st.postings_ms.iter().copied().collect()),
+        undated_from_unix_ms: from,
+        undated_to_unix_ms: to,
     }
 }

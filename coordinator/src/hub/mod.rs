@@ -523,6 +523,11 @@ impl<B: KvBackend> Hub<B> {
         self.actor.ask(msg::LearnedState(feed.to_string())).await
     }
 
+    /// The learned states of those of `feeds` that have one, shared, in one message.
+    pub async fn feed_states(&self, feeds: Vec<String>) -> HashMap<String, Arc<FeedState>> {
+        self.actor.ask(msg::LearnedStates(feeds)).await.0
+    }
+
     /// Opens a worker session; returns (id, epoch).
     pub async fn register(&self, name: &str, capacity: f64) -> Result<(String, u64), ClusterError> {
         let registered = self
