@@ -4,8 +4,9 @@
 //! Kairos gives (`replay --peers all`).
 //!
 //! What it holds: every registered feed (`feeds.csv`, with its host for the politeness cap)
-//! and the postings of the learning window (`postings.csv`), from the first midnight (UTC)
-//! at or after the earliest time any feed was watched; `feeds-meta.csv` beside them says
+//! and the postings of the learning window (`postings.csv`) over whole UTC days: from the
+//! first midnight at or after the earliest time any feed was watched to the last one after
+//! which nearly every posting is known ([`trace_span`]); `feeds-meta.csv` beside them says
 //! since when each feed was watched, so a feed added later, silent before, can be told
 //! apart. An undated posting (known only to have appeared between two fetches) is placed
 //! at the middle of that interval. Reader accesses are not written: the coordinator keeps
@@ -38,7 +39,10 @@ struct Written {
     undated: usize,
     /// Postings before the trace's first midnight (left out).
     before_start: usize,
+    /// Postings from its last midnight on (left out: not every feed fetched since).
+    after_end: usize,
     start_unix_ms: i64,
+    end_unix_ms: i64,
     days: f64,
 }
 
@@ -50,8 +54,8 @@ pub async fn run(admin: &mut Admin, out: Format, c: History) -> Result<(), Failu
             dir.display()
         )));
     }
-    let (feeds, now_ms) = all_history(admin).await?;
-    let w = write_trace(&dir, &feeds, now_ms)?;
+    let feeds = all_history(admin).await?;
+    let w = write_trace(&dir, &feeds)?;
     print(
         out,
         json!({
@@ -61,33 +65,40 @@ pub async fn run(admin: &mut Admin, out: Format, c: History) -> Result<(), Failu
             "postings": w.postings,
             "undated_postings": w.undated,
             "postings_before_start": w.before_start,
+            "postings_after_end": w.after_end,
             "start_unix_ms": w.start_unix_ms,
+            "end_unix_ms": w.end_unix_ms,
             "days": w.days,
         }),
         || {
+            let at = |ms: i64| {
+                chrono::DateTime::from_timestamp_millis(ms)
+                    .map_or_else(|| ms.to_string(), |t| t.to_rfc3339())
+            };
             format!(
-                "{} feeds ({} watched), {} postings ({} undated, placed mid-interval) over {:.1} days \
-                 from {} written to {}; {} postings before that midnight left out\n",
+                "{} feeds ({} watched), {} postings ({} undated, placed mid-interval) over {:.0} days \
+                 from {} to {} written to {}; left out: {} postings before the first midnight, \
+                 {} from the last on\n",
                 w.feeds,
                 w.watched,
                 w.postings,
                 w.undated,
                 w.days,
-                chrono::DateTime::from_timestamp_millis(w.start_unix_ms)
-                    .map_or_else(|| w.start_unix_ms.to_string(), |t| t.to_rfc3339()),
+                at(w.start_unix_ms),
+                at(w.end_unix_ms),
                 dir.display(),
                 w.before_start,
+                w.after_end,
             )
         },
     );
     Ok(())
 }
 
-/// Every feed's history, paged, and the coordinator's clock at the last page.
-async fn all_history(admin: &mut Admin) -> Result<(Vec<pb::FeedHistory>, i64), Failure> {
+/// Every feed's history, paged.
+async fn all_history(admin: &mut Admin) -> Result<Vec<pb::FeedHistory>, Failure> {
     let mut all = Vec::new();
     let mut after = String::new();
-    let mut now_ms = 0;
     loop {
         let page = admin
             .list_feed_history(pb::ListFeedHistoryRequest {
@@ -97,29 +108,49 @@ async fn all_history(admin: &mut Admin) -> Result<(Vec<pb::FeedHistory>, i64), F
             .await
             .map_err(|s| Failure::from_status("listing the feeds' history", s))?
             .into_inner();
-        now_ms = now_ms.max(page.now_unix_ms);
         let Some(last) = page.feeds.last() else { break };
         after = last.feed_id.clone();
         all.extend(page.feeds);
     }
-    Ok((all, now_ms))
+    Ok(all)
 }
 
-/// The trace's time 0: the first midnight (UTC) at or after the earliest watched time, or
-/// the midnight before it when that would leave less than a day before `now_ms`.
-fn trace_start(feeds: &[pb::FeedHistory], now_ms: i64) -> Option<i64> {
-    let earliest = feeds
+/// The trace's span, whole UTC days. It ends at the last midnight after which the feeds
+/// not fetched since (whose later postings are not known yet) hold at most 1% of the
+/// window's postings, and starts at the first midnight at or after the earliest time any
+/// feed was watched, or the midnight before it when that would leave no whole day. `None`:
+/// no whole day yet.
+fn trace_span(feeds: &[pb::FeedHistory]) -> Option<(i64, i64)> {
+    let watched: Vec<&pb::FeedHistory> = feeds
         .iter()
-        .map(|f| f.watched_since_unix_ms)
-        .filter(|&t| t > 0)
-        .min()?;
-    let after =
-        earliest.div_euclid(DAY_MS) * DAY_MS + if earliest % DAY_MS == 0 { 0 } else { DAY_MS };
-    Some(if now_ms - after >= DAY_MS {
-        after
+        .filter(|f| f.watched_since_unix_ms > 0)
+        .collect();
+    let earliest = watched.iter().map(|f| f.watched_since_unix_ms).min()?;
+    let postings = |f: &pb::FeedHistory| f.posting_unix_ms.len() + f.undated_from_unix_ms.len();
+    let total: usize = watched.iter().map(|f| postings(f)).sum();
+    let floor = earliest.div_euclid(DAY_MS) * DAY_MS;
+    let latest = watched.iter().map(|f| f.last_answered_unix_ms).max()?;
+    let mut end = latest.div_euclid(DAY_MS) * DAY_MS;
+    while end > floor {
+        let behind: usize = watched
+            .iter()
+            .filter(|f| f.last_answered_unix_ms < end)
+            .map(|f| postings(f))
+            .sum();
+        if behind * 100 <= total {
+            break;
+        }
+        end -= DAY_MS;
+    }
+    let ceil = if earliest == floor {
+        floor
     } else {
-        earliest.div_euclid(DAY_MS) * DAY_MS
-    })
+        floor + DAY_MS
+    };
+    [ceil, floor]
+        .into_iter()
+        .find(|&s| end - s >= DAY_MS)
+        .map(|s| (s, end))
 }
 
 /// Seconds from `start` of a Unix-ms time, as the trace writes them.
@@ -132,9 +163,13 @@ fn local(path: &Path, e: impl std::fmt::Display) -> Failure {
 }
 
 /// Writes `feeds` under `dir` as a trace; refuses a history without a posting.
-fn write_trace(dir: &Path, feeds: &[pb::FeedHistory], now_ms: i64) -> Result<Written, Failure> {
-    let start = trace_start(feeds, now_ms).ok_or_else(|| {
-        Failure::Local("no feed has been fetched yet: there is no history to export".into())
+fn write_trace(dir: &Path, feeds: &[pb::FeedHistory]) -> Result<Written, Failure> {
+    let (start, end) = trace_span(feeds).ok_or_else(|| {
+        Failure::Local(
+            "no whole day (UTC) has been watched yet, from midnight to midnight with the feeds \
+             fetched since: there is no history to export"
+                .into(),
+        )
     })?;
     // Each posting's time: dated ones as they are, undated ones mid-interval.
     let times = |f: &pb::FeedHistory| -> Vec<i64> {
@@ -150,12 +185,13 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory], now_ms: i64) -> Result<Wri
     };
     let mut w = Written {
         start_unix_ms: start,
-        days: (now_ms - start) as f64 / DAY_MS as f64,
+        end_unix_ms: end,
+        days: ((end - start) / DAY_MS) as f64,
         ..Written::default()
     };
     let kept: usize = feeds
         .iter()
-        .map(|f| times(f).iter().filter(|&&t| t >= start).count())
+        .map(|f| times(f).iter().filter(|&&t| t >= start && t < end).count())
         .sum();
     if kept == 0 {
         return Err(Failure::Local(
@@ -189,12 +225,14 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory], now_ms: i64) -> Result<Wri
             .map_err(io("feeds.csv"))?;
         let t = times(f);
         let before = t.iter().take_while(|&&t| t < start).count();
+        let inside = t[before..].iter().take_while(|&&t| t < end).count();
         w.before_start += before;
-        for &p in &t[before..] {
+        w.after_end += t.len() - before - inside;
+        for &p in &t[before..before + inside] {
             pw.write_record([f.feed_id.as_str(), &seconds(p, start)])
                 .map_err(io("postings.csv"))?;
         }
-        w.postings += t.len() - before;
+        w.postings += inside;
         w.undated += f.undated_from_unix_ms.len();
         let since = (f.watched_since_unix_ms > 0).then(|| {
             w.watched += 1;
@@ -204,7 +242,7 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory], now_ms: i64) -> Result<Wri
             f.feed_id.as_str(),
             f.url.as_str(),
             since.as_deref().unwrap_or(""),
-            &(t.len() - before).to_string(),
+            &inside.to_string(),
             &f.undated_from_unix_ms.len().to_string(),
         ])
         .map_err(io("feeds-meta.csv"))?;
@@ -221,7 +259,15 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory], now_ms: i64) -> Result<Wri
 mod tests {
     use super::*;
 
-    fn feed(id: &str, since: i64, dated: &[i64], undated: &[(i64, i64)]) -> pb::FeedHistory {
+    const HOUR: i64 = 3_600_000;
+
+    fn feed(
+        id: &str,
+        since: i64,
+        answered: i64,
+        dated: &[i64],
+        undated: &[(i64, i64)],
+    ) -> pb::FeedHistory {
         pb::FeedHistory {
             feed_id: id.into(),
             url: format!("http://127.0.0.1/{id}"),
@@ -231,31 +277,42 @@ mod tests {
             posting_unix_ms: dated.to_vec(),
             undated_from_unix_ms: undated.iter().map(|u| u.0).collect(),
             undated_to_unix_ms: undated.iter().map(|u| u.1).collect(),
+            last_answered_unix_ms: answered,
         }
     }
 
     #[test]
-    fn the_trace_starts_at_the_first_midnight_watched_and_places_undated_postings_mid_interval() {
+    fn the_trace_spans_whole_days_watched_and_places_undated_postings_mid_interval() {
         let day = DAY_MS;
-        // Watched from 10:00 on day 3; now is day 9 at noon.
+        // Watched from 10:00 on day 3, last fetched at 09:00 on day 9: days 4 to 8.
         let feeds = [
             feed(
                 "a,1",
-                3 * day + 10 * 3_600_000,
-                &[3 * day + 11 * 3_600_000, 5 * day + 1_500],
-                &[(6 * day, 6 * day + 7_200_000)],
+                3 * day + 10 * HOUR,
+                9 * day + 9 * HOUR,
+                &[3 * day + 11 * HOUR, 5 * day + 1_500, 9 * day + HOUR],
+                &[(6 * day, 6 * day + 2 * HOUR)],
             ),
-            feed("b", 0, &[], &[]),
+            feed("b", 0, 0, &[], &[]),
         ];
         let dir = std::env::temp_dir().join(format!("kairosctl-history-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let w = write_trace(&dir, &feeds, 9 * day + day / 2).unwrap();
-        assert_eq!(w.start_unix_ms, 4 * day);
+        let w = write_trace(&dir, &feeds).unwrap();
         assert_eq!(
-            (w.feeds, w.watched, w.postings, w.undated, w.before_start),
-            (2, 1, 2, 1, 1)
+            (w.start_unix_ms, w.end_unix_ms, w.days),
+            (4 * day, 9 * day, 5.0)
         );
-        assert!((w.days - 5.5).abs() < 1e-9);
+        assert_eq!(
+            (
+                w.feeds,
+                w.watched,
+                w.postings,
+                w.undated,
+                w.before_start,
+                w.after_end
+            ),
+            (2, 1, 2, 1, 1, 1)
+        );
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
         // The comma in the id is quoted, so the trace reader reads it back whole.
         assert_eq!(
@@ -271,26 +328,47 @@ mod tests {
     }
 
     #[test]
-    fn a_history_without_a_fetch_or_a_posting_is_refused() {
-        let dir = std::env::temp_dir().join("kairosctl-history-none");
-        let none = [feed("a", 0, &[], &[])];
-        assert!(matches!(
-            write_trace(&dir, &none, DAY_MS),
-            Err(Failure::Local(_))
-        ));
-        let silent = [feed("a", DAY_MS / 2, &[], &[])];
-        assert!(matches!(
-            write_trace(&dir, &silent, 3 * DAY_MS),
-            Err(Failure::Local(_))
-        ));
+    fn a_history_without_a_whole_day_or_a_posting_is_refused() {
+        let dir = std::env::temp_dir().join(format!("kairosctl-refused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let never = [feed("a", 0, 0, &[], &[])];
+        assert!(matches!(write_trace(&dir, &never), Err(Failure::Local(_))));
+        // Fetched last before the first midnight after it was first watched.
+        let short = [feed(
+            "a",
+            DAY_MS / 2,
+            DAY_MS - HOUR,
+            &[DAY_MS / 2 + HOUR],
+            &[],
+        )];
+        assert!(matches!(write_trace(&dir, &short), Err(Failure::Local(_))));
+        let silent = [feed("a", DAY_MS / 2, 3 * DAY_MS, &[], &[])];
+        assert!(matches!(write_trace(&dir, &silent), Err(Failure::Local(_))));
         assert!(!dir.exists(), "nothing is written for a refused export");
     }
 
     #[test]
-    fn a_history_shorter_than_a_day_after_its_midnight_starts_at_the_midnight_before() {
+    fn the_span_ends_where_nearly_every_posting_is_known_and_starts_on_a_whole_day() {
         let day = DAY_MS;
-        let feeds = [feed("a", 2 * day + 3_600_000, &[2 * day + 7_200_000], &[])];
-        assert_eq!(trace_start(&feeds, 3 * day + 3_600_000), Some(2 * day));
-        assert_eq!(trace_start(&feeds, 4 * day), Some(3 * day));
+        let posting = [HOUR];
+        // Feeds holding 1 posting in 100 that were last fetched on day 1 do not hold the
+        // end back (nor does a silent one); 2 in 101 do.
+        let mut feeds: Vec<pb::FeedHistory> = (0..99)
+            .map(|i| feed(&format!("f{i}"), HOUR, 5 * day + 2 * HOUR, &posting, &[]))
+            .collect();
+        feeds.push(feed("late", HOUR, day + HOUR, &posting, &[]));
+        feeds.push(feed("silent", HOUR, day + HOUR, &[], &[]));
+        assert_eq!(trace_span(&feeds), Some((day, 5 * day)));
+        feeds.push(feed("late2", HOUR, day + HOUR, &posting, &[]));
+        assert_eq!(trace_span(&feeds), Some((0, day)));
+        // Watched from 01:00 on day 2, fetched until 01:00 on day 3: only the midnight
+        // before gives a whole day; until day 4, the midnight after.
+        let one = [feed("a", 2 * day + HOUR, 3 * day + HOUR, &[], &[])];
+        assert_eq!(trace_span(&one), Some((2 * day, 3 * day)));
+        let two = [feed("a", 2 * day + HOUR, 4 * day, &[], &[])];
+        assert_eq!(trace_span(&two), Some((3 * day, 4 * day)));
+        // Watched from a midnight: that midnight.
+        let exact = [feed("a", 2 * day, 3 * day, &[], &[])];
+        assert_eq!(trace_span(&exact), Some((2 * day, 3 * day)));
     }
 }

@@ -454,5 +454,6 @@ fn history(f: FeedRecord, st: Option<&FeedState>) -> pb::FeedHistory {
         posting_unix_ms: st.map_or_else(Vec::new, |st| st.postings_ms.iter().copied().collect()),
         undated_from_unix_ms: from,
         undated_to_unix_ms: to,
+        last_answered_unix_ms: st.and_then(|st| st.last_answered_ms).unwrap_or(0),
     }
 }
