@@ -12,6 +12,7 @@ use crate::store::KvBackend;
 use crate::time::DAY_MS;
 use kairos_proto::v1 as pb;
 use kairos_proto::v1::admin_server::Admin;
+use std::collections::HashMap;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -391,21 +392,8 @@ impl<B: KvBackend> Admin for AdminService<B> {
             .await;
         let now_ms = self.hub.clock().now_ms();
         let window_ms = (self.hub.config().planner.window_days * DAY_MS as f64) as i64;
-        let mut feeds = Vec::with_capacity(records.len());
-        let mut times = 0usize;
-        for f in records {
-            // A page ends early once it holds MAX_HISTORY_TIMES times (a feed's list is at
-            // most `MAX_OBSERVATIONS`), so it stays a few MB whatever the limit asked.
-            if times >= MAX_HISTORY_TIMES {
-                break;
-            }
-            let st = states.get(&f.id).map(Arc::as_ref);
-            let h = history(f, st);
-            times += h.posting_unix_ms.len() + h.undated_from_unix_ms.len();
-            feeds.push(h);
-        }
         Ok(Response::new(pb::ListFeedHistoryResponse {
-            feeds,
+            feeds: history_page(records, &states, MAX_HISTORY_TIMES),
             now_unix_ms: now_ms,
             window_start_unix_ms: now_ms - window_ms,
         }))
@@ -442,6 +430,28 @@ impl<B: KvBackend> Admin for AdminService<B> {
 /// a page ends after the feed that reaches it.
 const MAX_HISTORY_TIMES: usize = 250_000;
 
+/// The histories of `records`, in order, ending after the feed that brings the page to
+/// `cap` posting times (a feed's list is at most `MAX_OBSERVATIONS`), so a page stays a few
+/// MB whatever limit was asked; the client asks again after its last feed.
+fn history_page(
+    records: Vec<FeedRecord>,
+    states: &HashMap<String, Arc<FeedState>>,
+    cap: usize,
+) -> Vec<pb::FeedHistory> {
+    let mut page = Vec::with_capacity(records.len());
+    let mut times = 0usize;
+    for f in records {
+        if times >= cap {
+            break;
+        }
+        let st = states.get(&f.id).map(Arc::as_ref);
+        let h = history(f, st);
+        times += h.posting_unix_ms.len() + h.undated_from_unix_ms.len();
+        page.push(h);
+    }
+    page
+}
+
 /// A feed's record and the posting history its learned state holds (none yet: no times).
 fn history(f: FeedRecord, st: Option<&FeedState>) -> pb::FeedHistory {
     let (from, to) = st.map_or_else(Default::default, |st| st.spread_ms.iter().copied().unzip());
@@ -455,5 +465,63 @@ fn history(f: FeedRecord, st: Option<&FeedState>) -> pb::FeedHistory {
         undated_from_unix_ms: from,
         undated_to_unix_ms: to,
         last_answered_unix_ms: st.and_then(|st| st.last_answered_ms).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> FeedRecord {
+        FeedRecord {
+            id: id.into(),
+            url: format!("https://{id}.example/feed.xml"),
+            host: format!("{id}.example"),
+            weight: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_history_page_ends_after_the_feed_that_reaches_the_cap_and_names_every_time() {
+        let mut states = HashMap::new();
+        for (id, n) in [("a", 3), ("b", 4), ("c", 1)] {
+            let mut st = FeedState {
+                observed_since_ms: Some(1_000),
+                last_answered_ms: Some(9_000),
+                ..FeedState::default()
+            };
+            st.postings_ms = (0..n).map(|i| 2_000 + i).collect();
+            st.spread_ms.push_back((5_000, 7_000));
+            states.insert(id.to_string(), Arc::new(st));
+        }
+        let records = || ["a", "b", "c", "d"].map(record).to_vec();
+        // a holds 4 times, b 5: a cap of 6 ends the page after b.
+        let page = history_page(records(), &states, 6);
+        assert_eq!(
+            page.iter().map(|h| h.feed_id.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(page[1].posting_unix_ms, [2_000, 2_001, 2_002, 2_003]);
+        assert_eq!(
+            (
+                page[1].undated_from_unix_ms.clone(),
+                page[1].undated_to_unix_ms.clone()
+            ),
+            (vec![5_000], vec![7_000])
+        );
+        assert_eq!(
+            (page[1].watched_since_unix_ms, page[1].last_answered_unix_ms),
+            (1_000, 9_000)
+        );
+        // Without a cap in reach every feed comes, one never fetched with no times.
+        let page = history_page(records(), &states, 1_000);
+        assert_eq!(page.len(), 4);
+        let never = &page[3];
+        assert_eq!(
+            (never.watched_since_unix_ms, never.last_answered_unix_ms),
+            (0, 0)
+        );
+        assert!(never.posting_unix_ms.is_empty() && never.undated_from_unix_ms.is_empty());
+        assert_eq!(never.host, "d.example");
     }
 }
