@@ -14,19 +14,8 @@ OUT=$(realpath -m "${OUT:-/tmp/export-check}")
 FEEDS=${FEEDS:-600} HOSTS=${HOSTS:-300} DAYS=${DAYS:-8} SCALE=${SCALE:-1440}
 BUDGET=${BUDGET:-2} CRAWL=${CRAWL:-4}
 mkdir -p "$OUT"
-START=2026-05-04T00:00:00Z
-ANCHOR=$(( $(date +%s%3N) + 15000 ))
-CLOCK=(--time-scale "$SCALE" --clock-start "$START" --clock-anchor-unix-ms "$ANCHOR")
-"$BIN/kairos-farm" --feeds "$FEEDS" --hosts "$HOSTS" --posts-per-day 4 --days $((DAYS + 2)) \
-    --items-per-doc 20 --seed 7 --urls-out "$OUT/urls.txt" --postings-out "$OUT/postings.raw" \
-    "${CLOCK[@]}" >"$OUT/farm.log" 2>&1 &
-FARM=$!
-trap 'kill $FARM 2>/dev/null || true' EXIT
-until grep -q "kairos-farm ready" "$OUT/farm.log"; do
-    kill -0 $FARM || { cat "$OUT/farm.log"; exit 1; }
-    sleep 0.2
-done
-sleep "$(echo "($ANCHOR - $(date +%s%3N)) / 1000" | bc -l)"
+# The farm, and the clock the crawl shares with it.
+source "$(dirname "$0")/farm_start.sh"
 PORT=$(( 20000 + RANDOM % 10000 ))
 # The export comes 0.4 simulated days after the last whole day, so its feeds have nearly
 # all been fetched since that midnight; the run ends a little after.

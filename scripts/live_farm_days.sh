@@ -14,24 +14,8 @@ BIN=$(realpath "${BIN:-target/release}")
 OUT=$(realpath -m "${OUT:-/tmp/live-farm}")
 FEEDS=${FEEDS:-600} HOSTS=${HOSTS:-300} DAYS=${DAYS:-14} SCALE=${SCALE:-1440} BUDGET=${BUDGET:-4}
 mkdir -p "$OUT"
-START=2026-05-04T00:00:00Z
-START_MS=$(date -d "$START" +%s%3N)
-# The clocks read START at ANCHOR; the crawl starts then, once the farm is up, so the
-# run's days and the trace's are the same days.
-ANCHOR=$(( $(date +%s%3N) + 15000 ))
-CLOCK=(--time-scale "$SCALE" --clock-start "$START" --clock-anchor-unix-ms "$ANCHOR")
-"$BIN/kairos-farm" --feeds "$FEEDS" --hosts "$HOSTS" --posts-per-day 4 --days $((DAYS + 2)) \
-    --items-per-doc 20 --seed 7 --urls-out "$OUT/urls.txt" --postings-out "$OUT/postings.raw" \
-    "${CLOCK[@]}" >"$OUT/farm.log" 2>&1 &
-FARM=$!
-trap 'kill $FARM 2>/dev/null || true' EXIT
-until grep -q "kairos-farm ready" "$OUT/farm.log"; do
-    kill -0 $FARM || { cat "$OUT/farm.log"; exit 1; }
-    sleep 0.2
-done
-WAIT_MS=$(( ANCHOR - $(date +%s%3N) ))
-[ "$WAIT_MS" -gt 0 ] || { echo "the farm took longer than its head start" >&2; exit 1; }
-sleep "$(echo "$WAIT_MS / 1000" | bc -l)"
+# The farm, and the clock the crawl shares with it.
+source "$(dirname "$0")/farm_start.sh"
 # The run ends a simulated hour after the last day's end, so that day's line prints.
 RUN_MS=$(( DAYS * 86400000 / SCALE + 86400000 / SCALE / 24 ))
 "$BIN/kairos-coordinator" standalone --feeds "$OUT/urls.txt" --allow-private 127.0.0.0/8 \
