@@ -189,9 +189,11 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory]) -> Result<Written, Failure
         days: ((end - start) / DAY_MS) as f64,
         ..Written::default()
     };
-    let kept: usize = feeds
+    // Each feed's times once, for the check and for the files.
+    let all: Vec<Vec<i64>> = feeds.iter().map(times).collect();
+    let kept: usize = all
         .iter()
-        .map(|f| times(f).iter().filter(|&&t| t >= start && t < end).count())
+        .map(|t| t.iter().filter(|&&t| t >= start && t < end).count())
         .sum();
     if kept == 0 {
         return Err(Failure::Local(
@@ -219,11 +221,10 @@ fn write_trace(dir: &Path, feeds: &[pb::FeedHistory]) -> Result<Written, Failure
         .map_err(io("postings.csv"))?;
     mw.write_record(["feed_id", "url", "watched_since_s", "postings", "undated"])
         .map_err(io("feeds-meta.csv"))?;
-    for f in feeds {
+    for (f, t) in feeds.iter().zip(&all) {
         w.feeds += 1;
         fw.write_record([f.feed_id.as_str(), &f.weight.to_string(), f.host.as_str()])
             .map_err(io("feeds.csv"))?;
-        let t = times(f);
         let before = t.iter().take_while(|&&t| t < start).count();
         let inside = t[before..].iter().take_while(|&&t| t < end).count();
         w.before_start += before;

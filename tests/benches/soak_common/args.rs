@@ -40,14 +40,20 @@ impl Shape {
         usize::from(self.workers)
     }
 
-    /// Simulated seconds per wall second, for `sim_days` simulated days; refuses a run
-    /// whose quiet days at the end leave nothing published, or that lasts no time.
+    /// Simulated seconds per wall second, for `sim_days` simulated days. A run whose quiet
+    /// days at the end leave nothing published, or that lasts no time, is refused with a
+    /// line on stderr and exit 2, as clap refuses a malformed value.
     pub fn scale(&self, sim_days: f64, quiet_days: f64) -> f64 {
-        assert!(
-            sim_days > quiet_days && quiet_days >= 0.0,
-            "--sim-days must exceed --quiet-days"
-        );
-        assert!(self.minutes > 0.0, "--minutes must be above 0");
+        let refuse = |why: &str| -> ! {
+            eprintln!("error: {why}");
+            std::process::exit(2)
+        };
+        if !(quiet_days >= 0.0 && sim_days > quiet_days && sim_days.is_finite()) {
+            refuse("--sim-days must be finite and exceed --quiet-days (at least 0)");
+        }
+        if !(self.minutes > 0.0 && self.minutes.is_finite()) {
+            refuse("--minutes must be finite and above 0");
+        }
         sim_days * 86_400.0 / (self.minutes * 60.0)
     }
 }
