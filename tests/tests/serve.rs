@@ -375,6 +375,29 @@ async fn inputs_that_crashed_or_wedged_the_coordinator_are_refused() {
     let huge = format!("https://big.example/{}", "a".repeat(3 << 20));
     let msg = invalid(unit(admin.add_feed(add_feed("", &huge)).await), "3 MB url");
     assert!(msg.contains("longer than"), "{msg}");
+    // A 3 MB feed id: refused at registration with its length, not quoted back whole; an
+    // unknown one of that size is "not found" in a message a client still reads.
+    let long_id = "i".repeat(3 << 20);
+    let msg = invalid(
+        unit(
+            admin
+                .add_feed(add_feed(&long_id, "https://long-id.example/feed"))
+                .await,
+        ),
+        "3 MB feed id",
+    );
+    assert!(msg.contains(&format!("{} bytes", 3 << 20)), "{msg}");
+    assert!(msg.len() < 200, "{} bytes", msg.len());
+    let gone = admin
+        .remove_feed(pb::RemoveFeedRequest { feed_id: long_id })
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound, "{gone:?}");
+    assert!(
+        gone.message().len() < 1100,
+        "{} bytes",
+        gone.message().len()
+    );
     // A feed weight of 1e304 (the plan allocated 28x the budget).
     let heavy = pb::AddFeedRequest {
         feed_id: "heavy".into(),

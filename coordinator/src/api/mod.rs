@@ -12,13 +12,30 @@ use crate::registry::RegistryError;
 use crate::settings::SettingsError;
 use tonic::Status;
 
+/// Longest status message sent, in bytes. A message travels in a response header, and
+/// one that quotes a caller's multi-megabyte id back would pass what clients accept (the
+/// caller then sees a broken stream, not the refusal).
+const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
+
+/// `m`, cut at a character boundary to [`MAX_STATUS_MESSAGE_BYTES`] with its length noted.
+fn status_text(m: String) -> String {
+    if m.len() <= MAX_STATUS_MESSAGE_BYTES {
+        return m;
+    }
+    let mut end = MAX_STATUS_MESSAGE_BYTES;
+    while !m.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &m[..end], m.len())
+}
+
 impl From<RegistryError> for Status {
     fn from(e: RegistryError) -> Status {
         match e {
-            RegistryError::InvalidArgument(m) => Status::invalid_argument(m),
-            RegistryError::NotFound(m) => Status::not_found(m),
-            RegistryError::AlreadyExists(m) => Status::already_exists(m),
-            RegistryError::Store(s) => Status::unavailable(s.to_string()),
+            RegistryError::InvalidArgument(m) => Status::invalid_argument(status_text(m)),
+            RegistryError::NotFound(m) => Status::not_found(status_text(m)),
+            RegistryError::AlreadyExists(m) => Status::already_exists(status_text(m)),
+            RegistryError::Store(s) => Status::unavailable(status_text(s.to_string())),
         }
     }
 }
@@ -35,7 +52,7 @@ impl From<SettingsError> for Status {
 impl From<IngestError> for Status {
     fn from(e: IngestError) -> Status {
         match e {
-            IngestError::InvalidArgument(m) => Status::invalid_argument(m),
+            IngestError::InvalidArgument(m) => Status::invalid_argument(status_text(m)),
             IngestError::Store(s) => Status::unavailable(s.to_string()),
         }
     }
@@ -46,5 +63,26 @@ pub(crate) fn page_limit(asked: u32) -> usize {
     match asked {
         0 => 100,
         n => (n as usize).min(1000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_status_messages_are_cut_on_a_character_boundary() {
+        let short = "feed `f1`".to_string();
+        assert_eq!(status_text(short.clone()), short);
+        let long = format!("feed `{}`", "é".repeat(3 << 20));
+        let cut = status_text(long.clone());
+        assert!(cut.len() < MAX_STATUS_MESSAGE_BYTES + 40, "{}", cut.len());
+        assert!(
+            cut.ends_with(&format!("({} bytes in all)", long.len())),
+            "{cut}"
+        );
+        let s: Status = RegistryError::NotFound(long).into();
+        assert_eq!(s.code(), tonic::Code::NotFound);
+        assert!(s.message().len() < MAX_STATUS_MESSAGE_BYTES + 40);
     }
 }

@@ -93,6 +93,28 @@ pub struct Registry<B> {
 pub const MAX_WEIGHT: f64 = 1e6;
 /// Longest feed URL accepted, in bytes (every assignment carries it).
 pub const MAX_URL_BYTES: usize = 4096;
+/// Longest feed or user id a registration accepts, in bytes. Every assignment, report,
+/// posting key and admin page carries ids, so one registry of multi-megabyte ids would make
+/// a `ListFeeds` or `ListFeedHistory` page outgrow what a client accepts; generated ids
+/// are 16 bytes. Records stored before the cap still load.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// `id` for a new record of `kind` ("feed", "user"): refused past [`MAX_ID_BYTES`], with
+/// a message that names the length and a prefix, not the whole id.
+fn new_id<'a>(kind: &str, id: &'a str) -> Result<&'a str, RegistryError> {
+    if id.len() > MAX_ID_BYTES {
+        let mut end = 32;
+        while !id.is_char_boundary(end) {
+            end -= 1;
+        }
+        return Err(RegistryError::InvalidArgument(format!(
+            "{kind} id of {} bytes (`{}…`) is longer than {MAX_ID_BYTES}",
+            id.len(),
+            &id[..end]
+        )));
+    }
+    Ok(id)
+}
 
 fn weight(w: f64) -> Result<f64, RegistryError> {
     if !w.is_finite() || !(0.0..=MAX_WEIGHT).contains(&w) {
@@ -180,7 +202,7 @@ impl<B: KvBackend> Registry<B> {
         let (url, host) = check_url(url)?;
         check_target(&url, &self.private_allowed)?;
         let id = match id.filter(|s| !s.is_empty()) {
-            Some(id) => id.to_string(),
+            Some(id) => new_id("feed", id)?.to_string(),
             None => format!("{:016x}", xxh3_64(url.as_bytes())),
         };
         let rec = FeedRecord {
@@ -302,6 +324,7 @@ impl<B: KvBackend> Registry<B> {
 
     /// Adds a user.
     pub async fn add_user(&self, id: &str, w: f64) -> Result<UserRecord, RegistryError> {
+        new_id("user", id)?;
         let rec = UserRecord {
             id: id.to_string(),
             weight: weight(w)?,

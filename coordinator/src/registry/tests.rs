@@ -152,6 +152,36 @@ fn crud_with_clear_errors_that_change_nothing() {
 }
 
 #[test]
+fn ids_past_the_cap_are_refused_with_a_short_message() {
+    rt().block_on(async {
+        let r = Registry::new(Arc::new(MemoryBackend::new()));
+        let at_cap = "f".repeat(MAX_ID_BYTES);
+        r.add_feed(Some(&at_cap), "https://x.test/a", 1.0)
+            .await
+            .unwrap();
+        r.add_user(&"u".repeat(MAX_ID_BYTES), 1.0).await.unwrap();
+        // Two-byte characters, so the prefix the message quotes must stop on a boundary;
+        // a multi-megabyte id must not come back whole in the error.
+        for long in ["é".repeat(MAX_ID_BYTES / 2 + 1), "x".repeat(3 << 20)] {
+            let Err(RegistryError::InvalidArgument(why)) =
+                r.add_feed(Some(&long), "https://x.test/b", 1.0).await
+            else {
+                panic!("a feed id of {} bytes was accepted", long.len());
+            };
+            assert!(why.contains(&format!("{} bytes", long.len())), "{why}");
+            assert!(why.len() < 200, "{why}");
+            let Err(RegistryError::InvalidArgument(why)) = r.add_user(&long, 1.0).await else {
+                panic!("a user id of {} bytes was accepted", long.len());
+            };
+            assert!(why.starts_with("user id of"), "{why}");
+        }
+        assert_eq!(r.list_feeds(None, 10).await.unwrap().len(), 1);
+        // The URL the refused feed named is still free.
+        r.add_feed(None, "https://x.test/b", 1.0).await.unwrap();
+    });
+}
+
+#[test]
 fn opml_import_adds_subscribes_and_skips() {
     rt().block_on(async {
         let r = Registry::new(Arc::new(MemoryBackend::new()));
