@@ -18,15 +18,12 @@ use tonic::Status;
 const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
 
 /// `m`, cut at a character boundary to [`MAX_STATUS_MESSAGE_BYTES`] with its length noted.
-fn status_text(m: String) -> String {
-    if m.len() <= MAX_STATUS_MESSAGE_BYTES {
-        return m;
+fn status_text(mut m: String) -> String {
+    let len = m.len();
+    if kairos_proto::bounds::clip(&mut m, MAX_STATUS_MESSAGE_BYTES) {
+        m.push_str(&format!("… ({len} bytes in all)"));
     }
-    let mut end = MAX_STATUS_MESSAGE_BYTES;
-    while !m.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes in all)", &m[..end], m.len())
+    m
 }
 
 impl From<RegistryError> for Status {

@@ -103,14 +103,11 @@ pub const MAX_ID_BYTES: usize = 256;
 /// a message that names the length and a prefix, not the whole id.
 fn new_id<'a>(kind: &str, id: &'a str) -> Result<&'a str, RegistryError> {
     if id.len() > MAX_ID_BYTES {
-        let mut end = 32;
-        while !id.is_char_boundary(end) {
-            end -= 1;
-        }
+        let mut head = id.to_owned();
+        kairos_proto::bounds::clip(&mut head, 32);
         return Err(RegistryError::InvalidArgument(format!(
-            "{kind} id of {} bytes (`{}…`) is longer than {MAX_ID_BYTES}",
-            id.len(),
-            &id[..end]
+            "{kind} id of {} bytes (`{head}…`) is longer than {MAX_ID_BYTES}",
+            id.len()
         )));
     }
     Ok(id)
