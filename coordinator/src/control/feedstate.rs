@@ -161,11 +161,9 @@ impl FeedMeta {
             return None;
         }
         let clip = |s: &str, max: usize| {
-            let mut end = s.len().min(max);
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
-            s[..end].to_string()
+            let mut s = s.to_string();
+            kairos_proto::bounds::clip(&mut s, max);
+            s
         };
         Some(FeedMeta {
             title: clip(title, Self::MAX_TITLE),

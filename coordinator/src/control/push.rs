@@ -398,11 +398,9 @@ impl Subscriptions {
 
 /// At most 256 bytes of a hub's text, cut at a character boundary.
 fn clipped(s: &str) -> String {
-    let mut end = s.len().min(256);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
+    let mut s = s.to_string();
+    kairos_proto::bounds::clip(&mut s, 256);
+    s
 }
 
 impl Subscription {
