@@ -55,10 +55,6 @@ pub struct LivePlanArgs {
     /// quiet feed's few postings do not decide its fetch times alone (0: pseudo-days only).
     #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
     pub shape_pseudo_postings: f64,
-    /// Pseudo-days by which each feed's clump excess (a burst's postings beyond what its
-    /// hour makes plausible) is shrunk toward the population's (0: each feed keeps its own).
-    #[arg(long, default_value_t = PlannerSettings::default().clump_pool_days)]
-    pub clump_pool_days: f64,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
@@ -192,7 +188,6 @@ impl LivePlanArgs {
             half_life_days: self.half_life_days,
             shrinkage: self.shrinkage_days,
             shape_pseudo_postings: self.shape_pseudo_postings,
-            clump_pool_days: self.clump_pool_days,
             shape_mixture: self.shape_mixture,
             mixture_min_per_day: self.mixture_min_per_day,
             host_level: self.host_level,

@@ -73,10 +73,6 @@ pub struct ReplayArgs {
     /// pseudo-days only).
     #[arg(long, default_value_t = PlannerSettings::default().shape_pseudo_postings)]
     shape_pseudo_postings: f64,
-    /// Pseudo-days by which each feed's clump excess (a burst's postings beyond what its
-    /// hour makes plausible) is shrunk toward the population's (0: each feed keeps its own).
-    #[arg(long, default_value_t = PlannerSettings::default().clump_pool_days)]
-    clump_pool_days: f64,
     /// Base shapes of the mixture feeds' daily shapes are pooled in (each at any hourly
     /// shift; similar feeds share strength). 0: one pooled shape for every feed.
     #[arg(long, default_value_t = PlannerSettings::default().shape_mixture)]
@@ -321,7 +317,6 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         shrinkage: fixed_shrinkage.unwrap_or(PlannerSettings::default().shrinkage),
         tune_shrinkage: fixed_shrinkage.is_none(),
         shape_pseudo_postings: a.shape_pseudo_postings,
-        clump_pool_days: a.clump_pool_days,
         shape_mixture: a.shape_mixture,
         mixture_min_per_day: a.mixture_min_per_day,
         host_level: a.host_level,

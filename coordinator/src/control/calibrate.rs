@@ -25,7 +25,7 @@
 //! factor is within noise of 1.
 
 use super::feedstate::FeedState;
-use super::population::{pooled_excess, tally_before};
+use super::population::tally_before;
 use super::rate_prior::RatePrior;
 use super::recency;
 use crate::time::DAY_MS;
@@ -111,7 +111,6 @@ pub fn fit(
     half_life_days: f64,
     (beta, typical): (f64, f64),
     prior: Option<&RatePrior>,
-    (excess_rate, excess_days): (f64, f64),
 ) -> Option<RateCalibration> {
     let horizon = (HORIZON_DAYS * DAY_MS as f64) as i64;
     // Fixed through each UTC day: a factor that moved with every round would move every
@@ -142,13 +141,9 @@ pub fn fit(
             let beta = beta * past.span_days / (past.span_days + days).max(1e-9);
             // Under the fitted distribution the shorter window's posterior is pulled as
             // hard as its fewer days say, no scaling needed.
-            // The clump excess pooled as the models pool it, so the forecast is the rate a
-            // model would have had.
-            let n = pooled_excess(past.excess, past.span_days, excess_rate, excess_days)
-                .map_or(past.n, |x| (past.n - past.excess).max(0.0) + x);
             let rate = match prior {
-                Some(p) => p.rate(n, past.span_days),
-                None => (n + beta * typical) / (past.span_days + beta),
+                Some(p) => p.rate(past.n, past.span_days),
+                None => (past.n + beta * typical) / (past.span_days + beta),
             };
             if !(rate > 0.0 && rate.is_finite()) {
                 return None;
@@ -246,8 +241,7 @@ mod tests {
         // Heavy shrinkage toward a busier typical feed, as the held-out choice takes at
         // half a fetch a day: today's rate (27 postings over 27 days watched) is pulled up.
         let (beta, typical) = (8.0, 4.0);
-        let c = fit(&states, 28.0, now, 0.0, (beta, typical), None, (0.0, 0.0))
-            .expect("watched both sides");
+        let c = fit(&states, 28.0, now, 0.0, (beta, typical), None).expect("watched both sides");
         let today = (27.0 + beta * typical) / (27.0 + beta);
         assert!(today > 1.6, "{today}");
         let calibrated = today * c.factor(today, false);
@@ -267,11 +261,9 @@ mod tests {
         let silent: Vec<FeedState> = (0..40).map(|_| feed(now, |_| false)).collect();
         let mut states: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
         states.extend(silent.iter().map(Some));
-        let staying =
-            fit(&states, 28.0, now, 0.0, (1.0, 1.0), None, (0.0, 0.0)).expect("watched both sides");
+        let staying = fit(&states, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         states.extend(starters.iter().map(Some));
-        let starting =
-            fit(&states, 28.0, now, 0.0, (1.0, 1.0), None, (0.0, 0.0)).expect("watched both sides");
+        let starting = fit(&states, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         assert_eq!(starting.feeds, 120);
         // A steady feed posts what it was forecast to.
         for c in [&staying, &starting] {
@@ -309,12 +301,11 @@ mod tests {
         };
         let mut with_flood: Vec<Option<&FeedState>> = steady.iter().map(Some).collect();
         with_flood.push(Some(&flood));
-        let c = fit(&with_flood, 28.0, now, 0.0, (1.0, 1.0), None, (0.0, 0.0))
-            .expect("watched both sides");
+        let c = fit(&with_flood, 28.0, now, 0.0, (1.0, 1.0), None).expect("watched both sides");
         let f = c.factor(1.0, false);
         assert!((0.9..1.15).contains(&f), "a flood moved its group to {f}");
         // An empty population calibrates nothing.
-        assert!(fit(&[None], 28.0, now, 0.0, (1.0, 1.0), None, (0.0, 0.0)).is_none());
+        assert!(fit(&[None], 28.0, now, 0.0, (1.0, 1.0), None).is_none());
     }
 
     #[test]

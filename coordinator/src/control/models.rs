@@ -6,7 +6,7 @@
 
 use super::calibrate;
 use super::feedstate::FeedState;
-use super::population::{pool_excess, tally, Population};
+use super::population::{tally, Population};
 use super::rate_prior;
 use super::recency;
 use super::regimes;
@@ -88,7 +88,6 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     let w = |t: i64| recency::weight(now_ms - t, half_life);
     let mut span_days = vec![0.0f64; feeds.len()];
     let mut clump = vec![1.0f64; feeds.len()];
-    let mut excess = vec![0.0f64; feeds.len()];
     // Each feed's tally on every core, written in place (a vector of tallies beside
     // these would hold 400 bytes a feed more at the peak); the pooled sums after, in feed
     // order, so they do not depend on the thread count.
@@ -97,40 +96,11 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .zip(exposure.par_iter_mut())
         .zip(span_days.par_iter_mut())
         .zip(clump.par_iter_mut())
-        .zip(excess.par_iter_mut())
         .zip(feeds.par_iter())
-        .map(|(((((c, e), span), cl), x), feed)| {
+        .map(|((((c, e), span), cl), feed)| {
             let t = tally(state_of(&feed.id)?, window_start, now_ms, &w)?;
-            (*c, *e, *span, *cl, *x) = (t.counts, t.exposure, t.span_days, t.clump_size, t.excess);
+            (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clump_size);
             Some((t.n / t.span_days.max(1.0), t.level))
-        })
-        .collect();
-    // The population's clump excess per watched day, and each feed's own shrunk toward it.
-    let excess_days = s.clump_pool_days;
-    let (excess_sum, days_sum) = watched_rates
-        .iter()
-        .zip(&excess)
-        .zip(&span_days)
-        .filter(|((r, _), _)| r.is_some())
-        .fold((0.0, 0.0), |(x, d), ((_, &e), &s)| (x + e, d + s));
-    let excess_rate = if days_sum > 0.0 {
-        excess_sum / days_sum
-    } else {
-        0.0
-    };
-    let watched_rates: Vec<Option<(f64, f64)>> = watched_rates
-        .into_iter()
-        .enumerate()
-        .map(|(f, r)| {
-            let (_, level) = r?;
-            pool_excess(
-                &mut counts[f],
-                excess[f],
-                span_days[f],
-                excess_rate,
-                excess_days,
-            );
-            Some((counts[f].iter().sum::<f64>() / span_days[f].max(1.0), level))
         })
         .collect();
     let (regime_rising, regime_falling) =
@@ -312,7 +282,6 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
             half_life,
             (beta, typical),
             rate_prior.as_deref(),
-            (excess_rate, excess_days),
         )
         .map(Arc::new)
     } else {
@@ -333,8 +302,6 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         shape_postings,
         shape_pseudo_postings: s.shape_pseudo_postings,
         calibration,
-        excess_rate,
-        excess_days,
     };
     let mut daily: Vec<Vec<f32>> = {
         (0..feeds.len())

@@ -338,60 +338,6 @@ fn bad_dates_bursts_and_back_dated_floods_give_finite_rates_and_no_budget_swing(
     }
 }
 
-#[test]
-fn one_feeds_burst_counts_toward_the_populations_clumps_not_only_its_own_rate() {
-    // Forty feeds post once a day, fetched daily at 23:00 for 20 days; feed 0 also
-    // posted twelve in one hour on one day (eleven of them a clump's excess).
-    let now = 20_000 * DAY_MS;
-    let feeds: Vec<FeedRecord> = (0..40).map(feed).collect();
-    let states: HashMap<String, FeedState> = feeds
-        .iter()
-        .enumerate()
-        .map(|(f, rec)| {
-            let st = fetched_daily(20, now, 23 * H, |day| {
-                // At hours that vary from day to day (a feed at one minute every day would be
-                // learned as a feed on a timer).
-                let at = day * DAY_MS + (6 + (day * 5 + f as i64).rem_euclid(12)) * H;
-                let mut items = vec![((f as u64) << 40 | day as u64, Some(at))];
-                if f == 0 && day == now / DAY_MS - 8 {
-                    items.extend((0..12).map(|k| {
-                        (
-                            1 << 60 | k as u64,
-                            Some(day * DAY_MS + 15 * H + k as i64 * 120_000),
-                        )
-                    }));
-                }
-                items
-            });
-            (rec.id.clone(), st)
-        })
-        .collect();
-    let ratio = |days: f64| {
-        let s = PlannerSettings {
-            clump_pool_days: days,
-            // Rates from the feeds' own counts, one pseudo-day toward the typical feed's
-            // (under the fitted distribution forty equal feeds would pull feed 0 to theirs).
-            calibrate_rates: false,
-            rate_prior: false,
-            tune_shrinkage: false,
-            slots: 96,
-            ..PlannerSettings::default()
-        };
-        let (m, _) = reader_less(&feeds, &states, now, &s);
-        let rate = |i: usize| m[i].post_bins.iter().map(|&b| f64::from(b)).sum::<f64>();
-        rate(0) / rate(1)
-    };
-    let (own, pooled, all) = (ratio(0.0), ratio(14.0), ratio(1e4));
-    // Its own: 32 postings in its days watched against 20 (1.59).
-    assert!(own > 1.35, "{own}");
-    // 14 pseudo-days against about 19 watched: about 19 / 33 of its excess kept (1.37).
-    assert!(pooled - 1.0 < 0.75 * (own - 1.0), "{pooled} against {own}");
-    assert!(pooled > 1.1, "{pooled}");
-    // Pooled without limit: its burst's excess is everyone's, and its rate theirs but for
-    // the burst's first postings, which its hour made plausible (22 postings against 20).
-    assert!(all > 1.0 && all < 1.15, "{all}");
-}
-
 /// Feeds with log-normal rates (σ = 1, mean 4 a day: the wall-clock farm's), watched two
 /// days with postings at random times, and every fetch seeing them.
 fn log_normal_population(n: usize, seed: u64) -> (Vec<FeedRecord>, HashMap<String, FeedState>) {

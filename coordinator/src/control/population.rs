@@ -44,38 +44,6 @@ pub struct Population {
     /// What feeds forecast at a rate went on to post ([`super::calibrate`]); `None`: as
     /// forecast.
     pub calibration: Option<Arc<RateCalibration>>,
-    /// The population's clump excess per watched day (weighted), what [`pool_excess`]
-    /// shrinks each feed's own toward.
-    pub excess_rate: f64,
-    /// Pseudo-days of that shrinkage (0: each feed keeps its own excess).
-    pub excess_days: f64,
-}
-
-/// The clump excess a feed's `excess` over `span_days` is taken for, shrunk toward the
-/// population's `rate` per day by `days` pseudo-days; `None` where nothing is pooled.
-pub fn pooled_excess(excess: f64, span_days: f64, rate: f64, days: f64) -> Option<f64> {
-    (days > 0.0 && span_days > 0.0 && rate.is_finite() && rate >= 0.0 && excess.is_finite())
-        .then(|| (excess + rate * days) * span_days / (span_days + days))
-}
-
-/// Replaces a feed's own clump excess (`excess` of the postings `counts` sum to, over
-/// `span_days`) by its posterior mean, shrunk toward the population's `rate` by `days`
-/// pseudo-days: a burst is a random event whose count in a window is noise to the feed's
-/// rate, so where bursts come alike to every feed, one feed's two bursts in a fortnight
-/// against another's none say little of which will burst next. Its hours keep the shape
-/// the counts have (or are spread evenly for a feed with none).
-pub fn pool_excess(counts: &mut [f64; BINS], excess: f64, span_days: f64, rate: f64, days: f64) {
-    let Some(pooled) = pooled_excess(excess, span_days, rate, days) else {
-        return;
-    };
-    let n: f64 = counts.iter().sum();
-    let base = (n - excess).max(0.0);
-    if n > 0.0 {
-        let scale = (base + pooled) / n;
-        counts.iter_mut().for_each(|c| *c *= scale);
-    } else {
-        counts.iter_mut().for_each(|c| *c += pooled / BINS as f64);
-    }
 }
 
 /// What one feed's observations in the window add up to.
@@ -100,9 +68,6 @@ pub struct Tally {
     /// The level the exposure was divided by ([`regimes::level`]'s square root): 1 for a
     /// steady feed.
     pub level: f64,
-    /// Weighted postings that were a clump's excess (in `counts` and `n`, spread over the
-    /// feed's usual hours).
-    pub excess: f64,
 }
 
 /// A watched feed's postings and exposure in the window from `window_start`, each weighed
@@ -202,7 +167,6 @@ pub fn tally_before(
         clumped: excess_mass > 0.0,
         clump_size,
         level,
-        excess: excess_mass,
     })
 }
 
@@ -596,32 +560,5 @@ mod tests {
         );
         assert!((t.span_days * level - 9.0).abs() < 1e-9, "{}", t.span_days);
         assert_eq!(t.n, full.n);
-    }
-
-    #[test]
-    fn a_feeds_clump_excess_is_shrunk_toward_the_populations() {
-        // 11 excess postings in 20 days against a population's 0.05 a day, 14 pseudo-days:
-        // (11 + 0.7) × 20 / 34.
-        let x = pooled_excess(11.0, 20.0, 0.05, 14.0).unwrap();
-        assert!((x - 11.7 * 20.0 / 34.0).abs() < 1e-12, "{x}");
-        // No pooling, or nothing watched: nothing replaced.
-        assert_eq!(pooled_excess(11.0, 20.0, 0.05, 0.0), None);
-        assert_eq!(pooled_excess(11.0, 0.0, 0.05, 14.0), None);
-        assert_eq!(pooled_excess(11.0, 20.0, f64::NAN, 14.0), None);
-        // The counts keep their non-excess part and their hours' shape.
-        let mut counts = [0.0f64; BINS];
-        counts[10] = 15.0; // 10 own postings at 10:00 and 5 of a clump's excess spread there
-        counts[15] = 3.0;
-        let before = counts;
-        pool_excess(&mut counts, 6.0, 20.0, 0.05, 14.0);
-        let total: f64 = counts.iter().sum();
-        let want = 12.0 + (6.0 + 0.7) * 20.0 / 34.0;
-        assert!((total - want).abs() < 1e-9, "{total} against {want}");
-        assert!((counts[10] / counts[15] - before[10] / before[15]).abs() < 1e-9);
-        // A feed with no postings takes the population's share, spread evenly.
-        let mut none = [0.0f64; BINS];
-        pool_excess(&mut none, 0.0, 20.0, 0.05, 14.0);
-        let each = 0.05 * 14.0 * 20.0 / 34.0 / BINS as f64;
-        assert!(none.iter().all(|&c| (c - each).abs() < 1e-12), "{none:?}");
     }
 }

@@ -16,7 +16,7 @@
 //! between rounds).
 
 use super::feedstate::FeedState;
-use super::population::{pool_excess, tally, Population};
+use super::population::{tally, Population};
 use super::recency;
 use super::relearn::{fetch_times, flat};
 use crate::plan::alloc::{level_rate, Level};
@@ -127,14 +127,7 @@ pub fn update(
     let price = basis.prices.for_host(model.host)?;
     let window_start = now_ms - (pop.window_days * DAY_MS as f64) as i64;
     let w = |t: i64| recency::weight(now_ms - t, pop.half_life_days);
-    let mut t = tally(state, window_start, now_ms, &w)?;
-    pool_excess(
-        &mut t.counts,
-        t.excess,
-        t.span_days,
-        pop.excess_rate,
-        pop.excess_days,
-    );
+    let t = tally(state, window_start, now_ms, &w)?;
     let hours = pop.hours(
         &t.counts,
         &t.exposure,

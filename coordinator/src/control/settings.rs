@@ -61,11 +61,6 @@ pub struct PlannerSettings {
     /// ([`super::shrink::shape_days`]): a quiet feed's few postings do not decide its
     /// fetch times alone. [`DEFAULT_SHAPE_PSEUDO_POSTINGS`] by default; 0: pseudo-days only.
     pub shape_pseudo_postings: f64,
-    /// Pseudo-days by which each feed's clump excess (the postings of a burst beyond what
-    /// its hour makes plausible) is shrunk toward the population's excess per watched day
-    /// ([`super::population::pool_excess`]); 0: each feed keeps its own.
-    /// [`DEFAULT_CLUMP_POOL_DAYS`] by default.
-    pub clump_pool_days: f64,
     /// Choose the posting shrinkage on held-out days of the live observations
     /// ([`super::shrink`]) instead of using `shrinkage`, which then stands only until two
     /// whole days are watched, and for reader access rates.
@@ -170,16 +165,6 @@ pub const DEFAULT_EXPLORE_SHARE: f64 = 0.02;
 /// against 94.2), 0.99 with 10 (95.2 min); 4 costs 1% at one a day (367.8 against 364.3).
 pub const DEFAULT_SHAPE_PSEUDO_POSTINGS: f64 = 4.0;
 
-/// [`PlannerSettings::clump_pool_days`]'s default. Live `replay --peers none`, days 14 to the
-/// end, 14 pseudo-days against none (docs/RESULTS.md, "Bursts pooled across feeds"):
-/// `real-commits` 0.993 of the delay over its four budgets, seven `quiet` draws 0.983 at four
-/// a day and 1.003 at two, three `bursts` draws 0.979 at half a fetch a day and 1.006 at four.
-pub const DEFAULT_CLUMP_POOL_DAYS: f64 = 14.0;
-
-/// The most pseudo-days the clump excess may be pooled with (past a few years every feed's
-/// excess is the population's).
-pub const MAX_CLUMP_POOL_DAYS: f64 = 1e4;
-
 /// [`PlannerSettings::shape_mixture`]'s default. On the synthetic `steady` trace at four
 /// fetches a day (live `replay`, days 14–27) one pooled shape realized 91.8 min against 82.3
 /// for the plans made from the generating intensities; eight shifted shapes 86.35
@@ -218,7 +203,6 @@ impl Default for PlannerSettings {
             tune_half_life: true,
             shrinkage: 1.0,
             shape_pseudo_postings: DEFAULT_SHAPE_PSEUDO_POSTINGS,
-            clump_pool_days: DEFAULT_CLUMP_POOL_DAYS,
             tune_shrinkage: true,
             explore_min_postings: 3,
             explore_share: DEFAULT_EXPLORE_SHARE,
@@ -295,11 +279,6 @@ impl PlannerSettings {
         if !(0.0..=MAX_SHAPE_PSEUDO_POSTINGS).contains(&self.shape_pseudo_postings) {
             return Err(format!(
                 "the shape's pseudo-postings must be a number from 0 to {MAX_SHAPE_PSEUDO_POSTINGS}"
-            ));
-        }
-        if !(0.0..=MAX_CLUMP_POOL_DAYS).contains(&self.clump_pool_days) {
-            return Err(format!(
-                "the clump excess's pooling must be a number of days from 0 to {MAX_CLUMP_POOL_DAYS}"
             ));
         }
         if self.shape_mixture > MAX_SHAPE_MIXTURE {
