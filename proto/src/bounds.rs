@@ -60,17 +60,22 @@ pub const MAX_DECODE_BYTES: usize = 4 << 20;
 /// for the task's other fields.
 pub const MAX_PUSHED_BODY_BYTES: usize = 3 << 20;
 
-/// `s` cut to at most `max` bytes at a character boundary.
-pub fn clip(s: &mut String, max: usize) -> bool {
-    if s.len() <= max {
-        return false;
-    }
-    let mut end = max;
+/// The longest prefix of `s` of at most `max` bytes that ends at a character boundary
+/// (for a message that quotes the head of a long value without copying all of it).
+pub fn prefix(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
+    &s[..end]
+}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+pub fn clip(s: &mut String, max: usize) -> bool {
+    let end = prefix(s, max).len();
+    let cut = end < s.len();
     s.truncate(end);
-    true
+    cut
 }
 
 /// `s` emptied when longer than `max` (for values a cut would falsify: URLs, validators).
@@ -273,6 +278,20 @@ mod tests {
             feed_title: "t".repeat(10_000),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn prefixes_and_clips_end_on_a_character_boundary() {
+        // "é" is two bytes: 5 bytes of "ééé" end inside the third.
+        assert_eq!(prefix("ééé", 5), "éé");
+        assert_eq!(prefix("ééé", 6), "ééé");
+        assert_eq!(prefix("ééé", 100), "ééé");
+        assert_eq!(prefix("é", 1), "");
+        let mut s = "ééé".to_string();
+        assert!(clip(&mut s, 5));
+        assert_eq!(s, "éé");
+        assert!(!clip(&mut s, 4));
+        assert_eq!(s, "éé");
     }
 
     #[test]

@@ -238,12 +238,7 @@ impl Fetcher {
             }
             // The hub's own words, bounded (it says why it refused).
             let mut why = resp.text().await.unwrap_or_default();
-            why.truncate(
-                (0..=why.len().min(200))
-                    .rev()
-                    .find(|&i| why.is_char_boundary(i))
-                    .unwrap_or(0),
-            );
+            kairos_proto::bounds::clip(&mut why, 200);
             return Err(format!("HTTP {}: {}", status.as_u16(), why.trim()));
         }
         Err("too many redirects".into())

@@ -160,11 +160,7 @@ impl FeedMeta {
         if format.is_empty() {
             return None;
         }
-        let clip = |s: &str, max: usize| {
-            let mut s = s.to_string();
-            kairos_proto::bounds::clip(&mut s, max);
-            s
-        };
+        let clip = |s: &str, max: usize| kairos_proto::bounds::prefix(s, max).to_string();
         Some(FeedMeta {
             title: clip(title, Self::MAX_TITLE),
             site_url: clip(site_url, Self::MAX_URL),

@@ -398,9 +398,7 @@ impl Subscriptions {
 
 /// At most 256 bytes of a hub's text, cut at a character boundary.
 fn clipped(s: &str) -> String {
-    let mut s = s.to_string();
-    kairos_proto::bounds::clip(&mut s, 256);
-    s
+    kairos_proto::bounds::prefix(s, 256).to_string()
 }
 
 impl Subscription {

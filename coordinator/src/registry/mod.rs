@@ -103,11 +103,10 @@ pub const MAX_ID_BYTES: usize = 256;
 /// a message that names the length and a prefix, not the whole id.
 fn new_id<'a>(kind: &str, id: &'a str) -> Result<&'a str, RegistryError> {
     if id.len() > MAX_ID_BYTES {
-        let mut head = id.to_owned();
-        kairos_proto::bounds::clip(&mut head, 32);
         return Err(RegistryError::InvalidArgument(format!(
-            "{kind} id of {} bytes (`{head}…`) is longer than {MAX_ID_BYTES}",
-            id.len()
+            "{kind} id of {} bytes (`{}…`) is longer than {MAX_ID_BYTES}",
+            id.len(),
+            kairos_proto::bounds::prefix(id, 32)
         )));
     }
     Ok(id)
