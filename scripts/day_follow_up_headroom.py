@@ -13,48 +13,17 @@ follow-up would be paid for by a planned fetch).
 
 usage: scripts/day_follow_up_headroom.py TRACE_DIR FETCH_LOG FROM_DAY TO_DAY
 """
-import bisect
-import heapq
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from follow_up_headroom import by_feed, summed_wait  # noqa: E402
+from follow_up_headroom import baseline, load_run, summed_wait, with_follow_ups  # noqa: E402
 
 DAY = 86400.0
 
 
-def with_looks(postings, fetches, start, end, delay, max_prior, age):
-    queue = list(fetches)
-    heapq.heapify(queue)
-    made, added, last = [], 0, -float("inf")
-    while queue:
-        t = heapq.heappop(queue)
-        if made and t <= made[-1]:
-            continue
-        made.append(t)
-        a, b = bisect.bisect_right(postings, last), bisect.bisect_right(postings, t)
-        last = t
-        if b > a and start <= t < end and t - postings[b - 1] <= age:
-            prior = a - bisect.bisect_left(postings, t - 14 * DAY)
-            if prior <= max_prior and (not queue or queue[0] > t + delay):
-                heapq.heappush(queue, t + delay)
-                added += 1
-    return made, added
-
-
 def main():
-    if len(sys.argv) != 5:
-        sys.exit(__doc__)
-    trace, log = sys.argv[1], sys.argv[2]
-    start, end = float(sys.argv[3]) * DAY, float(sys.argv[4]) * DAY
-    postings, fetches = by_feed(f"{trace}/postings.csv"), by_feed(log)
-    base, n, scored = 0.0, 0, 0
-    for feed, times in fetches.items():
-        w, k = summed_wait(postings.get(feed, []), times, start, end)
-        base, n = base + w, n + k
-        scored += sum(1 for t in times if start <= t < end)
-    if n == 0 or scored == 0:
-        sys.exit("no postings or no fetches on the scored days")
+    postings, fetches, start, end = load_run(__doc__)
+    base, n, scored = baseline(postings, fetches, start, end)
     worth = base / scored
     print(f"{n} postings, {scored} fetches on the scored days; average wait {base / n / 60:.1f}"
           f" min; an average fetch is worth {worth / 60:.0f} posting-min")
@@ -64,7 +33,7 @@ def main():
                 total, added = 0.0, 0
                 for feed, times in fetches.items():
                     ps = postings.get(feed, [])
-                    made, a = with_looks(ps, times, start, end, hours * 3600, max_prior, age)
+                    made, a = with_follow_ups(ps, times, start, end, age, hours * 3600, 1, max_prior)
                     total += summed_wait(ps, made, start, end)[0]
                     added += a
                 net = (base - total - added * worth) / base

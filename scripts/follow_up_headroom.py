@@ -45,7 +45,12 @@ def summed_wait(postings, fetches, start, end):
     return total, n
 
 
-def with_follow_ups(postings, fetches, start, end, window, delay, min_found):
+def with_follow_ups(postings, fetches, start, end, window, delay, min_found,
+                    max_prior=float("inf")):
+    """The fetches with follow-ups: after a fetch on the scored days that found at least
+    `min_found` new postings, the newest at most `window` seconds old, on a feed with at
+    most `max_prior` postings in the 14 days before them, one more `delay` seconds later
+    unless a fetch comes sooner. Returns the fetches and how many were added."""
     queue = list(fetches)
     heapq.heapify(queue)
     made, added, last = [], 0, -float("inf")
@@ -54,28 +59,42 @@ def with_follow_ups(postings, fetches, start, end, window, delay, min_found):
         if made and t <= made[-1]:
             continue
         made.append(t)
-        found = postings[bisect.bisect_right(postings, last) : bisect.bisect_right(postings, t)]
+        a, b = bisect.bisect_right(postings, last), bisect.bisect_right(postings, t)
         last = t
-        if len(found) >= min_found and t - found[-1] <= window and start <= t < end:
-            if not queue or queue[0] > t + delay:
+        if b - a >= max(min_found, 1) and t - postings[b - 1] <= window and start <= t < end:
+            prior = a - bisect.bisect_left(postings, t - 14 * DAY)
+            if prior <= max_prior and (not queue or queue[0] > t + delay):
                 heapq.heappush(queue, t + delay)
                 added += 1
     return made, added
 
 
-def main():
-    if len(sys.argv) != 5:
-        sys.exit(__doc__)
-    trace, log = sys.argv[1], sys.argv[2]
-    start, end = float(sys.argv[3]) * DAY, float(sys.argv[4]) * DAY
-    postings, fetches = by_feed(f"{trace}/postings.csv"), by_feed(log)
-    base, n, scored_fetches = 0.0, 0, 0
+def baseline(postings, fetches, start, end):
+    """The log's summed wait (seconds), postings and fetches on the scored days."""
+    base, n, scored = 0.0, 0, 0
     for feed, times in fetches.items():
         w, k = summed_wait(postings.get(feed, []), times, start, end)
         base, n = base + w, n + k
-        scored_fetches += sum(1 for t in times if start <= t < end)
-    if n == 0 or scored_fetches == 0:
+        scored += sum(1 for t in times if start <= t < end)
+    if n == 0 or scored == 0:
         sys.exit("no postings or no fetches on the scored days")
+    return base, n, scored
+
+
+def load_run(usage):
+    """TRACE_DIR FETCH_LOG FROM_DAY TO_DAY from the command line: the postings and fetches
+    per feed, and the scored days' bounds in seconds."""
+    if len(sys.argv) != 5:
+        sys.exit(usage)
+    trace, log = sys.argv[1], sys.argv[2]
+    start, end = float(sys.argv[3]) * DAY, float(sys.argv[4]) * DAY
+    postings, fetches = by_feed(f"{trace}/postings.csv"), by_feed(log)
+    return postings, fetches, start, end
+
+
+def main():
+    postings, fetches, start, end = load_run(__doc__)
+    base, n, scored_fetches = baseline(postings, fetches, start, end)
     print(f"{n} postings, {scored_fetches} fetches on the scored days; average wait "
           f"{base / n / 60:.2f} min; an average fetch is worth {base / 60 / scored_fetches:.0f} "
           f"posting-min")
