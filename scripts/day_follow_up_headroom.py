@@ -18,8 +18,6 @@ import sys
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from follow_up_headroom import baseline, load_run, summed_wait, with_follow_ups  # noqa: E402
 
-DAY = 86400.0
-
 
 def main():
     postings, fetches, start, end = load_run(__doc__)

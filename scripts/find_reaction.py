@@ -29,6 +29,8 @@ def main():
         sys.exit(__doc__)
     trace, from_day, logs = sys.argv[1], float(sys.argv[2]) * DAY, sys.argv[3:]
     postings = by_feed(f"{trace}/postings.csv")
+    if not any(postings.values()):
+        sys.exit(f"no postings in {trace}/postings.csv")
     end = max(max(v) for v in postings.values() if v)
     for log in logs:
         fetches = by_feed(log)
