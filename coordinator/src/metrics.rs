@@ -95,6 +95,9 @@ declare! {
     /// The same as a rate: the autoscaler's signal (fetches per second).
     describe_gauge PLAN_FETCH_RATE_NEXT_HOUR = "kairos_plan_fetches_per_second_next_hour",
         "Planned fetches per second over the next hour: the worker autoscaler's signal.";
+    /// Fetches the plan schedules in the busiest minute of the next hour.
+    describe_gauge PLAN_FETCHES_BUSIEST_MINUTE = "kairos_plan_fetches_busiest_minute_next_hour",
+        "Fetches the plan schedules in the busiest minute of the next hour: a pile of feeds due at once, which the hour's rate hides.";
     /// Sum of the live workers' declared capacity, fetches per second.
     describe_gauge WORKERS_CAPACITY = "kairos_workers_capacity_fetches_per_second",
         "Sum of the live workers' declared capacity (--capacity), fetches per second.";

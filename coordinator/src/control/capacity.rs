@@ -12,12 +12,18 @@ use kairos_runtime::schedule::skipped;
 
 /// Planned fetches of `spec` at times `t` with `from_ms <= t < to_ms`.
 pub fn fetches_between(spec: &FeedSpec, from_ms: i64, to_ms: i64) -> u64 {
+    let mut n = 0;
+    each_fetch(spec, from_ms, to_ms, |_| n += 1);
+    n
+}
+
+/// Calls `at` with every planned fetch time `t` of `spec` with `from_ms <= t < to_ms`.
+fn each_fetch(spec: &FeedSpec, from_ms: i64, to_ms: i64, mut at: impl FnMut(i64)) {
     let period_ms = (spec.period_seconds * 1000.0).round() as i64;
     if period_ms <= 0 || to_ms <= from_ms || spec.offsets_seconds.is_empty() {
-        return 0;
+        return;
     }
     let from = from_ms.max(spec.not_before_unix_ms);
-    let mut n = 0;
     for &off in &spec.offsets_seconds {
         let off_ms = (off * 1000.0).round() as i64;
         // First occurrence at or after `from`: origin + off + k·period.
@@ -27,12 +33,11 @@ pub fn fetches_between(spec: &FeedSpec, from_ms: i64, to_ms: i64) -> u64 {
         let mut t = base + k * period_ms;
         while t < to_ms {
             if !skipped(spec.skip_hours, spec.skip_days, t) {
-                n += 1;
+                at(t);
             }
             t += period_ms;
         }
     }
-    n
 }
 
 /// The load the plan puts on the workers over the next hour.
@@ -44,6 +49,9 @@ pub struct Demand {
     pub fetches_per_second: f64,
     /// Sum of the live workers' declared capacity, fetches per second.
     pub capacity_per_second: f64,
+    /// Fetches planned in the busiest minute of the next hour: the hour's rate hides a
+    /// pile of feeds due at the same minute, which the workers meet all at once.
+    pub busiest_minute: u64,
 }
 
 impl Demand {
@@ -67,14 +75,19 @@ pub fn next_hour<'a>(
     now_ms: i64,
     capacity_per_second: f64,
 ) -> Demand {
-    let n: u64 = specs
-        .into_iter()
-        .map(|s| fetches_between(s, now_ms, now_ms + HOUR_MS))
-        .sum();
+    const MINUTE_MS: i64 = 60_000;
+    let mut minutes = [0u64; (HOUR_MS / MINUTE_MS) as usize];
+    for s in specs {
+        each_fetch(s, now_ms, now_ms + HOUR_MS, |t| {
+            minutes[((t - now_ms) / MINUTE_MS) as usize] += 1;
+        });
+    }
+    let n: u64 = minutes.iter().sum();
     Demand {
         fetches_next_hour: n,
         fetches_per_second: n as f64 / 3600.0,
         capacity_per_second,
+        busiest_minute: minutes.iter().copied().max().unwrap_or(0),
     }
 }
 
@@ -159,8 +172,28 @@ mod tests {
         let s = spec(&[42.0], 600.0, 0);
         let d = next_hour([&s, &s], 123_456, 0.01);
         assert_eq!(d.fetches_next_hour, 12);
+        // Both feeds at the same second of each 10-minute period.
+        assert_eq!(d.busiest_minute, 2);
         assert!((d.fetches_per_second - 12.0 / 3600.0).abs() < 1e-12);
         assert!((d.utilization() - 12.0 / 36.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_busiest_minute_counts_a_pile() {
+        let hour = 3_600_000;
+        // Thirty feeds due at 00:10:30 and one every minute on the hour's other minutes.
+        let piled: Vec<FeedSpec> = (0..30).map(|_| spec(&[630.0], 3_600.0, 0)).collect();
+        let even = spec(&[5.0], 60.0, 0);
+        let d = next_hour(piled.iter().chain([&even]), 5 * hour, 1.0);
+        assert_eq!(d.fetches_next_hour, 90);
+        assert_eq!(d.busiest_minute, 31);
+        // From 05:10:31 the pile falls in the hour's last minute.
+        let d = next_hour(piled.iter().chain([&even]), 5 * hour + 631_000, 1.0);
+        assert_eq!(d.fetches_next_hour, 90);
+        assert_eq!(d.busiest_minute, 31);
+        let d = next_hour(std::iter::once(&even), 0, 1.0);
+        assert_eq!(d.busiest_minute, 1);
+        assert_eq!(next_hour(std::iter::empty(), 0, 1.0).busiest_minute, 0);
     }
 
     #[test]
@@ -171,6 +204,7 @@ mod tests {
             fetches_next_hour: 10,
             fetches_per_second: 10.0 / 3600.0,
             capacity_per_second: 0.0,
+            busiest_minute: 10,
         };
         assert!(orphan.utilization().is_infinite());
     }

@@ -601,6 +601,7 @@ impl<B: KvBackend> Hub<B> {
         let d = self.actor.ask(msg::NextHourDemand { now_ms }).await;
         metrics::gauge!(m::PLAN_FETCHES_NEXT_HOUR).set(d.fetches_next_hour as f64);
         metrics::gauge!(m::PLAN_FETCH_RATE_NEXT_HOUR).set(d.fetches_per_second);
+        metrics::gauge!(m::PLAN_FETCHES_BUSIEST_MINUTE).set(d.busiest_minute as f64);
         metrics::gauge!(m::WORKERS_CAPACITY).set(d.capacity_per_second);
         metrics::gauge!(m::CAPACITY_UTILIZATION).set(d.utilization());
         d

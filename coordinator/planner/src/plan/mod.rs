@@ -6,6 +6,7 @@
 //! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
+//! * `jitter` — which of nearly equal minutes each feed is fetched at;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
 //! * [`brute`] — exhaustive reference solver for tests and benchmarks.
 //!
@@ -17,6 +18,7 @@ pub mod cost;
 pub mod exact;
 pub mod exchange;
 pub mod floor;
+mod jitter;
 pub mod overflow;
 pub mod pattern;
 pub mod phases;

@@ -185,7 +185,7 @@ pub(super) struct Scratch {
 
 impl Scratch {
     /// Keeps `table`'s buffers for the next [`table_for`].
-    fn keep(&mut self, table: CostTable) {
+    pub(super) fn keep_table(&mut self, table: CostTable) {
         self.tables = table.into_storage();
     }
 }
@@ -245,7 +245,7 @@ pub(super) fn exact_points(
             }
         })
         .collect();
-    s.keep(table);
+    s.keep_table(table);
     points
 }
 
@@ -313,7 +313,7 @@ fn level_cost(table: &CostTable, level: Level, solver: &mut ExactSolver) -> (Vec
 
 /// A deterministic per-feed phase in `[0, span)`, so evenly spaced schedules of different
 /// feeds do not all fetch at the same minute.
-fn phase(feed_index: usize, span: usize) -> usize {
+pub(super) fn phase(feed_index: usize, span: usize) -> usize {
     let mut x = feed_index as u64 ^ 0x9e37_79b9_7f4a_7c15;
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -336,26 +336,6 @@ pub(super) fn is_flat(feed: &FeedModel) -> bool {
         b.is_empty() || hi - lo <= 1e-6 * hi.abs().max(1e-12)
     };
     flat(&feed.post_bins) && flat(&feed.access_bins)
-}
-
-/// Rotates a flat feed's schedule by its phase: the solver gives every flat feed the same
-/// times (all equally good), and a cold start — every feed still at the same prior — would
-/// otherwise fetch them all in the same minutes and leave the rest of the day unwatched.
-pub(super) fn spread(mut plan: FeedPlan, index: usize, n: usize) -> FeedPlan {
-    if plan.slots.is_empty() || n == 0 {
-        return plan;
-    }
-    let span = if plan.level >= 1 {
-        n / plan.slots.len().min(n)
-    } else {
-        n
-    };
-    let r = phase(index.wrapping_mul(7919), span.max(1)) as u32;
-    for s in plan.slots.iter_mut() {
-        *s = (*s + r) % n as u32;
-    }
-    plan.slots.sort_unstable();
-    plan
 }
 
 /// Closed-form score of a feed for the metric (see [`super::alloc`]).
@@ -476,7 +456,7 @@ fn schedule_feed(
             _ => level_cost(&table, level, &mut s.solver),
         }
     };
-    s.keep(table);
+    s.keep_table(table);
     (
         feed_plan(index, level, slots, feed.weight * cost),
         fell_back,
@@ -648,7 +628,8 @@ fn curve_eval<'a>(
 const KEEP_WITHIN: f64 = 0.001;
 
 /// A dirty feed's previous plan, if it is at the same level and costs at most
-/// [`KEEP_WITHIN`] more than `new_cost` on the feed's current model.
+/// [`KEEP_WITHIN`] more than `new_cost` (the optimum) rotated as far as
+/// `jitter::WITHIN` allows, on the feed's current model.
 fn keep_previous(
     old: &FeedPlan,
     feed: &FeedModel,
@@ -671,15 +652,16 @@ fn keep_previous(
         } else {
             table.schedule_cost(&old.slots)
         };
-    s.keep(table);
+    s.keep_table(table);
     let lost = feed.document.map_or(0.0, |doc| {
         priced_loss(&doc, level, &old.slots, &prefix_sums(&s.post))
     });
-    (cost + lost <= new_cost * (1.0 + KEEP_WITHIN) + 1e-12 * new_cost.abs().max(1.0)).then(|| {
-        FeedPlan {
-            expected_cost: cost,
-            ..old.clone()
-        }
+    // The new plan would be rotated within `jitter::WITHIN` of the optimum, so the old one
+    // is held to the same bound before the keeping margin.
+    let bound = new_cost * (1.0 + super::jitter::WITHIN) * (1.0 + KEEP_WITHIN);
+    (cost + lost <= bound + 1e-12 * new_cost.abs().max(1.0)).then(|| FeedPlan {
+        expected_cost: cost,
+        ..old.clone()
     })
 }
 
@@ -730,8 +712,8 @@ fn assemble(
                 }
                 None => schedule_feed(i, feed, level, cfg, optimize_times, s),
             };
-            if optimize_times && is_flat(feed) {
-                (spread(plan, i, cfg.slots), fell_back)
+            if optimize_times {
+                (super::jitter::rotate(plan, feed, i, cfg, s), fell_back)
             } else {
                 (plan, fell_back)
             }

@@ -14,9 +14,7 @@
 
 use super::alloc::{level_rate, Level};
 use super::exchange::CurveCache;
-use super::planner::{
-    exact_points, feed_plan, is_flat, spread, FeedModel, FeedPlan, PlanConfig, Scratch,
-};
+use super::planner::{exact_points, feed_plan, FeedModel, FeedPlan, PlanConfig, Scratch};
 use super::price::walk;
 
 /// Levels one walk may solve before it stops where it is: a feed's optimum moves a few
@@ -77,11 +75,7 @@ pub fn resolve_one(
             feed_plan(index, level, p.slots.to_vec(), p.delay)
         }
     };
-    let plan = if is_flat(feed) {
-        spread(plan, index, cfg.slots)
-    } else {
-        plan
-    };
+    let plan = super::jitter::rotate(plan, feed, index, cfg, &mut s);
     Single { plan, evaluations }
 }
 
