@@ -11,7 +11,8 @@
 //! A schedule's cost moves little when the whole schedule is rotated by a few minutes near
 //! its optimum (its first order is zero there), so each feed's schedule is rotated by an
 //! offset drawn from its index within the rotations that cost at most [`WITHIN`] more than
-//! the optimum under its own model. A flat model (the same at every hour) costs the same at
+//! the optimum under its own model (for a feed fetched every few days, more than the part
+//! of its cost its time of day decides). A flat model (the same at every hour) costs the same at
 //! every rotation and is spread over its whole gap. A feed whose times matter (a peak, a
 //! narrow busy hour, a feed on a timer) has a narrow range and keeps its times within a
 //! slot or two. The offset depends only on the feed's index and its model, so replans move
@@ -32,6 +33,16 @@ fn rotated_cost(table: &CostTable, slots: &[u32], k: u32, r: i64) -> f64 {
     if k > 1 {
         return table.multi_period_cost(at(slots[0]), k);
     }
+    within_period(table, slots, r)
+}
+
+/// The cost of one period of `slots` rotated by `r`: for a feed fetched every `k > 1`
+/// periods, the part of its cost its time of day decides (the rest, the whole periods its
+/// postings wait, is the same at every time), so its bound is not loosened by that rest
+/// (a fetch every three days could otherwise move by hours).
+fn within_period(table: &CostTable, slots: &[u32], r: i64) -> f64 {
+    let n = table.n() as i64;
+    let at = |s: u32| (s as i64 + r).rem_euclid(n) as usize;
     let m = slots.len();
     (0..m)
         .map(|i| {
@@ -47,13 +58,14 @@ fn rotated_cost(table: &CostTable, slots: &[u32], k: u32, r: i64) -> f64 {
         .sum()
 }
 
-/// The rotations `[-down, up]` (slots) whose cost is within [`WITHIN`] of the unrotated
-/// optimum `best`, searched outward up to `reach` slots each way.
-fn range(table: &CostTable, slots: &[u32], k: u32, best: f64, reach: i64) -> (i64, i64) {
+/// The rotations `[-down, up]` (slots) whose cost over one period is within [`WITHIN`] of
+/// the unrotated optimum's, searched outward up to `reach` slots each way.
+fn range(table: &CostTable, slots: &[u32], reach: i64) -> (i64, i64) {
+    let best = within_period(table, slots, 0);
     let bound = best * (1.0 + WITHIN) + 1e-12 * best.abs().max(1.0);
     let outward = |step: i64| {
         (1..=reach)
-            .take_while(|&r| rotated_cost(table, slots, k, step * r) <= bound)
+            .take_while(|&r| within_period(table, slots, step * r) <= bound)
             .last()
             .unwrap_or(0)
     };
@@ -81,18 +93,13 @@ pub(super) fn rotate(
         return plan;
     }
     // Half the mean gap each way: past it the schedule would be another one's rotation.
-    let reach = if plan.period_multiple > 1 {
-        n / 2
-    } else {
-        n / (2 * m)
-    } as i64;
+    let reach = (n / (2 * m)) as i64;
     if is_flat(feed) {
         let r = (share(index) * (2 * reach) as f64).round() as i64 - reach;
         return shifted(plan, r, n, None);
     }
     let table = table_for(feed, cfg, s);
-    let best = rotated_cost(&table, &plan.slots, plan.period_multiple, 0);
-    let (down, up) = range(&table, &plan.slots, plan.period_multiple, best, reach);
+    let (down, up) = range(&table, &plan.slots, reach);
     let out = if down + up == 0 {
         plan
     } else {
@@ -204,6 +211,42 @@ mod tests {
             // Right after the busy hour: a slot later costs 5 minutes of its postings.
             assert_eq!(p.slots, best.slots, "{i}");
         }
+    }
+
+    #[test]
+    fn a_feed_fetched_every_few_days_is_held_to_its_time_of_day() {
+        let cfg = cfg(Smoothing::Linear);
+        let bins: Vec<f32> = (0..24)
+            .map(|h| {
+                0.05 + 0.1
+                    * (std::f32::consts::TAU * (h as f32 - 9.0) / 24.0)
+                        .cos()
+                        .max(0.0)
+            })
+            .collect();
+        let f = feed(bins);
+        let mut s = Scratch::default();
+        let table = table_for(&f, &cfg, &mut s);
+        let (a, cost) = table.best_multi_period(3);
+        let best = FeedPlan {
+            level: -3,
+            slots: vec![a as u32],
+            period_multiple: 3,
+            phase_period: 0,
+            expected_cost: cost,
+        };
+        let one_period = table.cost(a, a + cfg.slots);
+        let mut moved = 0;
+        for i in 0..100 {
+            let p = rotate(best.clone(), &f, i, &cfg, &mut s);
+            let table = table_for(&f, &cfg, &mut s);
+            let b = p.slots[0] as usize;
+            // Bounded by the part its time of day decides, not by three days' waiting.
+            assert!(table.cost(b, b + cfg.slots) <= one_period * (1.0 + WITHIN) + 1e-9);
+            assert!((p.expected_cost - table.multi_period_cost(b, 3)).abs() <= 1e-9 * cost);
+            moved += usize::from(b != a);
+        }
+        assert!(moved > 0);
     }
 
     #[test]
