@@ -708,7 +708,8 @@ impl Schedule {
             }
             if let Err(day_start) = self.gate.admit(now_ms) {
                 // Today's allowance is spent: the fetch waits for the next day, where it
-                // stands as that day's first time (the slots between are not made up).
+                // stands as that day's first time, at its place in the day's paced start
+                // (`DayGate::admit`; the slots between are not made up).
                 self.held.insert(id.clone());
                 self.heap
                     .push(Reverse((day_start, generation, day_start, id)));
