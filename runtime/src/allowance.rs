@@ -14,10 +14,10 @@
 //!
 //! The fetches held to the next day start there in the order they were held, paced at
 //! [`HELD_PACE`] times the next day's mean rate, not all at its first millisecond: on
-//! `real-commits` at half a fetch a day, 29 of the day's 461 fetches (the median day) were
-//! held and all started at 00:00:00, 90 times the mean minute and the day's largest pile by
-//! far; every worker of a fleet held its share to the same instant, and hosts saw them
-//! together. Paced, the held share of a day (4.5% there) starts within that share of the
+//! `real-commits` at half a fetch a day, 29 of the median day's 461 fetches started at
+//! 00:00:00 (about 13 of them held the day before, the rest a replan's catch-ups), 90 times
+//! the mean minute and the day's largest pile by far; every worker of a fleet held its share
+//! to the same instant, and hosts saw them together. Paced, the held share of a day (4.5% there) starts within that share of the
 //! day divided by the pace (about 8 minutes), a few minutes' wait for fetches already held
 //! for hours.
 
@@ -84,8 +84,13 @@ impl DayGate {
 
     /// The most fetches today, or `None` without an allowance.
     fn limit(&self) -> Option<u64> {
+        self.limit_on(self.day)
+    }
+
+    /// The most fetches on `day` (today or later), or `None` without an allowance.
+    fn limit_on(&self, day: i64) -> Option<u64> {
         let a = self.allowance?;
-        Some(if self.day == a.day {
+        Some(if day == a.day {
             a.fetches
         } else {
             a.later_days
@@ -113,20 +118,13 @@ impl DayGate {
 
     /// How long after the next day's start the fetch held in place `place` (from 0) starts:
     /// `place` spacings of a day over [`HELD_PACE`] times the next day's allowance, at most
-    /// [`HELD_PACE`]'s share of the day (more held than the next day allows start together
-    /// at its end, and are likely held again). Zero where the next day allows nothing.
+    /// `1 / HELD_PACE` of the day (more held than the next day allows start together at
+    /// its end, and are likely held again). Zero where the next day allows nothing.
     fn held_offset(&self, place: u64) -> i64 {
-        let Some(a) = self.allowance else {
-            return 0;
+        let next = match self.limit_on(self.day + 1) {
+            None | Some(0) => return 0,
+            Some(n) => n,
         };
-        let next = if a.day == self.day + 1 {
-            a.fetches
-        } else {
-            a.later_days
-        };
-        if next == 0 {
-            return 0;
-        }
         let next = i64::try_from(next).unwrap_or(i64::MAX).min(DAY_MS);
         let place = i64::try_from(place).unwrap_or(i64::MAX).min(next);
         DAY_MS / (HELD_PACE * next) * place

@@ -706,13 +706,13 @@ impl Schedule {
                 self.heap.push(Reverse((free, generation, planned, id)));
                 continue;
             }
-            if let Err(day_start) = self.gate.admit(now_ms) {
+            if let Err(release_ms) = self.gate.admit(now_ms) {
                 // Today's allowance is spent: the fetch waits for the next day, where it
                 // stands as that day's first time, at its place in the day's paced start
                 // (`DayGate::admit`; the slots between are not made up).
                 self.held.insert(id.clone());
                 self.heap
-                    .push(Reverse((day_start, generation, day_start, id)));
+                    .push(Reverse((release_ms, generation, release_ms, id)));
                 continue;
             }
             self.host_free_at
