@@ -85,10 +85,14 @@ fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
     assert_eq!(planned(&mut s, 1000), vec![1000]);
     assert_eq!(planned(&mut s, 1500), vec![1500]);
     // At 2950 the plan becomes [300, 800]: next slot 3300, gap 500, and the last
-    // fetch (1500) is more than a gap before it: caught up at once.
+    // fetch (1500) is more than a gap before it: caught up within the feed's phase of the
+    // plan's arrival (under a thirty-second of the gap).
     s.apply_delta(3, vec![feed("a", "h", &[300, 800], 1000)], &[], 2950)
         .unwrap();
-    assert_eq!(planned(&mut s, 2950), vec![2950]);
+    let at = catch_up_at("a", 500, 2950);
+    assert!((2950..2950 + 500 / 32).contains(&at), "{at}");
+    assert_eq!(planned(&mut s, at - 1), Vec::<i64>::new());
+    assert_eq!(planned(&mut s, at), vec![at]);
     // The 3300 slot is 350 after the catch-up, over half the gap: kept.
     assert_eq!(planned(&mut s, 3300), vec![3300]);
     // At 3400 the plan becomes [420, 900]: the 3420 slot is 120 after the last fetch,
@@ -97,6 +101,70 @@ fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
         .unwrap();
     assert_eq!(planned(&mut s, 3899), Vec::<i64>::new());
     assert_eq!(planned(&mut s, 3900), vec![3900]);
+}
+
+#[test]
+fn feeds_a_replan_finds_overdue_start_spread_over_minutes_not_at_its_instant() {
+    let hour = DAY_MS / 24;
+    let min = 60_000;
+    // 300 daily feeds, each on its own host and last fetched 30 hours before a replan at
+    // midnight whose plan puts them at 20:00: all are a whole gap overdue when it lands.
+    let ids: Vec<String> = (0..300).map(|i| format!("feed-{i}")).collect();
+    let plans = || -> Vec<FeedTimes> {
+        ids.iter()
+            .map(|id| feed(id, id, &[20 * hour], DAY_MS))
+            .collect()
+    };
+    let run = |again_at: Option<i64>| -> HashMap<String, i64> {
+        let mut s = Schedule::new(0);
+        for id in &ids {
+            s.note_last_fetch(id, DAY_MS - 30 * hour, false);
+        }
+        s.apply_snapshot(1, plans(), DAY_MS).unwrap();
+        let mut at = HashMap::new();
+        for t in (DAY_MS..DAY_MS + hour).step_by(1000) {
+            // The same plan sent again part-way (a replan that changed nothing for them).
+            if again_at == Some(t) {
+                s.apply_delta(2, plans(), &[], t).unwrap();
+            }
+            for d in s.pop_due(t) {
+                assert!(at.insert(d.feed_id, t).is_none(), "fetched once");
+            }
+        }
+        at
+    };
+    let at = run(None);
+    assert_eq!(
+        at.len(),
+        300,
+        "every overdue feed caught up within the hour"
+    );
+    // Within ten minutes of the replan (a thirty-second of a day is 45), and spread:
+    // 300 over 600 one-second steps, no second with more than a handful.
+    assert!(at
+        .values()
+        .all(|&t| (DAY_MS..DAY_MS + 10 * min).contains(&t)));
+    let mut per_second: HashMap<i64, usize> = HashMap::new();
+    for &t in at.values() {
+        *per_second.entry(t).or_default() += 1;
+    }
+    let busiest = per_second.values().max().copied().unwrap_or(0);
+    assert!(busiest <= 6, "busiest second {busiest}");
+    assert!(
+        per_second.len() >= 200,
+        "{} distinct seconds",
+        per_second.len()
+    );
+    // A replan five minutes in moves none of the catch-ups still to come later.
+    let again = run(Some(DAY_MS + 5 * min));
+    for (id, &t) in &at {
+        assert!(again[id] <= t, "{id}: {} after {t}", again[id]);
+    }
+    // A busy feed's window is a thirty-second of its gap: every quarter hour, under 29 s.
+    for id in &ids {
+        let t = catch_up_at(id, 15 * min, DAY_MS);
+        assert!((DAY_MS..DAY_MS + 15 * min / 32).contains(&t));
+    }
 }
 
 #[test]
@@ -140,9 +208,10 @@ fn a_feed_taken_over_is_spaced_from_its_last_fetch_by_another_worker() {
     };
     // Plans that keep moving the feed's one time a day past now, as replans did while a
     // quiet feed's model learned. A new owner that knows no last fetch follows them and
-    // never fetches; told of the previous owner's fetch at 100, the update at 1120 finds
-    // the feed a whole gap (1000) past it and fetches at once, and the next fetch is a
-    // gap after that catch-up (2120, before the last plan's 2140).
+    // never fetches; told of the previous owner's fetch at 100, the update at 1090 finds
+    // the feed due a whole gap (1000) after it, at 1100, and the next fetch is a gap after
+    // that catch-up (2100, before the last plan's 2140). The schedule is asked for what is
+    // due every millisecond, as a worker's loop does.
     let plans = [
         (1000, 900),
         (1050, 980),
@@ -153,24 +222,20 @@ fn a_feed_taken_over_is_spaced_from_its_last_fetch_by_another_worker() {
     for told in [false, true] {
         let mut s = Schedule::new(0);
         let mut got = Vec::new();
-        for (v, &(now, offset)) in plans.iter().enumerate() {
-            if told {
-                s.note_last_fetch("a", 100, false);
+        for now in 1000..1200 {
+            if let Some(v) = plans.iter().position(|&(at, _)| at == now) {
+                if told {
+                    s.note_last_fetch("a", 100, false);
+                }
+                let times = feed("a", "h", &[plans[v].1], 1000);
+                s.apply_delta(v as u64 + 1, vec![times], &[], now).unwrap();
             }
-            s.apply_delta(
-                v as u64 + 1,
-                vec![feed("a", "h", &[offset], 1000)],
-                &[],
-                now,
-            )
-            .unwrap();
             got.extend(due(&mut s, now));
         }
-        got.extend(due(&mut s, 1199));
         if told {
-            assert_eq!(got, vec![1120], "caught up a gap after the other fetch");
-            assert_eq!(due(&mut s, 2119), Vec::<i64>::new());
-            assert_eq!(due(&mut s, 2120), vec![2120]);
+            assert_eq!(got, vec![1100], "caught up a gap after the other fetch");
+            assert_eq!(due(&mut s, 2099), Vec::<i64>::new());
+            assert_eq!(due(&mut s, 2100), vec![2100]);
         } else {
             assert_eq!(got, Vec::<i64>::new(), "each plan's time moved past now");
         }
@@ -391,7 +456,7 @@ fn a_snapshot_s_catch_ups_are_gated_by_the_allowance_it_comes_with() {
         .collect();
     s.apply_snapshot(1, feeds, 10 * hour).unwrap();
     let due: Vec<String> = s
-        .pop_due(10 * hour)
+        .pop_due(10 * hour + CATCH_UP_SPREAD_MS)
         .into_iter()
         .map(|d| d.feed_id)
         .collect();
@@ -458,7 +523,8 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
 
     // Feeds on a timer keep their times: with "a" and "b" timed, day 0's sweep moves "c",
     // "d" and the busy feed's 00:10 instead, and "a" and "b" come at 00:05 every day (the
-    // room left goes to an extra fetch at 23:00 besides the plan, which moves no time).
+    // room left goes to an extra fetch in the sweep's first minutes besides the plan, which
+    // moves no time).
     let mut s = Schedule::new(0);
     s.apply_snapshot(
         1,
@@ -474,10 +540,10 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     .unwrap();
     s.set_allowance(Some(allow(12)), 0);
     let days = per_day(&mut s, 3);
-    let moved: Vec<(String, i64)> = late(&days[0], 0)
-        .into_iter()
-        .filter(|(_, t)| *t > 23 * hour)
-        .collect();
+    let timed = |(f, _): &(String, i64)| f == "a" || f == "b";
+    let (extra, moved): (Vec<_>, Vec<_>) = late(&days[0], 0).into_iter().partition(timed);
+    assert_eq!(extra.len(), 1, "{days:?}");
+    assert!((23 * hour..=23 * hour + CATCH_UP_SPREAD_MS).contains(&extra[0].1));
     assert_eq!(
         moved,
         vec![
@@ -542,7 +608,7 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     // Room beyond that reaches further into the next day: by an eighth of the gap up to
     // six hours (a daily feed at 02:30 to 23:30, one fetched every other day at 05:00 to
     // 23:00), then by a quarter up to twelve (every other day at 10:00, to 22:00 and so
-    // at once). A daily feed at 07:00 and an every-other-day one at 13:00 stay where they
+    // at its phase of the sweep, `catch_up_at`). A daily feed at 07:00 and an every-other-day one at 13:00 stay where they
     // are, however much room is left.
     let other_day =
         |id: &str, hour_of_day: i64| feed(id, id, &[DAY_MS + hour_of_day * hour], 2 * DAY_MS);
@@ -558,11 +624,13 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
         weekly("l"),
         weekly("m"),
     ];
+    let minute_up = |t: i64| (t + 59_999) / 60_000 * 60_000;
     let mut s = Schedule::new(0);
     s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
     // Day 0's plan: a, f, i; room for 9 (a fetch per feed, where the longer reaches
     // apply) leaves 6, more than there is to move. What is left goes besides the plan to
-    // feeds fetched before: i at 23:00 (j to m have no fetch yet to space one from).
+    // feeds fetched before: i at its phase of the sweep (j to m have no fetch yet to
+    // space one from). The schedule is read every minute, so a phase shows at the next.
     s.set_allowance(Some(allow(9)), 0);
     let days = per_day(&mut s, 2);
     let mut moved = late(&days[0], 0);
@@ -573,8 +641,8 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
             at("a", 23 * hour + 5 * 60_000),
             at("f", 23 * hour + 30 * 60_000),
             at("g", 23 * hour),
-            at("h", 23 * hour),
-            at("i", 23 * hour),
+            at("h", minute_up(catch_up_at("h", 2 * DAY_MS, 23 * hour))),
+            at("i", minute_up(catch_up_at("i", DAY_MS, 23 * hour))),
         ],
         "{days:?}"
     );
@@ -598,12 +666,14 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
     s.apply_snapshot(1, reach_plans.clone(), 0).unwrap();
     s.set_allowance(Some(allow(20)), 0);
     let days = per_day(&mut s, 1);
+    let mut late0 = late(&days[0], 0);
+    late0.sort();
     assert_eq!(
-        late(&days[0], 0),
+        late0,
         vec![
-            at("f", 23 * hour),
-            at("i", 23 * hour),
-            at("a", 23 * hour + 5 * 60_000)
+            at("a", 23 * hour + 5 * 60_000),
+            at("f", minute_up(catch_up_at("f", DAY_MS, 23 * hour))),
+            at("i", minute_up(catch_up_at("i", DAY_MS, 23 * hour))),
         ]
     );
 
@@ -667,7 +737,10 @@ fn a_loan_from_the_next_day_that_outgrows_its_first_hours_is_topped_up_besides_t
     let besides = |d: usize| -> Vec<&str> {
         days[d]
             .iter()
-            .filter(|(f, t)| *t == 23 * hour && ["n", "o", "p", "q"].contains(&f.as_str()))
+            .filter(|(f, t)| {
+                (23 * hour..=23 * hour + CATCH_UP_SPREAD_MS).contains(t)
+                    && ["n", "o", "p", "q"].contains(&f.as_str())
+            })
             .map(|(f, _)| f.as_str())
             .collect()
     };
