@@ -67,9 +67,9 @@ pub const TIMED_CATCH_UP_SHARE: i64 = 4;
 /// [`CATCH_UP_SPREAD_GAP_SHARE`] of its gap after the plan's arrival.
 pub const CATCH_UP_SPREAD_MS: i64 = 10 * 60_000;
 
-/// The overdue fetch's wait past the plan's arrival is at most this share of its gap (a
-/// thirty-second: 11 minutes at four fetches a day), so busy feeds are not held by the
-/// spread longer than their own rhythm allows.
+/// The overdue fetch's wait past the plan's arrival is at most this share of its gap, so
+/// busy feeds are not held by the spread longer than their own rhythm allows: a minute for
+/// a feed fetched every half hour; from four fetches a day down, the ten minutes bind.
 pub const CATCH_UP_SPREAD_GAP_SHARE: i64 = 32;
 
 /// When `feed_id`'s fetch, overdue when a plan spacing its fetches `gap_ms` apart arrives
@@ -622,9 +622,10 @@ impl Schedule {
                 gap = entry.0.gap_to(planned);
             }
             // One the reach brings before now starts at its own phase after the sweep, not
-            // with the others at its instant (`catch_up_at`).
+            // with the others at its instant (`catch_up_at`), and still today (a sweep
+            // that runs late, its worker's loop held up, has less than the window left).
             let at = if due - shift < now_ms {
-                catch_up_at(&id, gap, now_ms)
+                catch_up_at(&id, gap, now_ms).min(day_end - 1)
             } else {
                 due - shift
             };
@@ -686,8 +687,8 @@ impl Schedule {
         });
         found.truncate(n as usize);
         for (_, _, id, gap) in &found {
-            // Each at its own phase after the sweep, as a replan's catch-ups are.
-            let at = catch_up_at(id, *gap, now_ms);
+            // Each at its own phase after the sweep, as a replan's catch-ups are, and today.
+            let at = catch_up_at(id, *gap, now_ms).min(day_end - 1);
             self.extras.push(Reverse((at, day_end, id.clone())));
         }
         found.len()

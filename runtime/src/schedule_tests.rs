@@ -694,6 +694,37 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
 }
 
 #[test]
+fn a_late_sweep_spreads_what_it_moves_over_what_is_left_of_the_day() {
+    // Twenty daily feeds at 00:05 and room for forty a day. After the 00:05 fetches the
+    // worker's loop is next woken at 23:58 (held up): the sweep then moves the next day's
+    // twenty 00:05 fetches, whose reach puts them before now, into this day at their
+    // phases, all before midnight rather than up to ten minutes after it.
+    let ids: Vec<String> = (0..20).map(|i| format!("d{i}")).collect();
+    let mut s = Schedule::new(0);
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 40,
+            later_days: 40,
+            counted: 0,
+        }),
+        0,
+    );
+    let feeds = ids
+        .iter()
+        .map(|id| feed(id, id, &[5 * 60_000], DAY_MS))
+        .collect();
+    s.apply_snapshot(1, feeds, 0).unwrap();
+    assert_eq!(s.pop_due(5 * 60_000).len(), 20, "the day's own");
+    let late = DAY_MS - 2 * 60_000;
+    let at_once = s.pop_due(late).len();
+    let moved = at_once + s.pop_due(DAY_MS - 1).len();
+    assert_eq!(moved, 20, "the next day's, moved into this one");
+    assert_eq!(s.gate().started_today(), 40);
+    assert!(at_once < 5, "{at_once} at the sweep's instant");
+}
+
+#[test]
 fn a_loan_from_the_next_day_that_outgrows_its_first_hours_is_topped_up_besides_the_plan() {
     let hour = DAY_MS / 24;
     // Four daily feeds at 00:05 and four at noon: 8 fetches a day, 10 allowed. Each day's
