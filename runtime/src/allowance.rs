@@ -17,9 +17,9 @@
 //! `real-commits` at half a fetch a day, 29 of the median day's 461 fetches started at
 //! 00:00:00 (about 13 of them held the day before, the rest a replan's catch-ups), 90 times
 //! the mean minute and the day's largest pile by far; every worker of a fleet held its share
-//! to the same instant, and hosts saw them together. Paced, the held share of a day (4.5% there) starts within that share of the
-//! day divided by the pace (about 8 minutes), a few minutes' wait for fetches already held
-//! for hours.
+//! to the same instant, and hosts saw them together. Paced, the held share of a day (4.5%
+//! there) starts within that share of the day divided by the pace (about 8 minutes), a few
+//! minutes' wait for fetches already held for hours.
 
 /// Milliseconds in a UTC day.
 pub const DAY_MS: i64 = 86_400_000;

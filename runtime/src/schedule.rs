@@ -567,7 +567,7 @@ impl Schedule {
             tracing::debug!(now_ms, spare, "end-of-day sweep");
             return;
         }
-        // (reach, due, shift, planned, feed) of the fetches that can land today: those an
+        // (reach, due, shift, planned, feed, gap) of the fetches that can land today: those an
         // eighth of their gap and an hour bring first, then a quarter and two hours, then
         // (at most a fetch per feed a day) an eighth and six hours, then a quarter and
         // twelve.
@@ -576,7 +576,7 @@ impl Schedule {
         } else {
             (2, 2 * SWEEP_MS)
         };
-        let mut early: Vec<(u8, i64, i64, i64, String)> = self
+        let mut early: Vec<(u8, i64, i64, i64, String, i64)> = self
             .heap
             .iter()
             .filter(|Reverse((due, g, _, id))| {
@@ -595,7 +595,7 @@ impl Schedule {
                     (gap / SWEEP_WIDE_GAP_SHARE).min(2 * SWEEP_FAR_MS),
                 ];
                 let reach = shifts[..reaches].iter().position(|&s| *due - s < day_end)?;
-                Some((reach as u8, *due, shifts[reach], *planned, id.clone()))
+                Some((reach as u8, *due, shifts[reach], *planned, id.clone(), gap))
             })
             .collect();
         early.sort_unstable();
@@ -612,20 +612,17 @@ impl Schedule {
             extras,
             "end-of-day sweep"
         );
-        for (_, due, shift, planned, id) in early {
+        for (_, due, shift, planned, id, gap) in early {
             // A new generation makes the queued entry stale; the plan's time stays the
             // fetch's, so its next time follows as if it had come on time.
             self.generation += 1;
-            let mut gap = 0;
             if let Some(entry) = self.feeds.get_mut(&id) {
                 entry.1 = self.generation;
-                gap = entry.0.gap_to(planned);
             }
             // One the reach brings before now starts at its own phase after the sweep, not
-            // with the others at its instant (`catch_up_at`), and still today (a sweep
-            // that runs late, its worker's loop held up, has less than the window left).
+            // with the others at its instant.
             let at = if due - shift < now_ms {
-                catch_up_at(&id, gap, now_ms).min(day_end - 1)
+                sweep_phase(&id, gap, now_ms)
             } else {
                 due - shift
             };
@@ -687,8 +684,8 @@ impl Schedule {
         });
         found.truncate(n as usize);
         for (_, _, id, gap) in &found {
-            // Each at its own phase after the sweep, as a replan's catch-ups are, and today.
-            let at = catch_up_at(id, *gap, now_ms).min(day_end - 1);
+            // Each at its own phase after the sweep, as a replan's catch-ups are.
+            let at = sweep_phase(id, *gap, now_ms);
             self.extras.push(Reverse((at, day_end, id.clone())));
         }
         found.len()
@@ -826,6 +823,13 @@ impl Schedule {
 /// The end of the UTC day `t_ms` falls in.
 fn day_end(t_ms: i64) -> i64 {
     (t_ms.div_euclid(DAY_MS) + 1) * DAY_MS
+}
+
+/// When a fetch the sweep at `now_ms` brings into the day starts: at its feed's phase
+/// ([`catch_up_at`]), and still that day (a sweep that runs late, its worker's loop held
+/// up, has less than the window left before midnight).
+fn sweep_phase(feed_id: &str, gap_ms: i64, now_ms: i64) -> i64 {
+    catch_up_at(feed_id, gap_ms, now_ms).min(day_end(now_ms) - 1)
 }
 
 /// The first end-of-day sweep time after `now_ms`: an hour before a UTC day ends.
