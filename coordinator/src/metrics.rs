@@ -321,6 +321,10 @@ declare! {
     /// (no_owner, no_task_stream, queue_full).
     describe_counter PUSH_TASKS_TOTAL = "kairos_push_tasks_total",
         "WebSub tasks handed to workers, and those not sent, by result.";
+    /// Counter: subscriptions moved on to the next hub a feed's document names, after the
+    /// one before denied or kept failing.
+    describe_counter PUSH_HUB_FALLBACKS_TOTAL = "kairos_push_hub_fallbacks_total",
+        "WebSub subscriptions moved on to the next hub their feed names, after the one before denied or kept failing.";
     /// Counter `answer`: hubs' answers to subscribe requests (accepted, refused).
     describe_counter PUSH_HUB_ANSWERS_TOTAL = "kairos_push_hub_answers_total",
         "Hubs' answers to subscription requests, by answer.";
@@ -514,6 +518,11 @@ pub fn gauge_push_hub(hub: &str, miss_share: f64) {
 /// A WebSub task handed to a worker, or why not.
 pub fn record_push_task(result: &'static str) {
     counter!(PUSH_TASKS_TOTAL, "result" => result).increment(1);
+}
+
+/// A subscription moved on to the next hub its feed names.
+pub fn record_push_fallback() {
+    counter!(PUSH_HUB_FALLBACKS_TOTAL).increment(1);
 }
 
 /// A hub's answer to a subscribe request.

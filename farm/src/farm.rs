@@ -125,8 +125,8 @@ pub struct Farm {
     served: Served,
     /// Per feed: simulated time of the last 200 or 304 (0 = never), for `/farm/fetched`.
     last_ok: Vec<AtomicI64>,
-    /// The WebSub hub some feeds name, and which ([`crate::hub`]).
-    hub: std::sync::OnceLock<(String, Vec<bool>)>,
+    /// The WebSub hubs some feeds name, and which feeds ([`crate::hub`]).
+    hub: std::sync::OnceLock<(Vec<String>, Vec<bool>)>,
 }
 
 /// Daily shapes: weight of each hour.
@@ -244,15 +244,18 @@ impl Farm {
         (self.document_of(i, from, n, now_ms), format!("\"{i}-{n}\""))
     }
 
-    /// Names `hub` (a WebSub hub's URL) in the documents of the feeds `on_hub` lists.
-    pub fn set_hub(&self, hub: String, on_hub: Vec<bool>) {
-        let _ = self.hub.set((hub, on_hub));
+    /// Names `hubs` (WebSub hubs' URLs, in that order) in the documents of the feeds
+    /// `on_hub` lists.
+    pub fn set_hub(&self, hubs: Vec<String>, on_hub: Vec<bool>) {
+        let _ = self.hub.set((hubs, on_hub));
     }
 
-    /// The hub feed `i`'s documents name, if any.
-    pub fn hub_of(&self, i: usize) -> Option<&str> {
-        let (hub, on) = self.hub.get()?;
-        on.get(i).copied().unwrap_or(false).then_some(hub.as_str())
+    /// The hubs feed `i`'s documents name (none: empty).
+    pub fn hub_of(&self, i: usize) -> &[String] {
+        match self.hub.get() {
+            Some((hubs, on)) if on.get(i).copied().unwrap_or(false) => hubs,
+            _ => &[],
+        }
     }
 
     /// Feed `i`'s document holding its postings `from..n` (newest first), as of `now_ms`.
@@ -269,7 +272,7 @@ impl Farm {
                 "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\"><title>Farm feed {i}</title><id>urn:kairos-farm:{i}</id><updated>{}</updated>\n",
                 date(now_ms).to_rfc3339()
             ));
-            if let Some(h) = hub {
+            for h in hub {
                 doc.push_str(&format!("<link rel=\"hub\" href=\"{h}\"/>\n"));
             }
             for k in (from..n).rev() {
@@ -284,7 +287,7 @@ impl Farm {
             doc.push_str(&format!(
                 "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>Farm feed {i}</title><link>http://farm.invalid/f/{i}</link><description>synthetic</description>\n"
             ));
-            if let Some(h) = hub {
+            for h in hub {
                 doc.push_str(&format!("<atom:link rel=\"hub\" href=\"{h}\"/>\n"));
             }
             for k in (from..n).rev() {

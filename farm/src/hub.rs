@@ -4,9 +4,10 @@
 //! feed to its callbacks, signed with the subscription's `hub.secret` (`X-Hub-Signature:
 //! sha256=…`) and naming the hub and topic in `Link` headers. What it can be told to do
 //! wrong ([`HubFaults`]): fall silent at a simulated time, deliver late, grant short leases,
-//! deny every subscription, refuse requests with 503, sign wrongly, name another topic, or
-//! push only the new items instead of the whole document. `GET /hub/stats` counts what it
-//! did.
+//! deny every subscription, refuse requests with 503, sign wrongly, name another topic,
+//! push only the new items instead of the whole document, or be named second in the
+//! documents after a hub that is down (`/down`, which answers every request 503).
+//! `GET /hub/stats` counts what it did.
 
 use crate::farm::Farm;
 use bytes::Bytes;
@@ -38,6 +39,9 @@ pub struct HubFaults {
     pub wrong_topic: bool,
     /// Push only the new items (else the whole document, as most hubs do).
     pub partial: bool,
+    /// The documents name a hub that is down (`/down`: 503 to every request) before this
+    /// one.
+    pub down_first: bool,
 }
 
 /// One verified subscription.
@@ -63,6 +67,8 @@ pub struct HubStats {
     pub delivered_postings: AtomicU64,
     pub delivery_failures: AtomicU64,
     pub gone: AtomicU64,
+    /// Requests to the hub that is down.
+    pub down_requests: AtomicU64,
 }
 
 /// The hub; start it with [`TestHub::start`].
@@ -114,7 +120,12 @@ impl TestHub {
             .filter(|(i, _)| on_hub.get(*i).copied().unwrap_or(false))
             .map(|(i, u)| (u.clone(), i))
             .collect();
-        farm.set_hub(url.clone(), on_hub);
+        let named = if faults.down_first {
+            vec![format!("http://{addr}/down"), url.clone()]
+        } else {
+            vec![url.clone()]
+        };
+        farm.set_hub(named, on_hub);
         let hub = Arc::new(TestHub {
             farm,
             faults,
@@ -157,6 +168,10 @@ impl TestHub {
     async fn respond(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
         if req.method() == Method::GET && req.uri().path() == "/hub/stats" {
             return text(StatusCode::OK, self.stats_text());
+        }
+        if req.uri().path() == "/down" {
+            self.stats.down_requests.fetch_add(1, Ordering::Relaxed);
+            return text(StatusCode::SERVICE_UNAVAILABLE, "down".into());
         }
         if req.method() != Method::POST || req.uri().path() != "/hub" {
             return text(StatusCode::NOT_FOUND, String::new());
@@ -354,7 +369,7 @@ impl TestHub {
         let s = &self.stats;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "requests {}\nverified {}\nverification_refused {}\ndenied {}\nunsubscribed {}\ndeliveries {}\ndelivered_postings {}\ndelivery_failures {}\ngone {}\nsubscriptions {}\n",
+            "requests {}\nverified {}\nverification_refused {}\ndenied {}\nunsubscribed {}\ndeliveries {}\ndelivered_postings {}\ndelivery_failures {}\ngone {}\nsubscriptions {}\ndown_requests {}\n",
             l(&s.requests),
             l(&s.verified),
             l(&s.verification_refused),
@@ -365,6 +380,7 @@ impl TestHub {
             l(&s.delivery_failures),
             l(&s.gone),
             self.subscriptions(),
+            l(&s.down_requests),
         )
     }
 }

@@ -83,6 +83,9 @@ struct FarmArgs {
     /// The hub pushes only the new items, not the whole document.
     #[arg(long)]
     hub_partial: bool,
+    /// The documents name a hub that is down (503 to every request) before the farm's hub.
+    #[arg(long)]
+    hub_down_first: bool,
     /// Also serve misbehaving endpoints and this folder's files under `/s/NAME`.
     #[arg(long)]
     fixtures_dir: Option<PathBuf>,
@@ -166,6 +169,7 @@ async fn farm(a: FarmArgs) -> Result<()> {
             bad_signature: a.hub_bad_signature,
             wrong_topic: a.hub_wrong_topic,
             partial: a.hub_partial,
+            down_first: a.hub_down_first,
         };
         let h = kairos_farm::hub::TestHub::start(farm.clone(), &serving.urls, on, faults)
             .await

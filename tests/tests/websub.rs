@@ -2,7 +2,8 @@
 //! name its hub, `serve --push-listen` subscribes them through the worker, the hub verifies
 //! and pushes, and pushed postings must reach the store within a few simulated minutes
 //! while the feeds' polls turn into a check. A hub that signs with the wrong key must have
-//! every delivery ignored, and lose nothing: the polls find those postings.
+//! every delivery ignored, and lose nothing: the polls find those postings. A feed whose
+//! first hub is down must move on to the next hub its document names.
 
 mod common;
 
@@ -389,6 +390,44 @@ async fn a_hub_that_denies_leaves_its_feeds_denied_and_polled_in_full() {
                     .then_some(())
             }
         },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_that_is_down_is_left_for_the_next_hub_the_documents_name() {
+    // The documents name a hub that answers every request 503 before the working one.
+    let s = setup("websub-down-first", &["--hub-down-first"]).await;
+    let hubbed = s.subscribed().await;
+    let n = hubbed.len() as u64;
+    let down = hub_stat(&s.hub, "down_requests");
+    assert!(
+        down >= 3 * n,
+        "each feed tried the first hub three times before moving on ({down} requests for {n} feeds)"
+    );
+    let mut admin = s.admin.clone();
+    for &i in &hubbed {
+        let f = feed(&mut admin, &format!("f{i}")).await;
+        assert_eq!(f.websub_hubs.len(), 2, "f{i} names both hubs");
+        assert_eq!(
+            (f.push_hub.as_str(), f.push_state.as_str()),
+            (s.hub.as_str(), "active"),
+            "f{i}"
+        );
+    }
+    let metrics = scrape(&s.coordinator.metrics);
+    assert_eq!(
+        sample(&metrics, "kairos_push_hub_fallbacks_total"),
+        Some(n as f64),
+        "one move per feed, and none after the verification"
+    );
+    // The hub it moved to pushes.
+    hub_reaches(
+        &s.hub,
+        "deliveries",
+        1,
+        "a delivery from the second hub",
+        60,
     )
     .await;
 }

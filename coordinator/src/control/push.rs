@@ -5,7 +5,9 @@
 //! carry out.
 //!
 //! One subscription per feed, at the first hub its last document named (workers report the
-//! hubs, `worker/src/websub.rs`). Its life:
+//! hubs, `worker/src/websub.rs`), or at the next one it names once that hub has denied the
+//! subscription or failed [`FALLBACK_AFTER_FAILURES`] requests in a row ([`Wanted`]). Its
+//! life at one hub:
 //!
 //! ```text
 //!   (feed names a hub) ──subscribe──▶ Requested ──hub verifies (GET, challenge)──▶ Active
@@ -15,8 +17,14 @@
 //!          └────(back-off)──────────── Failed ◀──hub refused the request       │      │
 //!          └───────────────────────────────────────────────────────────────────┘      │
 //!   Active ──(lease nearly over)──subscribe again──▶ Requested (still delivering) ◀────┘
-//!   (feed removed, or it names another hub) ──unsubscribe──▶ Leaving ──verified──▶ gone
+//!   (feed removed, or it no longer names the hub) ──unsubscribe──▶ Leaving ──verified──▶ gone
 //! ```
+//!
+//! From Denied, or Failed after [`FALLBACK_AFTER_FAILURES`] tries, a feed whose document
+//! names more hubs moves on to the next at once (a new subscription, its own callback and
+//! secret); once it has tried every hub without a verification it rests as above and then
+//! starts the round again. A hub that answers a request with a redirect keeps the
+//! subscription as long as the document still names the hub it was asked of.
 //!
 //! A verification is agreed to only for what was asked: the callback must be one this
 //! leader handed out, the topic the one it asked for, the mode the one pending (a hub, or
@@ -25,6 +33,18 @@
 use std::collections::HashMap;
 
 pub use super::reliability::{HubRecord, DELIVERY_GRACE_MS, MIN_MISS_SHARE, SILENCE_AFTER_MS};
+
+/// Requests failed in a row at one hub after which a feed naming more hubs tries the next
+/// (three tries: at once, after 5 and after 10 more minutes under the default back-off).
+pub const FALLBACK_AFTER_FAILURES: u32 = 3;
+
+/// What a feed's last document asks for: its hubs in the order it names them (at least
+/// one), and the topic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wanted {
+    pub hubs: Vec<String>,
+    pub topic: String,
+}
 
 /// Subscription timing.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,9 +119,22 @@ pub struct Subscription {
     pub phase: Phase,
     /// Requests failed in a row since the last verification (the back-off doubles).
     pub failures: u32,
+    /// The hub the document named that this subscription was asked of, when the hub's
+    /// answer redirected it to `hub` (None: `hub` itself). The subscription stands while
+    /// the document names this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named: Option<String>,
+    /// Hubs the feed moved on from since its last verification (none when it has one).
+    #[serde(default)]
+    pub moved_on: u32,
 }
 
 impl Subscription {
+    /// The hub of the feed's document this subscription stands for.
+    pub fn named_hub(&self) -> &str {
+        self.named.as_deref().unwrap_or(&self.hub)
+    }
+
     /// Whether content pushed to it now is taken (the hub was verified and its lease runs).
     pub fn delivering(&self, now_ms: i64) -> bool {
         match self.phase {
@@ -159,6 +192,9 @@ pub enum Action {
         callback: String,
         secret: String,
         lease_seconds: u64,
+        /// The hub the feed moved on from (it denied or kept failing), when this request
+        /// is to the next hub its document names.
+        moved_from: Option<String>,
     },
     /// `hub.mode=unsubscribe`.
     Unsubscribe {
@@ -217,25 +253,26 @@ impl Subscriptions {
             .and_then(|f| self.by_feed.get(f))
     }
 
-    /// Brings the subscriptions in line with what each feed names now (`wanted`: feed →
-    /// `(hub, topic)`; a feed absent from it wants none) and returns the requests due at
+    /// Brings the subscriptions in line with what each feed names now (`wanted`: by feed;
+    /// a feed absent from it, or naming no hub, wants none) and returns the requests due at
     /// `now_ms`. `fresh` draws a new (callback, secret) pair.
     pub fn reconcile(
         &mut self,
-        wanted: &HashMap<String, (String, String)>,
+        wanted: &HashMap<String, Wanted>,
         now_ms: i64,
         policy: &PushPolicy,
         fresh: &mut dyn FnMut() -> (String, String),
     ) -> Vec<Action> {
         let mut out = Vec::new();
-        // Gone, or at another hub or topic: unsubscribe what may be live.
+        // Gone, at a hub the document no longer names, or another topic: unsubscribe what
+        // may be live.
         let stale: Vec<String> = self
             .by_feed
             .values()
             .filter(|s| {
-                wanted
-                    .get(&s.feed)
-                    .is_none_or(|(h, t)| *h != s.hub || *t != s.topic)
+                wanted.get(&s.feed).is_none_or(|w| {
+                    w.topic != s.topic || !w.hubs.iter().any(|h| h == s.named_hub())
+                })
             })
             .map(|s| s.feed.clone())
             .collect();
@@ -255,29 +292,24 @@ impl Subscriptions {
         // Unsubscriptions never verified are forgotten after the timeout.
         self.leaving
             .retain(|_, (_, at)| now_ms - *at < policy.verify_timeout_ms);
-        for (feed, (hub, topic)) in wanted {
-            let due = match self.by_feed.get_mut(feed) {
+        for (feed, w) in wanted {
+            let Some(first) = w.hubs.first() else {
+                continue;
+            };
+            let (due, moved_from) = match self.by_feed.get_mut(feed) {
                 None => {
-                    let (callback, secret) = fresh();
-                    self.callbacks.insert(callback.clone(), feed.clone());
-                    self.by_feed.insert(
-                        feed.clone(),
-                        Subscription {
-                            feed: feed.clone(),
-                            hub: hub.clone(),
-                            topic: topic.clone(),
-                            callback,
-                            secret,
-                            phase: Phase::Requested {
-                                at_ms: now_ms,
-                                delivering_until_ms: None,
-                            },
-                            failures: 0,
-                        },
-                    );
-                    true
+                    self.start(feed, first, &w.topic, 0, now_ms, fresh);
+                    (true, None)
                 }
-                Some(s) => s.step(now_ms, policy),
+                Some(s) => match s.next_hub(&w.hubs, now_ms) {
+                    Some((next, moved_on)) => {
+                        let from = s.hub.clone();
+                        self.callbacks.remove(&s.callback);
+                        self.start(feed, &next, &w.topic, moved_on, now_ms, fresh);
+                        (true, Some(from))
+                    }
+                    None => (s.step(now_ms, policy), None),
+                },
             };
             if due {
                 let s = &self.by_feed[feed];
@@ -288,10 +320,43 @@ impl Subscriptions {
                     callback: s.callback.clone(),
                     secret: s.secret.clone(),
                     lease_seconds: policy.lease_seconds,
+                    moved_from,
                 });
             }
         }
         out
+    }
+
+    /// A new subscription of `feed` at `hub`, requested now, with its own callback and
+    /// secret (in place of any the feed had).
+    fn start(
+        &mut self,
+        feed: &str,
+        hub: &str,
+        topic: &str,
+        moved_on: u32,
+        now_ms: i64,
+        fresh: &mut dyn FnMut() -> (String, String),
+    ) {
+        let (callback, secret) = fresh();
+        self.callbacks.insert(callback.clone(), feed.to_string());
+        self.by_feed.insert(
+            feed.to_string(),
+            Subscription {
+                feed: feed.to_string(),
+                hub: hub.to_string(),
+                topic: topic.to_string(),
+                callback,
+                secret,
+                phase: Phase::Requested {
+                    at_ms: now_ms,
+                    delivering_until_ms: None,
+                },
+                failures: 0,
+                named: None,
+                moved_on,
+            },
+        );
     }
 
     /// A hub's verification of intent (`GET callback?hub.mode=…&hub.topic=…`):
@@ -333,6 +398,7 @@ impl Subscriptions {
                     lease_ms,
                 };
                 s.failures = 0;
+                s.moved_on = 0;
                 Verdict::Confirm
             }
             "unsubscribe" => match self.leaving.get(callback) {
@@ -389,7 +455,13 @@ impl Subscriptions {
             return;
         };
         match answer {
-            Ok(Some(moved)) => s.hub = moved,
+            Ok(Some(moved)) => {
+                // The document still names the hub asked; the redirect's target serves it.
+                if s.named.is_none() {
+                    s.named = Some(s.hub.clone());
+                }
+                s.hub = moved;
+            }
             Ok(None) => {}
             Err(error) => s.fail(&error, now_ms, policy),
         }
@@ -428,6 +500,33 @@ impl Subscription {
             retry_at_ms: now_ms + wait,
             delivering_until_ms,
         };
+    }
+
+    /// The hub to move on to, and the count of hubs moved on from then, when this one has
+    /// denied the subscription or failed [`FALLBACK_AFTER_FAILURES`] requests in a row and
+    /// the document (`hubs`) names others. Every hub tried without a verification: the
+    /// last one's rest (its denial's day, its back-off) runs out first, then the round
+    /// starts again. A subscription still delivering on an earlier lease stays.
+    fn next_hub(&self, hubs: &[String], now_ms: i64) -> Option<(String, u32)> {
+        if hubs.len() < 2 || self.delivering(now_ms) {
+            return None;
+        }
+        let rest_until = match self.phase {
+            Phase::Denied { retry_at_ms, .. } => retry_at_ms,
+            Phase::Failed { retry_at_ms, .. } if self.failures >= FALLBACK_AFTER_FAILURES => {
+                retry_at_ms
+            }
+            _ => return None,
+        };
+        let at = hubs.iter().position(|h| h == self.named_hub())?;
+        let next = hubs[(at + 1) % hubs.len()].clone();
+        if (self.moved_on as usize) + 1 < hubs.len() {
+            Some((next, self.moved_on + 1))
+        } else if now_ms >= rest_until {
+            Some((next, 0))
+        } else {
+            None
+        }
     }
 
     /// Moves a subscription on with time; true when a subscribe request is due now.
@@ -477,206 +576,5 @@ impl Subscription {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const H: i64 = 3_600_000;
-
-    fn wanted(pairs: &[(&str, &str, &str)]) -> HashMap<String, (String, String)> {
-        pairs
-            .iter()
-            .map(|(f, h, t)| (f.to_string(), (h.to_string(), t.to_string())))
-            .collect()
-    }
-
-    fn draws() -> impl FnMut() -> (String, String) {
-        let mut n = 0;
-        move || {
-            n += 1;
-            (format!("cb{n}"), format!("secret{n}"))
-        }
-    }
-
-    #[test]
-    fn subscribe_verify_renew_and_leave() {
-        let p = PushPolicy::default();
-        let mut fresh = draws();
-        let mut subs = Subscriptions::default();
-        let w = wanted(&[("a", "https://hub/", "https://a/feed")]);
-        let acts = subs.reconcile(&w, 0, &p, &mut fresh);
-        assert_eq!(
-            acts,
-            vec![Action::Subscribe {
-                feed: "a".into(),
-                hub: "https://hub/".into(),
-                topic: "https://a/feed".into(),
-                callback: "cb1".into(),
-                secret: "secret1".into(),
-                lease_seconds: p.lease_seconds,
-            }]
-        );
-        // Nothing more is due while the verification is awaited.
-        assert!(subs.reconcile(&w, 10 * 60_000, &p, &mut fresh).is_empty());
-        assert!(!subs.of_feed("a").unwrap().delivering(60_000));
-        // The wrong topic, mode or callback is refused; the right one confirmed.
-        assert_eq!(
-            subs.verify("cb1", "subscribe", "https://evil/", Some(3600), H / 2, &p),
-            Verdict::Refuse("another topic")
-        );
-        assert_eq!(
-            subs.verify("cb9", "subscribe", "https://a/feed", Some(3600), H / 2, &p),
-            Verdict::Refuse("unknown callback")
-        );
-        assert_eq!(
-            subs.verify("cb1", "unsubscribe", "https://a/feed", None, H / 2, &p),
-            Verdict::Refuse("no unsubscription pending")
-        );
-        assert_eq!(
-            subs.verify(
-                "cb1",
-                "subscribe",
-                "https://a/feed",
-                Some(5 * 86_400),
-                H / 2,
-                &p
-            ),
-            Verdict::Confirm
-        );
-        let s = subs.of_feed("a").unwrap();
-        assert!(s.delivering(H));
-        assert_eq!(s.state(H), "active");
-        // Renewed a day before the 5-day lease ends, delivering meanwhile.
-        let lease_end = H / 2 + 5 * 86_400_000;
-        assert!(subs
-            .reconcile(&w, lease_end - 25 * H, &p, &mut fresh)
-            .is_empty());
-        let renew = subs.reconcile(&w, lease_end - 23 * H, &p, &mut fresh);
-        assert!(matches!(&renew[..], [Action::Subscribe { callback, .. }] if callback == "cb1"));
-        assert_eq!(
-            subs.of_feed("a").unwrap().state(lease_end - 22 * H),
-            "renewing"
-        );
-        // The feed no longer names the hub: unsubscribed, and that verification confirmed.
-        let gone = subs.reconcile(&HashMap::new(), lease_end - 20 * H, &p, &mut fresh);
-        assert!(matches!(&gone[..], [Action::Unsubscribe { callback, .. }] if callback == "cb1"));
-        assert!(subs.of_feed("a").is_none());
-        assert_eq!(
-            subs.verify(
-                "cb1",
-                "unsubscribe",
-                "https://a/feed",
-                None,
-                lease_end - 20 * H,
-                &p
-            ),
-            Verdict::Confirm
-        );
-        assert_eq!(
-            subs.verify(
-                "cb1",
-                "unsubscribe",
-                "https://a/feed",
-                None,
-                lease_end - 20 * H,
-                &p
-            ),
-            Verdict::Refuse("no unsubscription pending"),
-            "confirmed once"
-        );
-    }
-
-    #[test]
-    fn failures_back_off_denials_rest_and_silence_times_out() {
-        let p = PushPolicy::default();
-        let mut fresh = draws();
-        let mut subs = Subscriptions::default();
-        let w = wanted(&[("a", "https://hub/", "https://a/feed")]);
-        subs.reconcile(&w, 0, &p, &mut fresh);
-        // Refused three times: 5, 10, 20 minutes between tries.
-        let mut t = 0;
-        for (i, wait) in [5, 10, 20].iter().enumerate() {
-            subs.request_answered("a", Err("HTTP 500".into()), t, &p);
-            assert!(
-                subs.reconcile(&w, t + wait * 60_000 - 1, &p, &mut fresh)
-                    .is_empty(),
-                "try {i}"
-            );
-            t += wait * 60_000;
-            assert_eq!(subs.reconcile(&w, t, &p, &mut fresh).len(), 1, "try {i}");
-        }
-        // Many failures wait a day at most.
-        for _ in 0..30 {
-            subs.request_answered("a", Err("HTTP 500".into()), t, &p);
-        }
-        match &subs.of_feed("a").unwrap().phase {
-            Phase::Failed { retry_at_ms, .. } => assert_eq!(*retry_at_ms - t, p.retry_max_ms),
-            other => panic!("{other:?}"),
-        }
-        // A denial rests a day; a denial for another topic or callback is ignored.
-        let mut subs = Subscriptions::default();
-        subs.reconcile(&w, 0, &p, &mut fresh);
-        let cb = subs.of_feed("a").unwrap().callback.clone();
-        assert!(!subs.denied(&cb, "https://other/", "no", 1, &p));
-        assert!(!subs.denied("nope", "https://a/feed", "no", 1, &p));
-        assert!(subs.denied(&cb, "https://a/feed", "topic not allowed", 1, &p));
-        assert_eq!(subs.of_feed("a").unwrap().state(2), "denied");
-        assert!(subs.reconcile(&w, 24 * H, &p, &mut fresh).is_empty());
-        assert_eq!(subs.reconcile(&w, 24 * H + 1, &p, &mut fresh).len(), 1);
-        // A hub that never verifies: the request fails after the timeout, is tried again.
-        let mut subs = Subscriptions::default();
-        subs.reconcile(&w, 0, &p, &mut fresh);
-        assert!(subs.reconcile(&w, H, &p, &mut fresh).is_empty());
-        assert_eq!(subs.of_feed("a").unwrap().state(H), "failed");
-        assert_eq!(subs.reconcile(&w, H + 5 * 60_000, &p, &mut fresh).len(), 1);
-    }
-
-    #[test]
-    fn a_short_lease_is_renewed_at_its_half_and_a_failed_renewal_still_delivers() {
-        let p = PushPolicy::default();
-        let mut fresh = draws();
-        let mut subs = Subscriptions::default();
-        let w = wanted(&[("a", "https://hub/", "https://a/feed")]);
-        subs.reconcile(&w, 0, &p, &mut fresh);
-        // The hub grants an hour, not the ten days asked.
-        assert_eq!(
-            subs.verify("cb1", "subscribe", "https://a/feed", Some(3600), 0, &p),
-            Verdict::Confirm
-        );
-        assert!(subs.reconcile(&w, H / 2 - 1, &p, &mut fresh).is_empty());
-        assert_eq!(subs.reconcile(&w, H / 2, &p, &mut fresh).len(), 1);
-        subs.request_answered("a", Err("HTTP 503".into()), H / 2, &p);
-        let s = subs.of_feed("a").unwrap();
-        assert_eq!(s.state(H / 2 + 1), "failed");
-        assert!(s.delivering(H - 1), "the lease granted still runs");
-        assert!(!s.delivering(H));
-    }
-
-    #[test]
-    fn a_redirected_request_and_a_moved_hub() {
-        let p = PushPolicy::default();
-        let mut fresh = draws();
-        let mut subs = Subscriptions::default();
-        let w = wanted(&[("a", "https://hub/", "https://a/feed")]);
-        subs.reconcile(&w, 0, &p, &mut fresh);
-        subs.request_answered("a", Ok(Some("https://hub2/".into())), 1, &p);
-        assert_eq!(subs.of_feed("a").unwrap().hub, "https://hub2/");
-        assert_eq!(
-            subs.verify("cb1", "subscribe", "https://a/feed", Some(3600), 2, &p),
-            Verdict::Confirm
-        );
-        // The document now names another hub: unsubscribed at the old, subscribed anew.
-        let w2 = wanted(&[("a", "https://hub3/", "https://a/feed")]);
-        let acts = subs.reconcile(&w2, 3, &p, &mut fresh);
-        assert!(
-            matches!(&acts[0], Action::Unsubscribe { hub, callback, .. } if hub == "https://hub2/" && callback == "cb1")
-        );
-        assert!(
-            matches!(&acts[1], Action::Subscribe { hub, callback, .. } if hub == "https://hub3/" && callback == "cb2")
-        );
-        assert!(subs.of_callback("cb1").is_none());
-        assert_eq!(subs.of_callback("cb2").unwrap().feed, "a");
-        // A restart reads them back.
-        let again = Subscriptions::from_stored(subs.all().cloned());
-        assert_eq!(again.of_callback("cb2"), subs.of_callback("cb2"));
-    }
-}
+#[path = "push_tests.rs"]
+mod tests;

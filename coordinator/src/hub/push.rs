@@ -13,7 +13,9 @@
 use super::actor::State;
 use super::messages as msg;
 use super::Hub;
-use crate::control::push::{Action, HubRecord, PushPolicy, Subscription, Subscriptions, Verdict};
+use crate::control::push::{
+    Action, HubRecord, PushPolicy, Subscription, Subscriptions, Verdict, Wanted,
+};
 use crate::metrics as m;
 use crate::push::listener::{Delivery, Intent, PushEndpoint, Taken};
 use crate::store::keys::Key;
@@ -106,14 +108,15 @@ impl State {
                 let Some(st) = self.feeds.get(id) else {
                     continue;
                 };
-                if let Some(hub) = st.meta.hubs.first() {
+                if !st.meta.hubs.is_empty() {
                     // No `self` link: the URL fetched is the topic (WebSub §4).
                     let topic = if st.meta.topic.is_empty() {
                         spec.url.clone()
                     } else {
                         st.meta.topic.clone()
                     };
-                    wanted.insert(id.clone(), (hub.clone(), topic));
+                    let hubs = st.meta.hubs.clone();
+                    wanted.insert(id.clone(), Wanted { hubs, topic });
                 }
             }
             let before: HashSet<String> = self.push.subs.all().map(|s| s.feed.clone()).collect();
@@ -166,18 +169,27 @@ impl State {
                 callback,
                 secret,
                 lease_seconds,
-            } => (
-                feed.clone(),
-                pb::HubRequest {
-                    feed_id: feed,
-                    hub,
-                    mode: "subscribe".into(),
-                    topic,
-                    callback_url: format!("{base}/{callback}"),
-                    secret,
-                    lease_seconds,
-                },
-            ),
+                moved_from,
+            } => {
+                if let Some(from) = moved_from {
+                    // Logged here, where the move is carried out; the pure state only
+                    // decides it.
+                    tracing::info!(feed = %feed, from = %from, to = %hub, "websub: moving on to the next hub the feed names");
+                    m::record_push_fallback();
+                }
+                (
+                    feed.clone(),
+                    pb::HubRequest {
+                        feed_id: feed,
+                        hub,
+                        mode: "subscribe".into(),
+                        topic,
+                        callback_url: format!("{base}/{callback}"),
+                        secret,
+                        lease_seconds,
+                    },
+                )
+            }
             Action::Unsubscribe {
                 feed,
                 hub,
