@@ -54,10 +54,6 @@ pub const SWEEP_WIDE_GAP_SHARE: i64 = 4;
 /// reorder fetches (delay within ±1% at four a day).
 pub const SWEEP_FAR_MS: i64 = 6 * SWEEP_MS;
 
-/// A timer feed ([`FeedTimes::timed`]) is not caught up when its plan's next time comes
-/// within this share of its gap after the catch-up would.
-pub const TIMED_CATCH_UP_SHARE: i64 = 4;
-
 /// The most a fetch that is overdue when its plan arrives waits past the plan's arrival: a
 /// replan reaches every worker at one instant, and the feeds it finds overdue (their last
 /// fetch a whole gap ago) were all fetched at that instant. On `real-commits` at half a
@@ -457,11 +453,14 @@ impl Schedule {
     ///   fetched at `last + gap` (or, when that has passed, at [`catch_up_at`] from now,
     ///   unless the plan's next time comes first), off the plan, and the plan's next time after
     ///   that catch-up is again subject to the half-gap rule ([`Schedule::pop_due`]);
-    ///   except a timer feed ([`FeedTimes::timed`]) whose next time comes within
-    ///   [`TIMED_CATCH_UP_SHARE`] of the gap after the catch-up: that time sits just after
-    ///   the feed's window, and the catch-up would come before the window's postings and
-    ///   skip the time that finds them (on `digests` at four a day, 0.92-0.98 of the delay
-    ///   with the catch-up, docs/RESULTS.md "Feeds on a timer at two clock times").
+    ///   except a timer feed ([`FeedTimes::timed`]) whose next time comes within half a
+    ///   gap after the catch-up would start: that time sits just after the feed's window,
+    ///   and the catch-up would come before the window's postings and skip the time that
+    ///   finds them (on `digests` at four a day, 0.92-0.98 of the delay with the catch-up,
+    ///   docs/RESULTS.md "Feeds on a timer at two clock times"). Counted from the start,
+    ///   not from `last + gap`: a feed found overdue starts at the replan, hours after
+    ///   `last + gap`, and was caught up there before its window (`timers` at four a day,
+    ///   timer feeds' postings waited 17 → 29 min on average once catch-ups were spread).
     ///
     /// Both keep replans from spending fetches the plan does not have, or losing ones it has.
     fn first_due(&self, f: &FeedTimes, now_ms: i64) -> Option<(i64, bool)> {
@@ -477,9 +476,6 @@ impl Schedule {
             return f.next_after(next).map(|t| (t, true));
         }
         let catch_up = last + gap;
-        // A timer feed's time sits just after its window: a catch-up a little before it
-        // would come before the window's postings and skip the time that finds them.
-        let imminent = f.timed && next - catch_up <= gap / TIMED_CATCH_UP_SHARE;
         // Past already when the plan arrives: the feed's own phase after now, so the feeds
         // this replan finds overdue do not all start at the instant it lands.
         let at = if catch_up < now_ms {
@@ -487,6 +483,10 @@ impl Schedule {
         } else {
             catch_up
         };
+        // A timer feed's time sits just after its window: a catch-up within half a gap
+        // before it would come before the window's postings and skip the time that finds
+        // them (`pop_due`'s half-gap rule), counted from when the catch-up would start.
+        let imminent = f.timed && next - at < gap / 2;
         if catch_up < next && !imminent && at < next {
             Some((at, false))
         } else {

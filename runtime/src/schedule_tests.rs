@@ -172,8 +172,8 @@ fn a_timer_feed_waits_for_its_time_rather_than_catch_up_just_before_it() {
     // Fetched at 100; at 450 a replan moves the earlier time to 150 and the next to 610
     // (its gap 460): a catch-up is due at 560, 50 before the plan's time. An ordinary
     // feed is caught up at 560 and its 610 is then skipped (within half a gap); a timer
-    // feed's 610 sits just after its window, so it waits for it (50 is within a quarter
-    // of the gap), and a catch-up further ahead of the time still goes.
+    // feed's 610 sits just after its window, so it waits for it (50 is within half the
+    // gap), and a catch-up further ahead of the time still goes.
     let planned = |s: &mut Schedule, t| -> Vec<i64> {
         s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
     };
@@ -191,13 +191,42 @@ fn a_timer_feed_waits_for_its_time_rather_than_catch_up_just_before_it() {
             assert_eq!(planned(&mut s, 1149), Vec::<i64>::new());
             assert_eq!(planned(&mut s, 1150), vec![1150]);
         }
-        // A catch-up 300 ahead of the time (more than a quarter of the gap) goes for both.
+        // A catch-up 250 ahead of the time (more than half the gap, 350) goes for both.
         let mut s = Schedule::new(0);
         s.apply_snapshot(1, vec![a(&[100, 600])], 0).unwrap();
         assert_eq!(s.pop_due(100).len(), 1);
         s.apply_delta(2, vec![a(&[350, 700])], &[], 420).unwrap();
         assert_eq!(planned(&mut s, 449), Vec::<i64>::new(), "timed {timed}");
         assert_eq!(planned(&mut s, 450), vec![450], "timed {timed}");
+    }
+}
+
+#[test]
+fn a_timer_feed_found_overdue_waits_for_its_time_when_catching_up_would_skip_it() {
+    // Fetched at 100; a replan at 650 plans 300 and 800 (gap 500). The feed is a whole gap
+    // overdue (since 600), so an ordinary feed is caught up now, and its 800, within half a
+    // gap of that, is skipped. A timer feed's 800 sits just after its window: counted from
+    // when the catch-up would start (about 650, not 600) it is within half a gap, so the
+    // feed waits for it rather than be fetched before the window.
+    let planned = |s: &mut Schedule, t| -> Vec<i64> {
+        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+    };
+    for timed in [false, true] {
+        let mut s = Schedule::new(0);
+        let a = |offsets: &[i64]| feed("a", "h", offsets, 1000).with_timed(timed);
+        s.apply_snapshot(1, vec![a(&[100, 600])], 0).unwrap();
+        assert_eq!(s.pop_due(100).len(), 1);
+        s.apply_delta(2, vec![a(&[300, 800])], &[], 650).unwrap();
+        if timed {
+            assert_eq!(planned(&mut s, 799), Vec::<i64>::new());
+            assert_eq!(planned(&mut s, 800), vec![800]);
+        } else {
+            let at = catch_up_at("a", 500, 650);
+            assert!((650..800).contains(&at));
+            assert_eq!(planned(&mut s, at), vec![at]);
+            assert_eq!(planned(&mut s, 1299), Vec::<i64>::new());
+            assert_eq!(planned(&mut s, 1300), vec![1300]);
+        }
     }
 }
 
