@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// The planned times of the fetches that start at `t`.
+fn planned(s: &mut Schedule, t: i64) -> Vec<i64> {
+    s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
+}
+
 fn feed(id: &str, host: &str, offsets: &[i64], period: i64) -> FeedTimes {
     FeedTimes {
         feed_id: id.into(),
@@ -75,9 +80,6 @@ fn a_replan_that_moves_the_slot_behind_now_catches_up_instead_of_losing_it() {
     // the next fetch would be at 1000, 900 after the last.
     s.apply_delta(2, vec![feed("a", "h", &[0, 500], 1000)], &[], 550)
         .unwrap();
-    let planned = |s: &mut Schedule, t| -> Vec<i64> {
-        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
-    };
     // Due again at 600 (last fetch 100 + the new gap 500): fetched then, off the plan.
     assert_eq!(planned(&mut s, 599), Vec::<i64>::new());
     assert_eq!(planned(&mut s, 600), vec![600]);
@@ -174,9 +176,6 @@ fn a_timer_feed_waits_for_its_time_rather_than_catch_up_just_before_it() {
     // feed is caught up at 560 and its 610 is then skipped (within half a gap); a timer
     // feed's 610 sits just after its window, so it waits for it (50 is within half the
     // gap), and a catch-up further ahead of the time still goes.
-    let planned = |s: &mut Schedule, t| -> Vec<i64> {
-        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
-    };
     for timed in [false, true] {
         let mut s = Schedule::new(0);
         let a = |offsets: &[i64]| feed("a", "h", offsets, 1000).with_timed(timed);
@@ -208,9 +207,6 @@ fn a_timer_feed_found_overdue_waits_for_its_time_when_catching_up_would_skip_it(
     // gap of that, is skipped. A timer feed's 800 sits just after its window: counted from
     // when the catch-up would start (about 650, not 600) it is within half a gap, so the
     // feed waits for it rather than be fetched before the window.
-    let planned = |s: &mut Schedule, t| -> Vec<i64> {
-        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
-    };
     for timed in [false, true] {
         let mut s = Schedule::new(0);
         let a = |offsets: &[i64]| feed("a", "h", offsets, 1000).with_timed(timed);
@@ -305,9 +301,6 @@ fn a_replan_does_not_refetch_a_feed_it_just_fetched() {
     // The new plan moves the slot to 150, 50 after the fetch at 100: skipped.
     s.apply_delta(2, vec![feed("a", "h", &[150, 650], 1000)], &[], 120)
         .unwrap();
-    let planned = |s: &mut Schedule, t| -> Vec<i64> {
-        s.pop_due(t).into_iter().map(|d| d.planned_ms).collect()
-    };
     assert_eq!(planned(&mut s, 640), Vec::<i64>::new());
     // A slot far enough from the last fetch is kept.
     s.apply_delta(3, vec![feed("a", "h", &[400, 900], 1000)], &[], 130)

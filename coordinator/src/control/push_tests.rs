@@ -19,6 +19,13 @@ fn want(hubs: &[&str], topic: &str) -> Wanted {
     }
 }
 
+/// Feed "f" naming two hubs, and the hubs in the order it names them.
+fn two_hubs() -> (&'static str, &'static str, HashMap<String, Wanted>) {
+    let (a, b) = ("https://a-hub/", "https://b-hub/");
+    let w = [("f".to_string(), want(&[a, b], "https://f/feed"))].into();
+    (a, b, w)
+}
+
 /// The hub and callback of the one subscribe request in `acts`, and the hub it moved from.
 fn subscribed(acts: &[Action]) -> (String, String, Option<String>) {
     match acts {
@@ -253,8 +260,7 @@ fn a_denial_moves_the_feed_on_to_the_next_hub_it_names_and_a_full_round_rests() 
     let p = PushPolicy::default();
     let mut fresh = draws();
     let mut subs = Subscriptions::default();
-    let (a, b) = ("https://a-hub/", "https://b-hub/");
-    let w: HashMap<_, _> = [("f".to_string(), want(&[a, b], "https://f/feed"))].into();
+    let (a, b, w) = two_hubs();
     assert_eq!(
         subscribed(&subs.reconcile(&w, 0, &p, &mut fresh)),
         (a.into(), "cb1".into(), None)
@@ -302,8 +308,7 @@ fn a_hub_that_keeps_failing_is_left_for_the_next_after_three_tries() {
     let p = PushPolicy::default();
     let mut fresh = draws();
     let mut subs = Subscriptions::default();
-    let (a, b) = ("https://a-hub/", "https://b-hub/");
-    let w: HashMap<_, _> = [("f".to_string(), want(&[a, b], "https://f/feed"))].into();
+    let (a, b, w) = two_hubs();
     subs.reconcile(&w, 0, &p, &mut fresh);
     // Two failures: asked again at the same hub after each back-off.
     let mut t = 0;
@@ -343,8 +348,7 @@ fn a_failed_renewal_still_delivering_stays_and_one_hub_never_moves() {
     let p = PushPolicy::default();
     let mut fresh = draws();
     let mut subs = Subscriptions::default();
-    let (a, b) = ("https://a-hub/", "https://b-hub/");
-    let w: HashMap<_, _> = [("f".to_string(), want(&[a, b], "https://f/feed"))].into();
+    let (a, b, w) = two_hubs();
     subs.reconcile(&w, 0, &p, &mut fresh);
     subs.verify("cb1", "subscribe", "https://f/feed", Some(4 * 3600), 0, &p);
     // Renewal at the lease's half; it fails three times while the lease runs.
