@@ -8,6 +8,7 @@
 //! * [`credentials`] — how a client reaches the coordinator (TLS, bearer token): the
 //!   worker's sessions and `kairosctl`;
 //! * [`clock`] — the (possibly time-compressed) clock all timing goes through;
+//! * [`feed_times`] — one feed's assigned fetch times (offsets in a period);
 //! * [`schedule`] — which feed to fetch when, from a versioned assignment (the worker's timer
 //!   heap, which the coordinator's `replay` drives on a virtual clock);
 //! * [`listener`] — accepting connections under limits (pools, silence, accept errors);
@@ -19,6 +20,7 @@ pub mod allowance;
 pub mod auth;
 pub mod clock;
 pub mod credentials;
+pub mod feed_times;
 pub mod listener;
 pub mod process;
 pub mod schedule;

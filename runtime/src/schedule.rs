@@ -16,6 +16,7 @@
 //! at that instant. Time is an input (simulated Unix ms), so tests drive it directly.
 
 use crate::allowance::{Allowance, DayGate, DAY_MS};
+pub use crate::feed_times::FeedTimes;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -85,94 +86,6 @@ pub fn catch_up_at(feed_id: &str, gap_ms: i64, now_ms: i64) -> i64 {
     feed_id.hash(&mut h);
     let phase = (h.finish() % window as u64) as i64;
     now_ms + (phase - now_ms).rem_euclid(window)
-}
-
-/// One feed's assigned schedule.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FeedTimes {
-    /// Feed id.
-    pub feed_id: String,
-    /// Politeness group.
-    pub host: String,
-    /// Offsets within the period, ms, each in `[0, period_ms)`.
-    pub offsets_ms: Vec<i64>,
-    /// Period, ms (> 0).
-    pub period_ms: i64,
-    /// Start of period 0, Unix ms.
-    pub origin_ms: i64,
-    /// The feed posts at fixed clock times (a timer window) and its plan's times sit just
-    /// after them: the end-of-day sweep does not move them earlier, which would put a fetch
-    /// before the window every day (a nightly job's window at 00:30 fetched at 23:35).
-    pub timed: bool,
-}
-
-impl FeedTimes {
-    /// The same schedule, marked as a timer feed's ([`FeedTimes::timed`]) or not.
-    pub fn with_timed(mut self, timed: bool) -> FeedTimes {
-        self.timed = timed;
-        self
-    }
-
-    /// A schedule from the plan's units: offsets and period in seconds.
-    pub fn from_seconds(
-        feed_id: &str,
-        host: &str,
-        offsets_seconds: &[f64],
-        period_seconds: f64,
-        origin_ms: i64,
-    ) -> FeedTimes {
-        FeedTimes {
-            feed_id: feed_id.to_string(),
-            host: host.to_string(),
-            offsets_ms: offsets_seconds
-                .iter()
-                .map(|s| (s * 1000.0).round() as i64)
-                .collect(),
-            period_ms: (period_seconds * 1000.0).round() as i64,
-            origin_ms,
-            timed: false,
-        }
-    }
-
-    /// The offsets within one period, sorted, and where `t` falls: the start of its period
-    /// and its phase in it.
-    fn locate(&self, t: i64) -> (Vec<i64>, i64, i64) {
-        let mut offsets: Vec<i64> = self
-            .offsets_ms
-            .iter()
-            .map(|o| o.rem_euclid(self.period_ms))
-            .collect();
-        offsets.sort_unstable();
-        let rel = t - self.origin_ms;
-        let base = self.origin_ms + rel.div_euclid(self.period_ms) * self.period_ms;
-        (offsets, base, rel.rem_euclid(self.period_ms))
-    }
-
-    /// First fetch time strictly after `t`, or `None` if the feed has no offsets.
-    pub fn next_after(&self, t: i64) -> Option<i64> {
-        let (offsets, base, phase) = self.locate(t);
-        let first = *offsets.first()?;
-        Some(match offsets.iter().find(|&&o| o > phase) {
-            Some(&o) => base + o,
-            None => base + self.period_ms + first,
-        })
-    }
-
-    /// The plan's spacing ending at its time `t`: `t` less the time before it (0 without
-    /// offsets).
-    fn gap_to(&self, t: i64) -> i64 {
-        self.prev_before(t).map_or(0, |p| t - p)
-    }
-
-    /// Last fetch time strictly before `t`, or `None` if the feed has no offsets.
-    pub fn prev_before(&self, t: i64) -> Option<i64> {
-        let (offsets, base, phase) = self.locate(t);
-        let last = *offsets.last()?;
-        Some(match offsets.iter().rev().find(|&&o| o < phase) {
-            Some(&o) => base + o,
-            None => base - self.period_ms + last,
-        })
-    }
 }
 
 /// A fetch to start now.
@@ -356,19 +269,28 @@ impl Schedule {
     }
 
     /// Queues a re-assigned feed's first fetch ([`Self::first_due`]). A catch-up due today
-    /// takes one of `spare` (when counted); with none left the feed is queued at its plan's
-    /// next time instead.
-    fn insert(&mut self, f: FeedTimes, now_ms: i64, spare: &mut Option<u64>) {
+    /// takes one of `spare` (when counted), unless it replaces the feed's own fetch already
+    /// queued for today (`queued`, its live entry's time: that fetch was counted when
+    /// `spare` was). With none left the feed is queued at its plan's next time, or at the
+    /// time it was queued for already if that comes first: each replan of a feed fetched
+    /// every few days moves its times a little, and taken at the new plan's word a deferred
+    /// catch-up moved later at every replan (`startstop` at half a fetch a day: a feed planned
+    /// every four to six days went eleven days unfetched while it was overdue).
+    fn insert(&mut self, f: FeedTimes, now_ms: i64, spare: &mut Option<u64>, queued: Option<i64>) {
         self.generation += 1;
         let day_end = day_end(now_ms);
         let first = self.first_due(&f, now_ms).map(|(due, on_plan)| {
-            if on_plan || due >= day_end {
+            if on_plan || due >= day_end || queued.is_some_and(|q| q < day_end) {
                 return (due, on_plan);
             }
             match spare {
-                Some(0) => f
-                    .next_after(now_ms - 1)
-                    .map_or((due, on_plan), |n| (n, true)),
+                Some(0) => f.next_after(now_ms - 1).map_or((due, on_plan), |n| {
+                    match queued.filter(|&q| q >= now_ms && q < n) {
+                        // Still a catch-up (off the new plan): its half-gap rule holds.
+                        Some(q) => (q, false),
+                        None => (n, true),
+                    }
+                }),
                 Some(n) => {
                     *n -= 1;
                     (due, on_plan)
@@ -392,10 +314,24 @@ impl Schedule {
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
     }
 
+    /// When each of `ids`' live entry is queued (the earliest, if more), where it has one.
+    fn queued_times(&self, ids: &HashSet<&str>) -> HashMap<String, i64> {
+        let mut out: HashMap<String, i64> = HashMap::new();
+        for Reverse((due, g, _, id)) in &self.heap {
+            if ids.contains(id.as_str()) && self.is_live(*g, id) {
+                let t = out.entry(id.clone()).or_insert(*due);
+                *t = (*t).min(*due);
+            }
+        }
+        out
+    }
+
     /// Inserts re-assigned feeds. Under an allowance of at most a fetch per feed a day,
     /// their catch-ups due today go ahead only while the day has room beyond one fetch for
-    /// each feed with a fetch still due today (counted before the update), in the update's order; the others wait for their
-    /// plan's next time. A catch-up is a fetch the old plan did not budget: taken beyond the
+    /// each feed with a fetch still due today (counted before the update), in the update's
+    /// order, or where the feed itself had a fetch still due today (the catch-up takes its
+    /// place); the others wait for their plan's next time, or the time they were queued for
+    /// if that is sooner. A catch-up is a fetch the old plan did not budget: taken beyond the
     /// allowance it holds one of the day's planned fetches to midnight, and those then open
     /// the next day, which has its own plan to spend. On `real-commits`' 85 registry feeds
     /// at half a fetch a day, catch-ups were a third of all fetches and half of the rest
@@ -420,8 +356,16 @@ impl Schedule {
         } else {
             None
         };
+        // Where the updated feeds stand queued now (only where catch-ups are counted).
+        let queued = if spare.is_some() {
+            let ids: HashSet<&str> = feeds.iter().map(|f| f.feed_id.as_str()).collect();
+            self.queued_times(&ids)
+        } else {
+            HashMap::new()
+        };
         for f in feeds {
-            self.insert(f, now_ms, &mut spare);
+            let q = queued.get(&f.feed_id).copied();
+            self.insert(f, now_ms, &mut spare, q);
         }
     }
 

@@ -451,6 +451,60 @@ fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
 }
 
 #[test]
+fn a_replan_never_moves_an_overdue_feeds_queued_fetch_later() {
+    let hour = DAY_MS / 24;
+    // `a` and `b` are fetched daily at 20:00 and spend the day's allowance; `q`, last
+    // fetched four days before day 0, is queued by its old plan (every 7 days) for
+    // `old_at`. At 10:00 a replan spaces `q` 3 days apart, its next time at 2d 20:00: by
+    // that gap `q` is overdue, a catch-up the day has no spare room for.
+    let run = |old_at: i64, fetches: u64| -> Vec<i64> {
+        let mut s = Schedule::new(0);
+        s.set_allowance(
+            Some(Allowance {
+                day: 0,
+                fetches,
+                later_days: 2,
+                counted: 0,
+            }),
+            0,
+        );
+        s.note_last_fetch("q", -4 * DAY_MS, false);
+        let daily = |id: &str| feed(id, id, &[20 * hour], DAY_MS);
+        let plans = vec![
+            daily("a"),
+            daily("b"),
+            feed("q", "q", &[old_at], 7 * DAY_MS),
+        ];
+        s.apply_snapshot(1, plans, 0).unwrap();
+        let mut out = Vec::new();
+        let mut t = 0;
+        while t < 3 * DAY_MS {
+            if t == 10 * hour {
+                let replan = feed("q", "q", &[2 * DAY_MS + 20 * hour], 3 * DAY_MS);
+                s.apply_delta(2, vec![replan], &[], t).unwrap();
+            }
+            for d in s.pop_due(t) {
+                if d.feed_id == "q" {
+                    out.push(t);
+                }
+            }
+            t += 60_000;
+        }
+        out
+    };
+    // Queued for 2d 02:00: it waits for that, not for the new plan's 2d 20:00.
+    assert_eq!(run(2 * DAY_MS + 2 * hour, 2), vec![2 * DAY_MS + 2 * hour]);
+    // Queued for 22:00 today, and counted in the day's allowance: the catch-up takes
+    // that fetch's place at once (within the catch-up spread), rather than losing it.
+    let today = run(22 * hour, 3);
+    assert!(
+        today[0] >= 10 * hour && today[0] <= 10 * hour + CATCH_UP_SPREAD_MS,
+        "{today:?}"
+    );
+    assert!(today.iter().all(|&t| t != 22 * hour), "{today:?}");
+}
+
+#[test]
 fn a_snapshot_s_catch_ups_are_gated_by_the_allowance_it_comes_with() {
     let hour = DAY_MS / 24;
     // A worker's first snapshot: three daily feeds planned at 20:00, each last fetched
