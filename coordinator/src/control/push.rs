@@ -46,6 +46,20 @@ pub struct Wanted {
     pub topic: String,
 }
 
+impl Wanted {
+    /// What a document asks for, each hub once in the order first named: a document that
+    /// names a hub twice (a `<link rel="hub">` in the channel and an `atom:link` beside it)
+    /// would otherwise have its feed "move on" from that hub to itself.
+    pub fn new(hubs: Vec<String>, topic: String) -> Wanted {
+        let mut seen = std::collections::HashSet::new();
+        let hubs = hubs
+            .into_iter()
+            .filter(|h| seen.insert(h.clone()))
+            .collect();
+        Wanted { hubs, topic }
+    }
+}
+
 /// Subscription timing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PushPolicy {

@@ -304,6 +304,27 @@ fn a_denial_moves_the_feed_on_to_the_next_hub_it_names_and_a_full_round_rests() 
 }
 
 #[test]
+fn a_hub_named_twice_is_one_hub_to_move_on_from() {
+    let p = PushPolicy::default();
+    let mut fresh = draws();
+    let mut subs = Subscriptions::default();
+    let (a, b) = ("https://a-hub/", "https://b-hub/");
+    let twice = Wanted::new(
+        [a, a, b].iter().map(|h| h.to_string()).collect(),
+        "https://f/feed".into(),
+    );
+    assert_eq!(twice.hubs, vec![a.to_string(), b.to_string()]);
+    let w: HashMap<String, Wanted> = [("f".to_string(), twice)].into();
+    subs.reconcile(&w, 0, &p, &mut fresh);
+    assert!(subs.denied("cb1", "https://f/feed", "not here", 10, &p));
+    // Denied at `a`: on to `b`, not from `a` to `a` again.
+    assert_eq!(
+        subscribed(&subs.reconcile(&w, 20, &p, &mut fresh)),
+        (b.into(), "cb2".into(), Some(a.into()))
+    );
+}
+
+#[test]
 fn a_hub_that_keeps_failing_is_left_for_the_next_after_three_tries() {
     let p = PushPolicy::default();
     let mut fresh = draws();

@@ -115,8 +115,7 @@ impl State {
                     } else {
                         st.meta.topic.clone()
                     };
-                    let hubs = st.meta.hubs.clone();
-                    wanted.insert(id.clone(), Wanted { hubs, topic });
+                    wanted.insert(id.clone(), Wanted::new(st.meta.hubs.clone(), topic));
                 }
             }
             let before: HashSet<String> = self.push.subs.all().map(|s| s.feed.clone()).collect();
