@@ -17,23 +17,14 @@ TRACE_DIR holds `postings.csv` (feed_id,ts in seconds); the fetch logs are `repl
 """
 
 import bisect
-import collections
-import csv
 import math
 import sys
+
+from trace_io import by_feed
 
 DAY = 86_400.0
 WEEK_GAP = 7.05 * DAY
 
-
-def by_feed(path):
-    out = collections.defaultdict(list)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            out[r["feed_id"]].append(float(r["ts"]))
-    for v in out.values():
-        v.sort()
-    return out
 
 
 def report(posts, fetches, quiet, first, end):
