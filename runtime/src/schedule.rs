@@ -253,19 +253,37 @@ impl Schedule {
     /// Fetches the day's allowance has room for beyond those queued for the rest of the
     /// day, one per feed (`None` without an allowance).
     fn spare_today(&mut self, now_ms: i64) -> Option<u64> {
+        self.spare_and_queued(now_ms, &HashSet::new())
+            .map(|(spare, _)| spare)
+    }
+
+    /// [`Self::spare_today`], and when each of `ids`' live entry is queued (the earliest,
+    /// if more), where it has one: one pass over the heap for both.
+    fn spare_and_queued(
+        &mut self,
+        now_ms: i64,
+        ids: &HashSet<&str>,
+    ) -> Option<(u64, HashMap<String, i64>)> {
         let day_end = day_end(now_ms);
         let room = self.gate.room(now_ms)?;
-        let due_today = self
-            .heap
-            .iter()
-            .filter(|Reverse((due, g, _, id))| *due < day_end && self.is_live(*g, id))
-            .count() as u64;
+        let mut due_today = 0u64;
+        let mut queued: HashMap<String, i64> = HashMap::new();
+        for Reverse((due, g, _, id)) in &self.heap {
+            if !self.is_live(*g, id) {
+                continue;
+            }
+            due_today += u64::from(*due < day_end);
+            if ids.contains(id.as_str()) {
+                let t = queued.entry(id.clone()).or_insert(*due);
+                *t = (*t).min(*due);
+            }
+        }
         let extras = self
             .extras
             .iter()
             .filter(|Reverse((due, ..))| *due < day_end)
             .count() as u64;
-        Some(room.saturating_sub(due_today + extras))
+        Some((room.saturating_sub(due_today + extras), queued))
     }
 
     /// Queues a re-assigned feed's first fetch ([`Self::first_due`]). A catch-up due today
@@ -314,18 +332,6 @@ impl Schedule {
         self.feeds.insert(f.feed_id.clone(), (f, self.generation));
     }
 
-    /// When each of `ids`' live entry is queued (the earliest, if more), where it has one.
-    fn queued_times(&self, ids: &HashSet<&str>) -> HashMap<String, i64> {
-        let mut out: HashMap<String, i64> = HashMap::new();
-        for Reverse((due, g, _, id)) in &self.heap {
-            if ids.contains(id.as_str()) && self.is_live(*g, id) {
-                let t = out.entry(id.clone()).or_insert(*due);
-                *t = (*t).min(*due);
-            }
-        }
-        out
-    }
-
     /// Inserts re-assigned feeds. Under an allowance of at most a fetch per feed a day,
     /// their catch-ups due today go ahead only while the day has room beyond one fetch for
     /// each feed with a fetch still due today (counted before the update), in the update's
@@ -351,17 +357,15 @@ impl Schedule {
                 .iter()
                 .filter(|f| !self.feeds.contains_key(&f.feed_id))
                 .count();
-        let mut spare = if self.about_daily_for(after) {
-            self.spare_today(now_ms)
-        } else {
-            None
-        };
-        // Where the updated feeds stand queued now (only where catch-ups are counted).
-        let queued = if spare.is_some() {
+        // With the room, where the updated feeds stand queued now.
+        let (mut spare, queued) = if self.about_daily_for(after) {
             let ids: HashSet<&str> = feeds.iter().map(|f| f.feed_id.as_str()).collect();
-            self.queued_times(&ids)
+            match self.spare_and_queued(now_ms, &ids) {
+                Some((spare, queued)) => (Some(spare), queued),
+                None => (None, HashMap::new()),
+            }
         } else {
-            HashMap::new()
+            (None, HashMap::new())
         };
         for f in feeds {
             let q = queued.get(&f.feed_id).copied();
