@@ -244,6 +244,9 @@ declare! {
     /// Gauge: feeds found on a timer (`control/timer.rs`).
     describe_gauge PLAN_TIMER_FEEDS = "kairos_plan_timer_feeds",
         "Feeds whose postings land within minutes of one clock time on most days they post (a nightly job, a scheduled post), planned with a peak there so their fetch comes just after it (0 with --no-timer-peaks).";
+    /// Gauge: feeds whose last fetch is older than any plan allows them (`hub/overdue.rs`).
+    describe_gauge PLAN_FEEDS_OVERDUE = "kairos_plan_feeds_overdue",
+        "Feeds whose last fetch, at the last planning round, was older than their plan's longest gap or the floor (--min-fetches-per-day) allows, plus a day: fallen out of the schedule (0 when healthy; failing and held feeds are left out).";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

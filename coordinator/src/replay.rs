@@ -87,6 +87,11 @@ pub struct ReplayLog {
     /// posting under it (seconds, by feed index; NaN: not planned): what the plan in force
     /// promised each posting, to weigh by the postings that came.
     pub expected_by_replan: Vec<(i64, Vec<f64>)>,
+    /// Rounds that found feeds overdue ([`crate::hub::PlanFigures::overdue_feeds`]), the
+    /// most one found and that round's time (ms since the trace's start).
+    pub overdue_rounds: usize,
+    /// See `overdue_rounds`.
+    pub overdue_most: (usize, i64),
 }
 
 /// The fetch times the hub assigned a feed, as the worker's schedule holds them.
@@ -233,6 +238,12 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 expected[day].1 += 1;
                 expected_lost.resize(day + 1, 0.0);
                 expected_lost[day] += p.expected_lost_per_day;
+                if p.overdue_feeds > 0 {
+                    log.overdue_rounds += 1;
+                    if p.overdue_feeds > log.overdue_most.0 {
+                        log.overdue_most = (p.overdue_feeds, t);
+                    }
+                }
             }
             let mut upserts = Vec::new();
             let mut first = Vec::new();

@@ -663,6 +663,18 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         "\npostings ingested by the hub {}; undiscovered by the end {undiscovered}; the hub's own average delay over trusted postings {:.1} min",
         log.postings_ingested, log.hub_avg_delay_min
     );
+    println!(
+        "feeds overdue past the floor (unfetched a day past the longest gap their plan or --min-fetches-per-day allows): {}",
+        match log.overdue_most {
+            (0, _) => format!("none at any of {} rounds", log.replans),
+            (n, t) => format!(
+                "at {} of {} rounds, at most {n} (day {:.2})",
+                log.overdue_rounds,
+                log.replans,
+                t as f64 / 86_400_000.0
+            ),
+        }
+    );
     print_windows(
         &trace,
         &rows,

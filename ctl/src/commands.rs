@@ -625,6 +625,7 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
         "allocated_fetches_per_day": s.allocated_fetches_per_day,
         "capacity_floor_fetches_per_day": s.capacity_floor_fetches_per_day,
         "expected_lost_postings_per_day": s.expected_lost_postings_per_day,
+        "feeds_overdue": s.feeds_overdue,
         "fetches_total": s.fetches_total, "postings_total": s.postings_total,
         "realized_avg_delay_seconds": s.realized_avg_delay_seconds,
         "expected_avg_delay_seconds": s.expected_avg_delay_seconds,
@@ -685,6 +686,13 @@ pub async fn stats(admin: &mut Admin, out: Format) -> Result<(), Failure> {
             ),
             ("report backlog", s.report_backlog.to_string()),
             ("slots fetched twice", s.fetches_same_slot.to_string()),
+            (
+                "feeds overdue",
+                format!(
+                    "{} (unfetched past their plan's longest gap and a day)",
+                    s.feeds_overdue
+                ),
+            ),
         ])
     });
     Ok(())

@@ -225,6 +225,9 @@ fn kairosctl_drives_the_admin_api_with_meaningful_exit_codes() {
     // Nor is any posting expected to scroll off one.
     assert_eq!(st["expected_lost_postings_per_day"], 0.0, "{st}");
     assert!(dash.ok(&["stats"]).contains("expected lost"));
+    // Nothing fetched yet: no feed can have fallen out of the schedule.
+    assert_eq!(st["feeds_overdue"], 0, "{st}");
+    assert!(dash.ok(&["stats"]).contains("feeds overdue"));
     // A first start plans before it serves: no stored plan is in force.
     assert_eq!(st["stored_plan_written_unix_ms"], 0, "{st}");
     assert!(dash

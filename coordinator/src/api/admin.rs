@@ -337,6 +337,7 @@ impl<B: KvBackend> Admin for AdminService<B> {
             stored_plan_feeds: stored.map_or(0, |s| s.0 as u64),
             capacity_floor_fetches_per_day: plan.capacity_floor_fetches_per_day,
             expected_lost_postings_per_day: plan.expected_lost_per_day,
+            feeds_overdue: plan.overdue_feeds as u64,
         }))
     }
 

@@ -195,6 +195,13 @@ pub struct PlanFigures {
     pub timer_feeds: usize,
     /// Weekly plans: feeds per weekly shape (daily, pooled, weekday/weekend, day of week).
     pub week_shapes: Option<[usize; 4]>,
+    /// Feeds whose last fetch, when the round began, was older than any plan allows them
+    /// (`hub/overdue.rs`): 0 when every feed is within its floor.
+    pub overdue_feeds: usize,
+    /// The longest time since a fetch among those feeds (s; 0 when none), and its feed.
+    pub overdue_longest_seconds: f64,
+    /// The feed of `overdue_longest_seconds` (empty when none).
+    pub overdue_longest_feed: String,
 }
 
 /// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
@@ -307,6 +314,7 @@ impl PlanFigures {
         gauge!(m::PLAN_SILENT_RATE_FACTOR).set(p.calibration.1);
         gauge!(m::PLAN_RATE_PRIOR_MEAN).set(p.rate_prior_mean);
         gauge!(m::PLAN_TIMER_FEEDS).set(p.timer_feeds as f64);
+        gauge!(m::PLAN_FEEDS_OVERDUE).set(p.overdue_feeds as f64);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);

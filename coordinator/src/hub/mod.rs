@@ -40,6 +40,7 @@ mod limits;
 mod members;
 mod messages;
 pub mod open_times;
+mod overdue;
 mod pacing;
 pub mod push;
 mod quick;

@@ -12,7 +12,7 @@ use super::figures::warn_unspent;
 use super::figures::Ledger;
 use super::health::FeedBounds;
 use super::messages as msg;
-use super::{allowances, health, pacing, Hub, PlanFigures, PlanView};
+use super::{allowances, health, overdue, pacing, Hub, PlanFigures, PlanView};
 use crate::control::cluster::Prepared;
 use crate::control::readers;
 use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
@@ -259,7 +259,13 @@ impl<B: KvBackend> Hub<B> {
                     }
                 }
                 let bounds = health::decorate(&mut outcome, &feeds, bounds, &states, &policy);
-                let figures = figures_of(&outcome, &counts, r.settings(), started);
+                let late = overdue::overdue(
+                    outcome.specs.values(),
+                    &states,
+                    r.settings().min_fetches_per_day,
+                    now,
+                );
+                let figures = figures_of(&outcome, &counts, r.settings(), started, late);
                 // The day's budget dealt over the workers: the hard part of it.
                 let budget = allowances::DayBudget {
                     now_ms: now,
@@ -557,6 +563,12 @@ impl State {
         figures.record();
         m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
+        let overdue_before = self
+            .totals
+            .last_plan
+            .as_ref()
+            .map_or(0, |p| p.overdue_feeds);
+        overdue::log_change(overdue_before, &figures);
         let old_view = std::mem::replace(&mut self.plan_view, view);
         let old_bounds = std::mem::replace(&mut self.bounds, bounds);
         let c = &mut self.cluster;
@@ -594,6 +606,7 @@ fn figures_of(
     counts: &ModelCounts,
     settings: &PlannerSettings,
     started: Instant,
+    late: overdue::Overdue,
 ) -> PlanFigures {
     // Spread over the postings the plan's own rates expect, not the raw observed rates:
     // the cost is computed with the shrunk, recency-weighted rates, and dividing it by
@@ -634,6 +647,9 @@ fn figures_of(
         rate_prior_mean: counts.rate_prior_mean,
         timer_feeds: counts.timer_feeds,
         week_shapes: settings.weekly.then_some(counts.week_shapes),
+        overdue_feeds: late.feeds,
+        overdue_longest_seconds: late.longest.as_ref().map_or(0.0, |l| l.0 as f64 / 1000.0),
+        overdue_longest_feed: late.longest.map(|l| l.1).unwrap_or_default(),
     }
 }
 
