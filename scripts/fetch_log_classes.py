@@ -18,22 +18,12 @@ usage: scripts/fetch_log_classes.py TRACE_DIR FETCH_LOG_A FETCH_LOG_B|even [FROM
 """
 import bisect
 import collections
-import csv
 import random
 import sys
 
+from trace_io import by_feed
+
 DAY = 86400.0
-
-
-def by_feed(path, column):
-    """Sorted times (seconds) per feed from a CSV with columns feed_id and `column`."""
-    out = collections.defaultdict(list)
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            out[row["feed_id"]].append(float(row[column]))
-    for times in out.values():
-        times.sort()
-    return out
 
 
 def waits(postings, fetches, start):
@@ -68,10 +58,10 @@ def main(argv):
     trace, log_a, log_b = argv[1:4]
     from_day = float(argv[4]) if len(argv) == 5 else 14.0
     start = from_day * DAY
-    postings = by_feed(f"{trace}/postings.csv", "ts")
-    run_a = by_feed(log_a, "ts")
+    postings = by_feed(f"{trace}/postings.csv")
+    run_a = by_feed(log_a)
     end = max((t[-1] for t in postings.values() if t), default=start)
-    runs = [run_a, evenly(run_a, start, end) if log_b == "even" else by_feed(log_b, "ts")]
+    runs = [run_a, evenly(run_a, start, end) if log_b == "even" else by_feed(log_b)]
     scored_days = max((end - start) / DAY, 1.0)
     classes = collections.defaultdict(lambda: [0, 0, 0.0, 0.0, 0, 0])
     for feed in set(postings) | set(runs[0]) | set(runs[1]):

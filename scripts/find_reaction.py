@@ -18,7 +18,7 @@ import bisect
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from follow_up_headroom import by_feed  # noqa: E402
+from trace_io import by_feed  # noqa: E402
 
 DAY = 86400.0
 CLASSES = ["0", "1-2", "3-6", "7+"]

@@ -17,22 +17,12 @@ feed's fetches, what one more or one fewer fetch moves).
 usage: scripts/follow_up_headroom.py TRACE_DIR FETCH_LOG FROM_DAY TO_DAY
 """
 import bisect
-import collections
-import csv
 import heapq
 import sys
 
+from trace_io import by_feed
+
 DAY = 86400.0
-
-
-def by_feed(path):
-    out = collections.defaultdict(list)
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            out[row["feed_id"]].append(float(row["ts"]))
-    for times in out.values():
-        times.sort()
-    return out
 
 
 def summed_wait(postings, fetches, start, end):

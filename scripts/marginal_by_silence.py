@@ -22,22 +22,11 @@ import csv
 import math
 import sys
 
+from trace_io import by_feed
+
 DAY = 86400.0
 CLASSES = [(0, "posted the day before"), (2, "1-2 days silent"), (6, "3-6"), (13, "7-13"),
            (10**9 - 1, "14 or more"), (10**9, "never")]
-
-
-def by_feed(path):
-    """Sorted times (seconds) per feed from a CSV whose columns are feed_id and a time."""
-    out = collections.defaultdict(list)
-    with open(path, newline="") as f:
-        rows = csv.reader(f)
-        next(rows)
-        for row in rows:
-            out[row[0]].append(float(row[1]))
-    for times in out.values():
-        times.sort()
-    return out
 
 
 def main():
