@@ -25,7 +25,7 @@
 //! factor is within noise of 1.
 
 use super::feedstate::FeedState;
-use super::population::tally_before;
+use super::population::{tally_before, EVEN_DAY};
 use super::rate_prior::RatePrior;
 use super::recency;
 use crate::time::DAY_MS;
@@ -131,7 +131,8 @@ pub fn fit(
             if since > cut - min_watched || until < cut + min_watched {
                 return None;
             }
-            let past = tally_before(st, window_start, cut, &w, cut)?;
+            // Only the rate is read: where a clump's excess goes in the day does not matter.
+            let past = tally_before(st, window_start, cut, &w, cut, &EVEN_DAY)?;
             let days = watched_days(st, cut, until);
             // The forecast is pulled toward the typical rate as hard as the feed's rate is
             // now: the week-old window holds a week fewer days, and with the same

@@ -6,7 +6,7 @@
 
 use super::calibrate;
 use super::feedstate::FeedState;
-use super::population::{tally, Population};
+use super::population::{self, tally, Population};
 use super::rate_prior;
 use super::recency;
 use super::regimes;
@@ -86,6 +86,13 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     };
     let half_life = chosen.map_or(s.half_life_days, |c| c.0);
     let w = |t: i64| recency::weight(now_ms - t, half_life);
+    let clump_hours = population::clump_hours(
+        feeds,
+        |f: &FeedRecord| state_of(&f.id),
+        window_start,
+        now_ms,
+        &w,
+    );
     let mut span_days = vec![0.0f64; feeds.len()];
     let mut clump = vec![1.0f64; feeds.len()];
     // Each feed's tally on every core, written in place (a vector of tallies beside
@@ -98,7 +105,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         .zip(clump.par_iter_mut())
         .zip(feeds.par_iter())
         .map(|((((c, e), span), cl), feed)| {
-            let t = tally(state_of(&feed.id)?, window_start, now_ms, &w)?;
+            let t = tally(state_of(&feed.id)?, window_start, now_ms, &w, &clump_hours)?;
             (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clump_size);
             Some((t.n / t.span_days.max(1.0), t.level))
         })
@@ -294,6 +301,7 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
         half_life_days: half_life,
         window_days: s.window_days,
         shared: shared.clone(),
+        clump_hours,
         weekly: s.weekly,
         typical,
         beta,

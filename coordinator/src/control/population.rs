@@ -25,6 +25,9 @@ pub struct Population {
     pub window_days: f64,
     /// The pooled hourly shape (sums to 1).
     pub shared: Vec<f64>,
+    /// Where in the day the population's clumps land ([`clump_hours`]; sums to 1): the
+    /// hours a clump's excess is spread over.
+    pub clump_hours: [f64; BINS],
     /// Whether models have a weekly period (168 bins).
     pub weekly: bool,
     /// The typical feed's rate, postings a day: what a feed's own rate is shrunk toward.
@@ -77,8 +80,92 @@ pub fn tally(
     window_start: i64,
     now_ms: i64,
     w: &dyn Fn(i64) -> f64,
+    clump_hours: &[f64; BINS],
 ) -> Option<Tally> {
-    tally_before(st, window_start, now_ms, w, i64::MAX)
+    tally_before(st, window_start, now_ms, w, i64::MAX, clump_hours)
+}
+
+/// An even day: [`clump_hours`] before any clump is seen, and where only the rate matters.
+pub const EVEN_DAY: [f64; BINS] = [1.0 / BINS as f64; BINS];
+
+/// Pseudo-clumps at each hour of the day in [`clump_hours`]: with few clumps seen, the
+/// hours they are spread over stay close to an even day.
+pub const CLUMP_HOURS_PRIOR: f64 = 1.0;
+
+/// Where in the day the population's clumps land: each clump (a clock hour of one day
+/// whose postings hold an excess, [`clump_excess`]) counts once at its hour, weighed by
+/// `w` of its first posting, over every watched feed's window; shrunk toward an even day
+/// by [`CLUMP_HOURS_PRIOR`] pseudo-clumps an hour, summing to 1. A clump counts once
+/// however many postings it holds, so one feed's flood does not move every feed's hours.
+pub fn clump_hours<'a, T: Sync>(
+    feeds: &[T],
+    state_of: impl Fn(&T) -> Option<&'a FeedState> + Sync,
+    window_start: i64,
+    now_ms: i64,
+    w: &(dyn Fn(i64) -> f64 + Sync),
+) -> [f64; BINS] {
+    use rayon::prelude::*;
+    // Summed chunk by chunk in feed order, so the pool does not depend on the thread count.
+    let chunks: Vec<[f64; BINS]> = feeds
+        .par_chunks(4096)
+        .map(|chunk| {
+            let mut hours = [0.0f64; BINS];
+            for st in chunk.iter().filter_map(&state_of) {
+                if let Some((dated, start, until)) = window_of(st, window_start, now_ms, i64::MAX) {
+                    add_clumps(&dated, start, until, w, &mut hours);
+                }
+            }
+            hours
+        })
+        .collect();
+    let mut hours = [CLUMP_HOURS_PRIOR; BINS];
+    for c in &chunks {
+        for (h, x) in hours.iter_mut().zip(c) {
+            *h += x;
+        }
+    }
+    let total: f64 = hours.iter().sum();
+    hours.map(|h| h / total)
+}
+
+/// Adds each clump among the sorted postings `dated` once at its clock hour, weighed by
+/// `w` of the clump's first posting (the one kept at its hour).
+fn add_clumps(
+    dated: &[i64],
+    start: i64,
+    until: i64,
+    w: &dyn Fn(i64) -> f64,
+    hours: &mut [f64; BINS],
+) {
+    let mut last_cell = None;
+    for (&t, excess) in dated.iter().zip(clump_excess(dated, start, until)) {
+        let cell = t.div_euclid(HOUR_MS);
+        if excess && last_cell != Some(cell) {
+            last_cell = Some(cell);
+            let first = dated.partition_point(|&x| x.div_euclid(HOUR_MS) < cell);
+            hours[(t.rem_euclid(DAY_MS) / HOUR_MS) as usize] += w(dated[first]);
+        }
+    }
+}
+
+/// The feed's dated postings in the window from `window_start` (before `cut`), and the
+/// span it was watched over in it; `None` for a feed never watched.
+fn window_of(
+    st: &FeedState,
+    window_start: i64,
+    now_ms: i64,
+    cut: i64,
+) -> Option<(Vec<i64>, i64, i64)> {
+    let since = st.observed_since_ms?;
+    let until = st.observed_until_ms(now_ms).unwrap_or(since);
+    let first = st.postings_ms.partition_point(|&t| t < window_start);
+    let last = st.postings_ms.partition_point(|&t| t < cut);
+    let dated: Vec<i64> = st
+        .postings_ms
+        .range(first..last.max(first))
+        .copied()
+        .collect();
+    Some((dated, since.max(window_start), until))
 }
 
 /// [`tally`] as the feed looked before `cut`: postings dated from `cut` on, and spread ones
@@ -89,20 +176,12 @@ pub fn tally_before(
     now_ms: i64,
     w: &dyn Fn(i64) -> f64,
     cut: i64,
+    clump_hours: &[f64; BINS],
 ) -> Option<Tally> {
-    let since = st.observed_since_ms?;
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = [0.0f64; BINS];
     let mut n = 0.0;
-    let until = st.observed_until_ms(now_ms).unwrap_or(since);
-    let first = st.postings_ms.partition_point(|&t| t < window_start);
-    let last = st.postings_ms.partition_point(|&t| t < cut);
-    let dated: Vec<i64> = st
-        .postings_ms
-        .range(first..last.max(first))
-        .copied()
-        .collect();
-    let start = since.max(window_start);
+    let (dated, start, until) = window_of(st, window_start, now_ms, cut)?;
     // The feed's level now against its whole window's ([`regimes`]).
     let level = regime_level(st, &dated, start, until, w);
     let excess = clump_excess(&dated, start, until);
@@ -117,16 +196,14 @@ pub fn tally_before(
         }
         n += wt;
     }
-    // A clump's excess says the feed posts more, not when: it goes to the hours the feed
-    // posts at otherwise (spread evenly if it has none), so its rate keeps every posting
-    // and its shape keeps its usual hours.
-    let kept: f64 = counts.iter().sum();
-    for c in counts.iter_mut() {
-        *c += if kept > 0.0 {
-            excess_mass * *c / kept
-        } else {
-            excess_mass / BINS as f64
-        };
+    // A clump's excess says the feed posts more, not when: it goes to the hours where the
+    // population's clumps land, so the feed's rate keeps every posting and its hours keep
+    // only the clump's first. Not to the hours the feed posts at otherwise: on every trace
+    // measured those foretold the hour of a feed's next clump worse than an even day, and
+    // a feed whose clump was most of what it posted had its fetches drawn to one hour
+    // (docs/PLANNER.md, "Clumps").
+    for (c, share) in counts.iter_mut().zip(clump_hours) {
+        *c += excess_mass * share;
     }
     for &(from, to) in st
         .spread_ms
@@ -411,7 +488,7 @@ mod tests {
     fn a_feed_that_woke_up_is_learned_at_its_new_rate_and_a_steady_one_as_before() {
         let now = 28 * DAY_MS;
         let rate = |st: &FeedState| {
-            let t = tally(st, 0, now, &|_| 1.0).expect("watched");
+            let t = tally(st, 0, now, &|_| 1.0, &EVEN_DAY).expect("watched");
             (
                 t.n / t.span_days,
                 t.counts[10],
@@ -498,26 +575,31 @@ mod tests {
     }
 
     #[test]
-    fn a_clumps_excess_keeps_the_rate_and_moves_to_the_usual_hours() {
+    fn a_clumps_excess_keeps_the_rate_and_goes_where_clumps_land() {
         let st = FeedState {
             observed_since_ms: Some(0),
             last_answered_ms: Some(14 * DAY_MS),
             postings_ms: daily_with_burst(14, 10).into(),
             ..Default::default()
         };
-        let t = tally(&st, 0, 14 * DAY_MS, &|_| 1.0).expect("watched");
+        // The population's clumps land at 20:00 and 21:00 three times in four.
+        let mut pool = [0.25 / 22.0; BINS];
+        (pool[20], pool[21]) = (0.375, 0.375);
+        let t = tally(&st, 0, 14 * DAY_MS, &|_| 1.0, &pool).expect("watched");
         assert_eq!(t.n, 24.0);
         assert!((t.counts.iter().sum::<f64>() - 24.0).abs() < 1e-9);
-        // Kept: 14 at nine and one at fifteen; the nine others go 14:1 between them.
+        // Kept: 14 at nine and one at fifteen; the nine others go where clumps land, not
+        // to nine o'clock.
+        let rest = 9.0 * 0.25 / 22.0;
+        assert!((t.counts[9] - (14.0 + rest)).abs() < 1e-9, "{:?}", t.counts);
+        assert!((t.counts[15] - (1.0 + rest)).abs() < 1e-9, "{:?}", t.counts);
+        assert!((t.counts[20] - 9.0 * 0.375).abs() < 1e-9, "{:?}", t.counts);
+        // Before any clump is seen, an even day.
+        let even = tally(&st, 0, 14 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
         assert!(
-            (t.counts[9] - (14.0 + 9.0 * 14.0 / 15.0)).abs() < 1e-9,
+            (even.counts[3] - 9.0 / 24.0).abs() < 1e-9,
             "{:?}",
-            t.counts
-        );
-        assert!(
-            (t.counts[15] - (1.0 + 9.0 / 15.0)).abs() < 1e-9,
-            "{:?}",
-            t.counts
+            even.counts
         );
         assert!(t.clumped);
         // The same feed without its burst posted no clump.
@@ -525,7 +607,46 @@ mod tests {
             postings_ms: daily_with_burst(14, 1).into(),
             ..st
         };
-        assert!(!tally(&calm, 0, 14 * DAY_MS, &|_| 1.0).unwrap().clumped);
+        assert!(
+            !tally(&calm, 0, 14 * DAY_MS, &|_| 1.0, &EVEN_DAY)
+                .unwrap()
+                .clumped
+        );
+    }
+
+    #[test]
+    fn the_pool_counts_each_clump_once_at_its_hour() {
+        let feed = |postings: Vec<i64>| FeedState {
+            observed_since_ms: Some(0),
+            last_answered_ms: Some(14 * DAY_MS),
+            postings_ms: postings.into(),
+            ..Default::default()
+        };
+        // Two feeds with a burst at 15:00 on day 5, a third flooding 500 postings into
+        // 03:00 on day 8, a fourth with no clump.
+        let mut flood = daily_with_burst(14, 1);
+        flood.extend((0..500).map(|i| 8 * DAY_MS + 3 * HOUR + i * 7_000));
+        flood.sort_unstable();
+        let states = [
+            feed(daily_with_burst(14, 10)),
+            feed(daily_with_burst(14, 6)),
+            feed(flood),
+            feed(daily_with_burst(14, 1)),
+        ];
+        let all: Vec<&FeedState> = states.iter().collect();
+        let pool = clump_hours(&all, |s| Some(*s), 0, 14 * DAY_MS, &|_| 1.0);
+        assert!((pool.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        // Three clumps and 24 pseudo-clumps: 15:00 holds 1 + 2, 03:00 1 + 1 (the flood
+        // counts once), every other hour its pseudo-clump.
+        let total = 24.0 * CLUMP_HOURS_PRIOR + 3.0;
+        assert!((pool[15] - 3.0 / total).abs() < 1e-12, "{pool:?}");
+        assert!((pool[3] - 2.0 / total).abs() < 1e-12, "{pool:?}");
+        assert!((pool[9] - 1.0 / total).abs() < 1e-12, "{pool:?}");
+        // No clump anywhere: an even day.
+        let calm = [feed(daily_with_burst(14, 1))];
+        let calm: Vec<&FeedState> = calm.iter().collect();
+        let pool = clump_hours(&calm, |s| Some(*s), 0, 14 * DAY_MS, &|_| 1.0);
+        assert!(pool.iter().all(|&p| (p - 1.0 / 24.0).abs() < 1e-12));
     }
 
     #[test]
@@ -536,7 +657,7 @@ mod tests {
             postings_ms: (0..10).map(|d| d * DAY_MS + 21 * HOUR).collect(),
             ..Default::default()
         };
-        let full = tally(&watched, 0, 10 * DAY_MS, &|_| 1.0).unwrap();
+        let full = tally(&watched, 0, 10 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
         assert!((full.span_days - 10.0).abs() < 1e-9);
         // Two days, 00:00 to 12:00 on each, behind overflowed documents.
         let blind = FeedState {
@@ -547,7 +668,7 @@ mod tests {
             .into(),
             ..watched
         };
-        let t = tally(&blind, 0, 10 * DAY_MS, &|_| 1.0).unwrap();
+        let t = tally(&blind, 0, 10 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
         // Up to the regime's level (within 1% of 1 for this steady feed), which divides
         // every hour's exposure alike.
         assert!((t.span_days / 9.0 - 1.0).abs() < 0.01, "{}", t.span_days);

@@ -127,7 +127,7 @@ pub fn update(
     let price = basis.prices.for_host(model.host)?;
     let window_start = now_ms - (pop.window_days * DAY_MS as f64) as i64;
     let w = |t: i64| recency::weight(now_ms - t, pop.half_life_days);
-    let t = tally(state, window_start, now_ms, &w)?;
+    let t = tally(state, window_start, now_ms, &w, &pop.clump_hours)?;
     let hours = pop.hours(
         &t.counts,
         &t.exposure,
