@@ -269,9 +269,9 @@ mod tests {
     /// was deposed, and etcd holds nothing of what it tried.
     #[test]
     fn writes_after_the_leadership_is_gone_are_fenced_off() {
-        let dir = std::env::temp_dir().join(format!("kairos-fence-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(&dir, 1) else {
+        // Removed when the test passes (after the cluster, declared later, has stopped).
+        let dir = kairos_tests::TempDir::new("fence");
+        let Some(cluster) = kairos_tests::etcd::EtcdCluster::start(dir.path(), 1) else {
             return;
         };
         let rt = tokio::runtime::Builder::new_multi_thread()
