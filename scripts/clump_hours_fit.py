@@ -26,15 +26,16 @@ HOUR = 3600.0
 TAIL = 1e-3
 
 
-def poisson_upper(mean):
-    """The smallest count c with P(X > c) < TAIL for X ~ Poisson(mean)."""
+def poisson_upper(mean, tail=TAIL):
+    """The smallest count c with P(X > c) < tail for X ~ Poisson(mean); above a mean of 50,
+    the normal bound the learner uses (population.rs::poisson_upper)."""
     if mean <= 0:
         return 0
     if mean > 50:
         return math.ceil(mean + 4 * math.sqrt(mean) + 1)
     p = math.exp(-mean)
     c, cdf = 0, p
-    while 1 - cdf >= TAIL:
+    while 1 - cdf >= tail:
         c += 1
         p *= mean / c
         cdf += p

@@ -21,16 +21,7 @@ import csv
 import math
 import sys
 
-
-def poisson_upper(mean, tail):
-    """The smallest c with P(X > c) < tail, X Poisson(mean)."""
-    p = math.exp(-mean)
-    c, cdf = 0, p
-    while 1 - cdf >= tail:
-        c += 1
-        p *= mean / c
-        cdf += p
-    return c
+from clump_hours_fit import poisson_upper
 
 
 def excess_count(minutes, days):
