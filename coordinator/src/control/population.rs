@@ -93,7 +93,7 @@ pub const EVEN_DAY: [f64; BINS] = [1.0 / BINS as f64; BINS];
 pub const CLUMP_HOURS_PRIOR: f64 = 1.0;
 
 /// Where in the day the population's clumps land: each clump (a clock hour of one day
-/// whose postings hold an excess, [`clump_excess`]) counts once at its hour, weighed by
+/// whose postings hold an excess, `clump_excess`) counts once at its hour, weighed by
 /// `w` of its first posting, over every watched feed's window; shrunk toward an even day
 /// by [`CLUMP_HOURS_PRIOR`] pseudo-clumps an hour, summing to 1. A clump counts once
 /// however many postings it holds, so one feed's flood does not move every feed's hours.
