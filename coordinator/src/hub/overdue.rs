@@ -79,8 +79,11 @@ pub fn overdue<'a>(
         };
         let planned = longest_planned_gap_ms(spec).unwrap_or(0);
         let skipped_days = (spec.skip_days & 0x7f).count_ones() as i64;
-        let allowed = planned.max(floor_gap_ms) + skipped_days * DAY_MS + GRACE_MS;
-        let since = now_ms - last;
+        let allowed = planned
+            .max(floor_gap_ms)
+            .saturating_add(skipped_days * DAY_MS + GRACE_MS);
+        // A reported time is the worker's word: far off either way, it must not overflow.
+        let since = now_ms.saturating_sub(last);
         if since > allowed {
             out.feeds += 1;
             if out.longest.as_ref().is_none_or(|(l, _)| since > *l) {
@@ -173,6 +176,36 @@ mod tests {
         let (since, id) = o.longest.unwrap();
         assert_eq!(id, "daily");
         assert_eq!(since, (8.5 * DAY_MS as f64) as i64);
+    }
+
+    #[test]
+    fn extreme_times_periods_and_floors_give_a_count_not_a_panic() {
+        let mut odd = spec("odd", &[f64::NAN], f64::NAN);
+        odd.period_seconds = f64::INFINITY;
+        let specs = [odd, spec("huge", &[0.0, 1e308], 1.0)];
+        let states: HashMap<String, Arc<FeedState>> = [
+            (
+                "odd".to_string(),
+                Arc::new(FeedState {
+                    last_answered_ms: Some(i64::MIN),
+                    ..FeedState::default()
+                }),
+            ),
+            (
+                "huge".to_string(),
+                Arc::new(FeedState {
+                    last_answered_ms: Some(i64::MAX),
+                    ..FeedState::default()
+                }),
+            ),
+        ]
+        .into();
+        for floor in [f64::NAN, 0.0, -1.0, f64::INFINITY, 1e308, 1.0 / 7.0] {
+            let o = overdue(&specs, &states, floor, NOW);
+            // Fetched at the beginning of time: overdue under any floor; in the future: not.
+            assert_eq!(o.feeds, 1, "{floor}");
+            assert_eq!(o.longest.unwrap().1, "odd");
+        }
     }
 
     #[test]
