@@ -6,7 +6,7 @@
 
 use super::calibrate;
 use super::feedstate::FeedState;
-use super::population::{self, tally, Population};
+use super::population::{self, Population};
 use super::rate_prior;
 use super::recency;
 use super::regimes;
@@ -86,30 +86,24 @@ pub fn learn<S: std::borrow::Borrow<FeedState> + Sync>(
     };
     let half_life = chosen.map_or(s.half_life_days, |c| c.0);
     let w = |t: i64| recency::weight(now_ms - t, half_life);
-    let clump_hours = population::clump_hours(
+    let mut span_days = vec![0.0f64; feeds.len()];
+    let mut clump = vec![1.0f64; feeds.len()];
+    // Each feed's tally on every core, written in place (a vector of tallies beside
+    // these would hold 400 bytes a feed more at the peak), with the population's clump
+    // hours from the same read of every window.
+    let (watched_rates, clump_hours) = population::tally_population(
         feeds,
         |f: &FeedRecord| state_of(&f.id),
         window_start,
         now_ms,
         &w,
+        population::TallyOut {
+            counts: &mut counts,
+            exposure: &mut exposure,
+            span_days: &mut span_days,
+            clump_size: &mut clump,
+        },
     );
-    let mut span_days = vec![0.0f64; feeds.len()];
-    let mut clump = vec![1.0f64; feeds.len()];
-    // Each feed's tally on every core, written in place (a vector of tallies beside
-    // these would hold 400 bytes a feed more at the peak); the pooled sums after, in feed
-    // order, so they do not depend on the thread count.
-    let watched_rates: Vec<Option<(f64, f64)>> = counts
-        .par_iter_mut()
-        .zip(exposure.par_iter_mut())
-        .zip(span_days.par_iter_mut())
-        .zip(clump.par_iter_mut())
-        .zip(feeds.par_iter())
-        .map(|((((c, e), span), cl), feed)| {
-            let t = tally(state_of(&feed.id)?, window_start, now_ms, &w, &clump_hours)?;
-            (*c, *e, *span, *cl) = (t.counts, t.exposure, t.span_days, t.clump_size);
-            Some((t.n / t.span_days.max(1.0), t.level))
-        })
-        .collect();
     let (regime_rising, regime_falling) =
         watched_rates
             .iter()

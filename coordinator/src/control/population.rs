@@ -25,7 +25,7 @@ pub struct Population {
     pub window_days: f64,
     /// The pooled hourly shape (sums to 1).
     pub shared: Vec<f64>,
-    /// Where in the day the population's clumps land ([`clump_hours`]; sums to 1): the
+    /// Where in the day the population's clumps land ([`tally_population`]; sums to 1): the
     /// hours a clump's excess is spread over.
     pub clump_hours: [f64; BINS],
     /// Whether models have a weekly period (168 bins).
@@ -85,18 +85,25 @@ pub fn tally(
     tally_before(st, window_start, now_ms, w, i64::MAX, clump_hours)
 }
 
-/// An even day: [`clump_hours`] before any clump is seen, and where only the rate matters.
+/// An even day: the clump hours before any clump is seen, and where only the rate matters.
 pub const EVEN_DAY: [f64; BINS] = [1.0 / BINS as f64; BINS];
 
-/// Pseudo-clumps at each hour of the day in [`clump_hours`]: with few clumps seen, the
+/// Pseudo-clumps at each hour of the day in the clump hours ([`tally_population`]): with few clumps seen, the
 /// hours they are spread over stay close to an even day.
 pub const CLUMP_HOURS_PRIOR: f64 = 1.0;
+
+/// Feeds a chunk of the population's clump pool holds: the pool is summed chunk by chunk in
+/// feed order, so it does not depend on the thread count.
+pub const CLUMP_CHUNK: usize = 4096;
 
 /// Where in the day the population's clumps land: each clump (a clock hour of one day
 /// whose postings hold an excess, `clump_excess`) counts once at its hour, weighed by
 /// `w` of its first posting, over every watched feed's window; shrunk toward an even day
 /// by [`CLUMP_HOURS_PRIOR`] pseudo-clumps an hour, summing to 1. A clump counts once
 /// however many postings it holds, so one feed's flood does not move every feed's hours.
+/// [`tally_population`] gets the same pool from its tallies' own read of each window; this
+/// reads every window for the pool alone, and is what that is checked against.
+#[cfg(test)]
 pub fn clump_hours<'a, T: Sync>(
     feeds: &[T],
     state_of: impl Fn(&T) -> Option<&'a FeedState> + Sync,
@@ -105,21 +112,27 @@ pub fn clump_hours<'a, T: Sync>(
     w: &(dyn Fn(i64) -> f64 + Sync),
 ) -> [f64; BINS] {
     use rayon::prelude::*;
-    // Summed chunk by chunk in feed order, so the pool does not depend on the thread count.
     let chunks: Vec<[f64; BINS]> = feeds
-        .par_chunks(4096)
+        .par_chunks(CLUMP_CHUNK)
         .map(|chunk| {
             let mut hours = [0.0f64; BINS];
             for st in chunk.iter().filter_map(&state_of) {
                 if let Some((dated, start, until)) = window_of(st, window_start, now_ms, i64::MAX) {
-                    add_clumps(&dated, start, until, w, &mut hours);
+                    let excess = clump_excess(&dated, start, until);
+                    add_clumps(&dated, &excess, w, &mut hours);
                 }
             }
             hours
         })
         .collect();
+    pooled_clump_hours(&chunks)
+}
+
+/// The clump hours from each chunk's clumps, summed in chunk order onto
+/// [`CLUMP_HOURS_PRIOR`] an hour, summing to 1.
+fn pooled_clump_hours(chunks: &[[f64; BINS]]) -> [f64; BINS] {
     let mut hours = [CLUMP_HOURS_PRIOR; BINS];
-    for c in &chunks {
+    for c in chunks {
         for (h, x) in hours.iter_mut().zip(c) {
             *h += x;
         }
@@ -128,17 +141,12 @@ pub fn clump_hours<'a, T: Sync>(
     hours.map(|h| h / total)
 }
 
-/// Adds each clump among the sorted postings `dated` once at its clock hour, weighed by
-/// `w` of the clump's first posting (the one kept at its hour).
-fn add_clumps(
-    dated: &[i64],
-    start: i64,
-    until: i64,
-    w: &dyn Fn(i64) -> f64,
-    hours: &mut [f64; BINS],
-) {
+/// Adds each clump among the sorted postings `dated` (`excess` marking a clump's excess)
+/// once at its clock hour, weighed by `w` of the clump's first posting (the one kept at its
+/// hour).
+fn add_clumps(dated: &[i64], excess: &[bool], w: &dyn Fn(i64) -> f64, hours: &mut [f64; BINS]) {
     let mut last_cell = None;
-    for (&t, excess) in dated.iter().zip(clump_excess(dated, start, until)) {
+    for (&t, &excess) in dated.iter().zip(excess) {
         let cell = t.div_euclid(HOUR_MS);
         if excess && last_cell != Some(cell) {
             last_cell = Some(cell);
@@ -146,6 +154,129 @@ fn add_clumps(
             hours[(t.rem_euclid(DAY_MS) / HOUR_MS) as usize] += w(dated[first]);
         }
     }
+}
+
+/// A tally whose clump excess waits for the population's pool ([`tally_pooling`]).
+struct PendingTally {
+    /// The tally, its `counts` without the excess.
+    tally: Tally,
+    /// The weighed postings of the excess, to spread over the pool's hours.
+    excess: f64,
+    /// Whether postings with no date of their own were spread over the hours after the
+    /// excess's place in the sums: [`PendingTally::finish`] cannot add the excess in the
+    /// order [`tally`] does, and the feed is tallied again once the pool is known.
+    tally_again: bool,
+}
+
+impl PendingTally {
+    /// Adds the excess to `counts` at `clump_hours`, as [`tally`] would have (unless
+    /// [`PendingTally::tally_again`]: then the sums' order differs).
+    fn finish(counts: &mut [f64; BINS], excess: f64, clump_hours: &[f64; BINS]) {
+        for (c, share) in counts.iter_mut().zip(clump_hours) {
+            *c += excess * share;
+        }
+    }
+}
+
+/// [`tally`] in the pass that also sums the population's clumps: adds the feed's clumps to
+/// `pool` and leaves its excess out of the counts, to be spread by
+/// [`PendingTally::finish`] once the pool is summed ([`pooled_clump_hours`]). One read of
+/// every window gives both.
+fn tally_pooling(
+    st: &FeedState,
+    window_start: i64,
+    now_ms: i64,
+    w: &dyn Fn(i64) -> f64,
+    pool: &mut [f64; BINS],
+) -> Option<PendingTally> {
+    tally_inner(st, window_start, now_ms, w, i64::MAX, Clumps::Pool(pool))
+}
+
+/// Where [`tally_population`] writes each feed's tally, one entry per feed.
+pub struct TallyOut<'a> {
+    /// [`Tally::counts`].
+    pub counts: &'a mut [[f64; BINS]],
+    /// [`Tally::exposure`].
+    pub exposure: &'a mut [[f64; BINS]],
+    /// [`Tally::span_days`].
+    pub span_days: &'a mut [f64],
+    /// [`Tally::clump_size`].
+    pub clump_size: &'a mut [f64],
+}
+
+/// Every feed's [`tally`] and the population's clump hours (where in the day its clumps
+/// land, summing to 1: each clump once at its hour) from one read of each
+/// window, on every core: each chunk of [`CLUMP_CHUNK`] feeds sums its feeds' clumps as it
+/// tallies them, and once the pool is summed each feed's excess is spread over it. What it
+/// writes to `out` is what [`tally`] with that pool gives, to the last bit. Returns each
+/// feed's weighed postings per day watched and regime level (`None`: never watched), and
+/// the pool. Entries of feeds never watched are left as they were.
+pub fn tally_population<'a, T: Sync>(
+    feeds: &[T],
+    state_of: impl Fn(&T) -> Option<&'a FeedState> + Sync,
+    window_start: i64,
+    now_ms: i64,
+    w: &(dyn Fn(i64) -> f64 + Sync),
+    out: TallyOut,
+) -> (Vec<Option<(f64, f64)>>, [f64; BINS]) {
+    use rayon::prelude::*;
+    let mut excess = vec![0.0f64; feeds.len()];
+    type Chunk = (Vec<Option<(f64, f64)>>, [f64; BINS], Vec<usize>);
+    let chunks: Vec<Chunk> = out
+        .counts
+        .par_chunks_mut(CLUMP_CHUNK)
+        .zip(out.exposure.par_chunks_mut(CLUMP_CHUNK))
+        .zip(out.span_days.par_chunks_mut(CLUMP_CHUNK))
+        .zip(out.clump_size.par_chunks_mut(CLUMP_CHUNK))
+        .zip(excess.par_chunks_mut(CLUMP_CHUNK))
+        .zip(feeds.par_chunks(CLUMP_CHUNK))
+        .enumerate()
+        .map(|(k, (((((c, e), span), cl), ex), chunk))| {
+            let mut pool = [0.0f64; BINS];
+            let mut again = Vec::new();
+            let rates = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, feed)| {
+                    let p = tally_pooling(state_of(feed)?, window_start, now_ms, w, &mut pool)?;
+                    let t = p.tally;
+                    (c[i], e[i], span[i], cl[i], ex[i]) =
+                        (t.counts, t.exposure, t.span_days, t.clump_size, p.excess);
+                    if p.tally_again {
+                        again.push(k * CLUMP_CHUNK + i);
+                    }
+                    Some((t.n / t.span_days.max(1.0), t.level))
+                })
+                .collect();
+            (rates, pool, again)
+        })
+        .collect();
+    let pools: Vec<[f64; BINS]> = chunks.iter().map(|(_, pool, _)| *pool).collect();
+    let clump_hours = pooled_clump_hours(&pools);
+    out.counts
+        .par_iter_mut()
+        .zip(&excess)
+        .filter(|(_, &x)| x > 0.0)
+        .for_each(|(c, &x)| PendingTally::finish(c, x, &clump_hours));
+    // A feed whose undated postings were spread after its excess in the sums is tallied
+    // again, so its counts are what one tally with the pool gives.
+    for &f in chunks.iter().flat_map(|(_, _, again)| again) {
+        if let Some(t) =
+            state_of(&feeds[f]).and_then(|st| tally(st, window_start, now_ms, w, &clump_hours))
+        {
+            out.counts[f] = t.counts;
+        }
+    }
+    let rates = chunks.into_iter().flat_map(|(rates, _, _)| rates).collect();
+    (rates, clump_hours)
+}
+
+/// What a tally does with a clump's excess.
+enum Clumps<'a> {
+    /// Spreads it over these hours (summing to 1).
+    Spread(&'a [f64; BINS]),
+    /// Adds the feed's clumps to the pool, and leaves the excess to the caller.
+    Pool(&'a mut [f64; BINS]),
 }
 
 /// The feed's dated postings in the window from `window_start` (before `cut`), and the
@@ -178,6 +309,26 @@ pub fn tally_before(
     cut: i64,
     clump_hours: &[f64; BINS],
 ) -> Option<Tally> {
+    tally_inner(
+        st,
+        window_start,
+        now_ms,
+        w,
+        cut,
+        Clumps::Spread(clump_hours),
+    )
+    .map(|p| p.tally)
+}
+
+/// [`tally_before`] and [`tally_pooling`] alike, apart from what `clumps` says.
+fn tally_inner(
+    st: &FeedState,
+    window_start: i64,
+    now_ms: i64,
+    w: &dyn Fn(i64) -> f64,
+    cut: i64,
+    clumps: Clumps,
+) -> Option<PendingTally> {
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = [0.0f64; BINS];
     let mut n = 0.0;
@@ -187,7 +338,7 @@ pub fn tally_before(
     let excess = clump_excess(&dated, start, until);
     let clump_size = lump_size(&dated, &excess);
     let mut excess_mass = 0.0;
-    for (&t, excess) in dated.iter().zip(excess) {
+    for (&t, &excess) in dated.iter().zip(&excess) {
         let wt = w(t);
         if excess {
             excess_mass += wt;
@@ -202,8 +353,11 @@ pub fn tally_before(
     // measured those foretold the hour of a feed's next clump worse than an even day, and
     // a feed whose clump was most of what it posted had its fetches drawn to one hour
     // (docs/PLANNER.md, "Clumps").
-    for (c, share) in counts.iter_mut().zip(clump_hours) {
-        *c += excess_mass * share;
+    let mut spread_any = false;
+    let pooled = matches!(clumps, Clumps::Pool(_));
+    match clumps {
+        Clumps::Spread(hours) => PendingTally::finish(&mut counts, excess_mass, hours),
+        Clumps::Pool(pool) => add_clumps(&dated, &excess, w, pool),
     }
     for &(from, to) in st
         .spread_ms
@@ -221,6 +375,7 @@ pub fn tally_before(
             counts[b] += wt * e / total;
         }
         n += wt;
+        spread_any = true;
     }
     let mut exposure = weighted_hour_exposure(start, until, w);
     // Time in which postings may have scrolled off unseen was not watched.
@@ -236,14 +391,18 @@ pub fn tally_before(
     // shrinks or grows to give the level.
     exposure.iter_mut().for_each(|e| *e /= level);
     let span_days = span_days / level;
-    Some(Tally {
-        counts,
-        exposure,
-        n,
-        span_days,
-        clumped: excess_mass > 0.0,
-        clump_size,
-        level,
+    Some(PendingTally {
+        tally: Tally {
+            counts,
+            exposure,
+            n,
+            span_days,
+            clumped: excess_mass > 0.0,
+            clump_size,
+            level,
+        },
+        excess: if pooled { excess_mass } else { 0.0 },
+        tally_again: pooled && excess_mass > 0.0 && spread_any,
     })
 }
 
@@ -457,229 +616,5 @@ fn by_day(from: i64, to: i64) -> impl Iterator<Item = (i64, i64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HOUR: i64 = DAY_MS / BINS as i64;
-
-    /// P(X > c) for X ~ Poisson(mean), summed term by term.
-    fn tail_above(mean: f64, c: u32) -> f64 {
-        let mut p = (-mean).exp();
-        let mut cdf = p;
-        for k in 1..=c {
-            p *= mean / f64::from(k);
-            cdf += p;
-        }
-        1.0 - cdf
-    }
-
-    /// A feed watched 28 days from 0 with one posting a day at 10:00 on `days`.
-    fn posting_on(days: impl Iterator<Item = i64>) -> FeedState {
-        let mut st = FeedState {
-            observed_since_ms: Some(0),
-            ..FeedState::default()
-        };
-        st.postings_ms.extend(days.map(|d| d * DAY_MS + 10 * HOUR));
-        st.last_answered_ms = Some(28 * DAY_MS);
-        st
-    }
-
-    #[test]
-    fn a_feed_that_woke_up_is_learned_at_its_new_rate_and_a_steady_one_as_before() {
-        let now = 28 * DAY_MS;
-        let rate = |st: &FeedState| {
-            let t = tally(st, 0, now, &|_| 1.0, &EVEN_DAY).expect("watched");
-            (
-                t.n / t.span_days,
-                t.counts[10],
-                t.exposure[10] * t.span_days,
-            )
-        };
-        // Daily from day 20: about one a day, not 8 in 28 days.
-        let (woke, at_ten, _) = rate(&posting_on(20..28));
-        assert!(woke > 0.4 && woke < 0.8, "{woke}");
-        assert_eq!(at_ten, 8.0, "the hours keep their counts");
-        // Every other day all along: half a day, as without regimes.
-        let (steady, _, _) = rate(&posting_on((0..28).step_by(2)));
-        assert!((steady - 0.5).abs() < 0.03, "{steady}");
-        // Daily until day 10, then silent: well below the 10 / 28 of all the window.
-        let (stopped, _, _) = rate(&posting_on(0..10));
-        assert!(stopped < 0.15, "{stopped}");
-    }
-
-    #[test]
-    fn the_poisson_bound_is_the_smallest_count_past_the_tail() {
-        for mean in [0.001, 0.02, 0.1, 0.5, 1.0, 3.0, 12.0, 40.0] {
-            let c = poisson_upper(mean, CLUMP_TAIL);
-            assert!(tail_above(mean, c) < CLUMP_TAIL, "mean {mean}: c {c}");
-            if c > 0 {
-                assert!(tail_above(mean, c - 1) >= CLUMP_TAIL, "mean {mean}: c {c}");
-            }
-        }
-        assert_eq!(poisson_upper(0.0, CLUMP_TAIL), 0);
-        assert_eq!(poisson_upper(f64::NAN, CLUMP_TAIL), 0);
-        // Past the exact sum, a bound above the mean by a few standard deviations.
-        let big = poisson_upper(400.0, CLUMP_TAIL);
-        assert!((450..=490).contains(&big), "{big}");
-    }
-
-    /// One posting a day at 09:10 for `days` days, and a burst of `burst` at 15:00–15:50
-    /// on day 5.
-    fn daily_with_burst(days: i64, burst: i64) -> Vec<i64> {
-        let mut t: Vec<i64> = (0..days).map(|d| d * DAY_MS + 9 * HOUR + 600_000).collect();
-        t.extend((0..burst).map(|i| 5 * DAY_MS + 15 * HOUR + i * 300_000));
-        t.sort_unstable();
-        t
-    }
-
-    #[test]
-    fn a_burst_at_an_unusual_hour_keeps_one_posting_there() {
-        let t = daily_with_burst(14, 10);
-        let excess = clump_excess(&t, 0, 14 * DAY_MS);
-        let flagged: Vec<i64> = t
-            .iter()
-            .zip(&excess)
-            .filter(|(_, &e)| e)
-            .map(|(&t, _)| t)
-            .collect();
-        assert_eq!(flagged.len(), 9);
-        assert!(flagged.iter().all(|&t| t.div_euclid(HOUR) == 5 * 24 + 15));
-        // Watched under two days: nothing to compare the burst with.
-        let short = daily_with_burst(1, 10);
-        let short: Vec<i64> = short.into_iter().map(|t| t - 5 * DAY_MS).collect();
-        assert!(clump_excess(&short, 0, DAY_MS + DAY_MS / 2)
-            .iter()
-            .all(|&e| !e));
-    }
-
-    #[test]
-    fn many_postings_at_the_same_hour_every_day_are_no_clump() {
-        let t: Vec<i64> = (0..14)
-            .flat_map(|d| (0..10).map(move |i| d * DAY_MS + 9 * HOUR + i * 300_000))
-            .collect();
-        assert!(clump_excess(&t, 0, 14 * DAY_MS).iter().all(|&e| !e));
-    }
-
-    #[test]
-    fn extreme_dates_and_floods_are_judged_without_overflow() {
-        // Dates before 1970 and far ahead, and the most observations a feed keeps in one
-        // hour: finite answers, the flood kept once at most by its bound.
-        let mut t: Vec<i64> = (0..4096).map(|i| 3 * DAY_MS + i).collect();
-        t.insert(0, -40 * 365 * DAY_MS);
-        t.push(i64::MAX / 4);
-        let excess = clump_excess(&t, -50 * 365 * DAY_MS, i64::MAX / 2);
-        assert_eq!(excess.len(), t.len());
-        assert!(excess.iter().filter(|&&e| e).count() >= 4090);
-        let (from, until) = (i64::MIN / 4, i64::MAX / 4);
-        assert!(clump_excess(&t, until, from).iter().all(|&e| !e));
-    }
-
-    #[test]
-    fn a_clumps_excess_keeps_the_rate_and_goes_where_clumps_land() {
-        let st = FeedState {
-            observed_since_ms: Some(0),
-            last_answered_ms: Some(14 * DAY_MS),
-            postings_ms: daily_with_burst(14, 10).into(),
-            ..Default::default()
-        };
-        // The population's clumps land at 20:00 and 21:00 three times in four.
-        let mut pool = [0.25 / 22.0; BINS];
-        (pool[20], pool[21]) = (0.375, 0.375);
-        let t = tally(&st, 0, 14 * DAY_MS, &|_| 1.0, &pool).expect("watched");
-        assert_eq!(t.n, 24.0);
-        assert!((t.counts.iter().sum::<f64>() - 24.0).abs() < 1e-9);
-        // Kept: 14 at nine and one at fifteen; the nine others go where clumps land, not
-        // to nine o'clock.
-        let rest = 9.0 * 0.25 / 22.0;
-        assert!((t.counts[9] - (14.0 + rest)).abs() < 1e-9, "{:?}", t.counts);
-        assert!((t.counts[15] - (1.0 + rest)).abs() < 1e-9, "{:?}", t.counts);
-        assert!((t.counts[20] - 9.0 * 0.375).abs() < 1e-9, "{:?}", t.counts);
-        // Before any clump is seen, an even day.
-        let even = tally(&st, 0, 14 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
-        assert!(
-            (even.counts[3] - 9.0 / 24.0).abs() < 1e-9,
-            "{:?}",
-            even.counts
-        );
-        assert!(t.clumped);
-        // The same feed without its burst posted no clump.
-        let calm = FeedState {
-            postings_ms: daily_with_burst(14, 1).into(),
-            ..st
-        };
-        assert!(
-            !tally(&calm, 0, 14 * DAY_MS, &|_| 1.0, &EVEN_DAY)
-                .unwrap()
-                .clumped
-        );
-    }
-
-    #[test]
-    fn the_pool_counts_each_clump_once_at_its_hour() {
-        let feed = |postings: Vec<i64>| FeedState {
-            observed_since_ms: Some(0),
-            last_answered_ms: Some(14 * DAY_MS),
-            postings_ms: postings.into(),
-            ..Default::default()
-        };
-        // Two feeds with a burst at 15:00 on day 5, a third flooding 500 postings into
-        // 03:00 on day 8, a fourth with no clump.
-        let mut flood = daily_with_burst(14, 1);
-        flood.extend((0..500).map(|i| 8 * DAY_MS + 3 * HOUR + i * 7_000));
-        flood.sort_unstable();
-        let states = [
-            feed(daily_with_burst(14, 10)),
-            feed(daily_with_burst(14, 6)),
-            feed(flood),
-            feed(daily_with_burst(14, 1)),
-        ];
-        let all: Vec<&FeedState> = states.iter().collect();
-        let pool = clump_hours(&all, |s| Some(*s), 0, 14 * DAY_MS, &|_| 1.0);
-        assert!((pool.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-        // Three clumps and 24 pseudo-clumps: 15:00 holds 1 + 2, 03:00 1 + 1 (the flood
-        // counts once), every other hour its pseudo-clump.
-        let total = 24.0 * CLUMP_HOURS_PRIOR + 3.0;
-        assert!((pool[15] - 3.0 / total).abs() < 1e-12, "{pool:?}");
-        assert!((pool[3] - 2.0 / total).abs() < 1e-12, "{pool:?}");
-        assert!((pool[9] - 1.0 / total).abs() < 1e-12, "{pool:?}");
-        // No clump anywhere: an even day.
-        let calm = [feed(daily_with_burst(14, 1))];
-        let calm: Vec<&FeedState> = calm.iter().collect();
-        let pool = clump_hours(&calm, |s| Some(*s), 0, 14 * DAY_MS, &|_| 1.0);
-        assert!(pool.iter().all(|&p| (p - 1.0 / 24.0).abs() < 1e-12));
-    }
-
-    #[test]
-    fn time_a_document_may_have_lost_postings_in_is_not_watched() {
-        let watched = FeedState {
-            observed_since_ms: Some(0),
-            last_answered_ms: Some(10 * DAY_MS),
-            postings_ms: (0..10).map(|d| d * DAY_MS + 21 * HOUR).collect(),
-            ..Default::default()
-        };
-        let full = tally(&watched, 0, 10 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
-        assert!((full.span_days - 10.0).abs() < 1e-9);
-        // Two days, 00:00 to 12:00 on each, behind overflowed documents.
-        let blind = FeedState {
-            blind_ms: [
-                (2 * DAY_MS, 2 * DAY_MS + 12 * HOUR),
-                (5 * DAY_MS, 5 * DAY_MS + 12 * HOUR),
-            ]
-            .into(),
-            ..watched
-        };
-        let t = tally(&blind, 0, 10 * DAY_MS, &|_| 1.0, &EVEN_DAY).unwrap();
-        // Up to the regime's level (within 1% of 1 for this steady feed), which divides
-        // every hour's exposure alike.
-        assert!((t.span_days / 9.0 - 1.0).abs() < 0.01, "{}", t.span_days);
-        let level = 10.0 / t.exposure[15];
-        assert!((level - 1.0).abs() < 0.01, "{level}");
-        assert!(
-            (t.exposure[3] * level - 8.0).abs() < 1e-9,
-            "{:?}",
-            t.exposure
-        );
-        assert!((t.span_days * level - 9.0).abs() < 1e-9, "{}", t.span_days);
-        assert_eq!(t.n, full.n);
-    }
-}
+#[path = "population_tests.rs"]
+mod tests;
