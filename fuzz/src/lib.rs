@@ -110,12 +110,41 @@ const TRACE_FILES: [&str; 5] = [
     "accesses.csv",
 ];
 
+/// What a fuzz process's scratch trace folder is named, before its process id.
+const SCRATCH_PREFIX: &str = "kairos-fuzz-trace-";
+
+/// Removes the scratch folders of fuzz processes that are gone: a fuzzer ends with
+/// `exit`, which runs no destructor, so each process's folder stays behind. On Linux a
+/// process is alive while `/proc/PID` is there; elsewhere nothing is removed.
+fn remove_dead_scratch(tmp: &std::path::Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A trace folder: the input's NUL-separated parts become `feeds.csv`, `postings.csv`,
 /// `users.csv`, `subscriptions.csv` and `accesses.csv` (missing parts, missing files).
 pub fn trace_csv(data: &[u8]) {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("kairos-fuzz-trace-{}", std::process::id()));
+        remove_dead_scratch(&std::env::temp_dir());
+        let d = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
         std::fs::create_dir_all(&d).expect("fuzz scratch directory");
         d
     });
@@ -272,4 +301,28 @@ pub fn report_split(data: &[u8]) {
         got.extend(p.new_postings.iter().map(|p| p.item_id_hash));
     }
     assert_eq!(got, ids, "postings lost or reordered");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn scratch_folders_of_gone_processes_are_removed_and_live_ones_kept() {
+        let tmp =
+            std::env::temp_dir().join(format!("kairos-fuzz-scratch-test-{}", std::process::id()));
+        // Above any pid Linux hands out (pid_max is at most 2^22).
+        let gone = tmp.join(format!("{SCRATCH_PREFIX}{}", (1u32 << 22) + 17));
+        let live = tmp.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
+        let other = tmp.join("kairos-fuzz-trace-notapid");
+        for d in [&gone, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("feeds.csv"), "x").unwrap();
+        }
+        remove_dead_scratch(&tmp);
+        let kept = (live.exists(), other.exists(), gone.exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+        assert_eq!(kept, (true, true, false));
+    }
 }
