@@ -11,7 +11,8 @@ pooled shape, give a probability for the clump's hour; so does the pooled shape 
 script prints, per A, the blend weight w of that probability against an even day
 (w p + (1 - w) / 24) that gives the clumps' hours the highest likelihood, and the
 log-likelihood of w = 1 (the feed's own hours alone) over w = 0 (an even day); then the
-same for the pooled shape, and for the hours the population's other clumps landed at.
+same for the pooled shape, and for the hours the population's other clumps landed at,
+shrunk toward an even day by 1 to 256 pseudo-clumps an hour (leave-one-out).
 
 usage: scripts/clump_hours_fit.py TRACE_DIR [FROM_DAY TO_DAY]   (default days 0 to 14)
 """
@@ -107,6 +108,15 @@ def main():
     others = [(hours[h] - 1) / (total - 1) for _, cs in feeds for h, _ in cs]
     w, gain = best_blend(others)
     print(f"  the other clumps' hours: best w {w:.2f}, log-likelihood over even {gain:+.1f}")
+    # The same with A pseudo-clumps at each hour in place of one, each clump left out in
+    # turn (a Dirichlet of equal weights): how strongly the pool should be shrunk toward an
+    # even day, read off the clumps themselves.
+    n = sum(hours) - 24
+    loo = []
+    for a in (1, 4, 16, 64, 256):
+        ll = sum((c - 1) * math.log((c - 2 + a) / (n - 1 + 24 * a)) for c in hours if c > 1)
+        loo.append(f"A {a}: {ll - n * math.log(1 / 24):+.1f}")
+    print(f"  leave-one-out, A pseudo-clumps an hour, log-likelihood over even: {', '.join(loo)}")
 
 
 if __name__ == "__main__":
