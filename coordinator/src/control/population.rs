@@ -221,37 +221,40 @@ pub fn tally_population<'a, T: Sync>(
 ) -> (Vec<Option<(f64, f64)>>, [f64; BINS]) {
     use rayon::prelude::*;
     let mut excess = vec![0.0f64; feeds.len()];
-    type Chunk = (Vec<Option<(f64, f64)>>, [f64; BINS], Vec<usize>);
-    let chunks: Vec<Chunk> = out
+    // Written in place like the tallies: collecting each chunk's rates and then all of
+    // them would hold them twice at the learner's peak.
+    let mut rates: Vec<Option<(f64, f64)>> = vec![None; feeds.len()];
+    let chunks: Vec<([f64; BINS], Vec<usize>)> = out
         .counts
         .par_chunks_mut(CLUMP_CHUNK)
         .zip(out.exposure.par_chunks_mut(CLUMP_CHUNK))
         .zip(out.span_days.par_chunks_mut(CLUMP_CHUNK))
         .zip(out.clump_size.par_chunks_mut(CLUMP_CHUNK))
         .zip(excess.par_chunks_mut(CLUMP_CHUNK))
+        .zip(rates.par_chunks_mut(CLUMP_CHUNK))
         .zip(feeds.par_chunks(CLUMP_CHUNK))
         .enumerate()
-        .map(|(k, (((((c, e), span), cl), ex), chunk))| {
+        .map(|(k, ((((((c, e), span), cl), ex), r), chunk))| {
             let mut pool = [0.0f64; BINS];
             let mut again = Vec::new();
-            let rates = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, feed)| {
-                    let p = tally_pooling(state_of(feed)?, window_start, now_ms, w, &mut pool)?;
-                    let t = p.tally;
-                    (c[i], e[i], span[i], cl[i], ex[i]) =
-                        (t.counts, t.exposure, t.span_days, t.clump_size, p.excess);
-                    if p.tally_again {
-                        again.push(k * CLUMP_CHUNK + i);
-                    }
-                    Some((t.n / t.span_days.max(1.0), t.level))
-                })
-                .collect();
-            (rates, pool, again)
+            for (i, feed) in chunk.iter().enumerate() {
+                let Some(p) = state_of(feed)
+                    .and_then(|st| tally_pooling(st, window_start, now_ms, w, &mut pool))
+                else {
+                    continue;
+                };
+                let t = p.tally;
+                (c[i], e[i], span[i], cl[i], ex[i]) =
+                    (t.counts, t.exposure, t.span_days, t.clump_size, p.excess);
+                r[i] = Some((t.n / t.span_days.max(1.0), t.level));
+                if p.tally_again {
+                    again.push(k * CLUMP_CHUNK + i);
+                }
+            }
+            (pool, again)
         })
         .collect();
-    let pools: Vec<[f64; BINS]> = chunks.iter().map(|(_, pool, _)| *pool).collect();
+    let pools: Vec<[f64; BINS]> = chunks.iter().map(|(pool, _)| *pool).collect();
     let clump_hours = pooled_clump_hours(&pools);
     out.counts
         .par_iter_mut()
@@ -260,14 +263,13 @@ pub fn tally_population<'a, T: Sync>(
         .for_each(|(c, &x)| PendingTally::finish(c, x, &clump_hours));
     // A feed whose undated postings were spread after its excess in the sums is tallied
     // again, so its counts are what one tally with the pool gives.
-    for &f in chunks.iter().flat_map(|(_, _, again)| again) {
+    for &f in chunks.iter().flat_map(|(_, again)| again) {
         if let Some(t) =
             state_of(&feeds[f]).and_then(|st| tally(st, window_start, now_ms, w, &clump_hours))
         {
             out.counts[f] = t.counts;
         }
     }
-    let rates = chunks.into_iter().flat_map(|(rates, _, _)| rates).collect();
     (rates, clump_hours)
 }
 
