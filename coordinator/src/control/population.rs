@@ -88,8 +88,8 @@ pub fn tally(
 /// An even day: the clump hours before any clump is seen, and where only the rate matters.
 pub const EVEN_DAY: [f64; BINS] = [1.0 / BINS as f64; BINS];
 
-/// Pseudo-clumps at each hour of the day in the clump hours ([`tally_population`]): with few clumps seen, the
-/// hours they are spread over stay close to an even day.
+/// Pseudo-clumps at each hour of the day in the clump hours ([`tally_population`]): with
+/// few clumps seen, the hours they are spread over stay close to an even day.
 pub const CLUMP_HOURS_PRIOR: f64 = 1.0;
 
 /// Feeds a chunk of the population's clump pool holds: the pool is summed chunk by chunk in
