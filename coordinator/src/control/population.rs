@@ -156,40 +156,13 @@ fn add_clumps(dated: &[i64], excess: &[bool], w: &dyn Fn(i64) -> f64, hours: &mu
     }
 }
 
-/// A tally whose clump excess waits for the population's pool ([`tally_pooling`]).
-struct PendingTally {
-    /// The tally, its `counts` without the excess.
-    tally: Tally,
-    /// The weighed postings of the excess, to spread over the pool's hours.
-    excess: f64,
-    /// Whether postings with no date of their own were spread over the hours after the
-    /// excess's place in the sums: [`PendingTally::finish`] cannot add the excess in the
-    /// order [`tally`] does, and the feed is tallied again once the pool is known.
-    tally_again: bool,
-}
-
-impl PendingTally {
-    /// Adds the excess to `counts` at `clump_hours`, as [`tally`] would have (unless
-    /// [`PendingTally::tally_again`]: then the sums' order differs).
-    fn finish(counts: &mut [f64; BINS], excess: f64, clump_hours: &[f64; BINS]) {
-        for (c, share) in counts.iter_mut().zip(clump_hours) {
-            *c += excess * share;
-        }
+/// Adds a clump's `excess` (weighed postings) to `counts` where the population's clumps
+/// land (`clump_hours`, summing to 1), after the feed's other postings: the last sum a
+/// tally makes, so [`tally`] and [`tally_population`] add alike.
+fn spread_excess(counts: &mut [f64; BINS], excess: f64, clump_hours: &[f64; BINS]) {
+    for (c, share) in counts.iter_mut().zip(clump_hours) {
+        *c += excess * share;
     }
-}
-
-/// [`tally`] in the pass that also sums the population's clumps: adds the feed's clumps to
-/// `pool` and leaves its excess out of the counts, to be spread by
-/// [`PendingTally::finish`] once the pool is summed ([`pooled_clump_hours`]). One read of
-/// every window gives both.
-fn tally_pooling(
-    st: &FeedState,
-    window_start: i64,
-    now_ms: i64,
-    w: &dyn Fn(i64) -> f64,
-    pool: &mut [f64; BINS],
-) -> Option<PendingTally> {
-    tally_inner(st, window_start, now_ms, w, i64::MAX, Clumps::Pool(pool))
 }
 
 /// Where [`tally_population`] writes each feed's tally, one entry per feed.
@@ -224,7 +197,7 @@ pub fn tally_population<'a, T: Sync>(
     // Written in place like the tallies: collecting each chunk's rates and then all of
     // them would hold them twice at the learner's peak.
     let mut rates: Vec<Option<(f64, f64)>> = vec![None; feeds.len()];
-    let chunks: Vec<([f64; BINS], Vec<usize>)> = out
+    let pools: Vec<[f64; BINS]> = out
         .counts
         .par_chunks_mut(CLUMP_CHUNK)
         .zip(out.exposure.par_chunks_mut(CLUMP_CHUNK))
@@ -233,52 +206,28 @@ pub fn tally_population<'a, T: Sync>(
         .zip(excess.par_chunks_mut(CLUMP_CHUNK))
         .zip(rates.par_chunks_mut(CLUMP_CHUNK))
         .zip(feeds.par_chunks(CLUMP_CHUNK))
-        .enumerate()
-        .map(|(k, ((((((c, e), span), cl), ex), r), chunk))| {
+        .map(|((((((c, e), span), cl), ex), r), chunk)| {
             let mut pool = [0.0f64; BINS];
-            let mut again = Vec::new();
             for (i, feed) in chunk.iter().enumerate() {
-                let Some(p) = state_of(feed)
-                    .and_then(|st| tally_pooling(st, window_start, now_ms, w, &mut pool))
-                else {
+                let Some((t, x)) = state_of(feed).and_then(|st| {
+                    tally_inner(st, window_start, now_ms, w, i64::MAX, Some(&mut pool))
+                }) else {
                     continue;
                 };
-                let t = p.tally;
                 (c[i], e[i], span[i], cl[i], ex[i]) =
-                    (t.counts, t.exposure, t.span_days, t.clump_size, p.excess);
+                    (t.counts, t.exposure, t.span_days, t.clump_size, x);
                 r[i] = Some((t.n / t.span_days.max(1.0), t.level));
-                if p.tally_again {
-                    again.push(k * CLUMP_CHUNK + i);
-                }
             }
-            (pool, again)
+            pool
         })
         .collect();
-    let pools: Vec<[f64; BINS]> = chunks.iter().map(|(pool, _)| *pool).collect();
     let clump_hours = pooled_clump_hours(&pools);
     out.counts
         .par_iter_mut()
         .zip(&excess)
         .filter(|(_, &x)| x > 0.0)
-        .for_each(|(c, &x)| PendingTally::finish(c, x, &clump_hours));
-    // A feed whose undated postings were spread after its excess in the sums is tallied
-    // again, so its counts are what one tally with the pool gives.
-    for &f in chunks.iter().flat_map(|(_, again)| again) {
-        if let Some(t) =
-            state_of(&feeds[f]).and_then(|st| tally(st, window_start, now_ms, w, &clump_hours))
-        {
-            out.counts[f] = t.counts;
-        }
-    }
+        .for_each(|(c, &x)| spread_excess(c, x, &clump_hours));
     (rates, clump_hours)
-}
-
-/// What a tally does with a clump's excess.
-enum Clumps<'a> {
-    /// Spreads it over these hours (summing to 1).
-    Spread(&'a [f64; BINS]),
-    /// Adds the feed's clumps to the pool, and leaves the excess to the caller.
-    Pool(&'a mut [f64; BINS]),
 }
 
 /// The feed's dated postings in the window from `window_start` (before `cut`), and the
@@ -311,26 +260,21 @@ pub fn tally_before(
     cut: i64,
     clump_hours: &[f64; BINS],
 ) -> Option<Tally> {
-    tally_inner(
-        st,
-        window_start,
-        now_ms,
-        w,
-        cut,
-        Clumps::Spread(clump_hours),
-    )
-    .map(|p| p.tally)
+    let (mut t, excess) = tally_inner(st, window_start, now_ms, w, cut, None)?;
+    spread_excess(&mut t.counts, excess, clump_hours);
+    Some(t)
 }
 
-/// [`tally_before`] and [`tally_pooling`] alike, apart from what `clumps` says.
+/// [`tally_before`] without its clump excess, which it returns (weighed postings) for the
+/// caller to spread; the feed's clumps are added to `pool` when one is given.
 fn tally_inner(
     st: &FeedState,
     window_start: i64,
     now_ms: i64,
     w: &dyn Fn(i64) -> f64,
     cut: i64,
-    clumps: Clumps,
-) -> Option<PendingTally> {
+    pool: Option<&mut [f64; BINS]>,
+) -> Option<(Tally, f64)> {
     let bin_of = |t: i64| (t.rem_euclid(DAY_MS) / (DAY_MS / BINS as i64)) as usize;
     let mut counts = [0.0f64; BINS];
     let mut n = 0.0;
@@ -354,12 +298,10 @@ fn tally_inner(
     // only the clump's first. Not to the hours the feed posts at otherwise: on every trace
     // measured those foretold the hour of a feed's next clump worse than an even day, and
     // a feed whose clump was most of what it posted had its fetches drawn to one hour
-    // (docs/PLANNER.md, "Clumps").
-    let mut spread_any = false;
-    let pooled = matches!(clumps, Clumps::Pool(_));
-    match clumps {
-        Clumps::Spread(hours) => PendingTally::finish(&mut counts, excess_mass, hours),
-        Clumps::Pool(pool) => add_clumps(&dated, &excess, w, pool),
+    // (docs/PLANNER.md, "Clumps"). It is left out of the counts here and spread last, by
+    // the caller (`spread_excess`), once the pool of clumps' hours is known.
+    if let Some(pool) = pool {
+        add_clumps(&dated, &excess, w, pool);
     }
     for &(from, to) in st
         .spread_ms
@@ -377,7 +319,6 @@ fn tally_inner(
             counts[b] += wt * e / total;
         }
         n += wt;
-        spread_any = true;
     }
     let mut exposure = weighted_hour_exposure(start, until, w);
     // Time in which postings may have scrolled off unseen was not watched.
@@ -393,19 +334,16 @@ fn tally_inner(
     // shrinks or grows to give the level.
     exposure.iter_mut().for_each(|e| *e /= level);
     let span_days = span_days / level;
-    Some(PendingTally {
-        tally: Tally {
-            counts,
-            exposure,
-            n,
-            span_days,
-            clumped: excess_mass > 0.0,
-            clump_size,
-            level,
-        },
-        excess: if pooled { excess_mass } else { 0.0 },
-        tally_again: pooled && excess_mass > 0.0 && spread_any,
-    })
+    let tally = Tally {
+        counts,
+        exposure,
+        n,
+        span_days,
+        clumped: excess_mass > 0.0,
+        clump_size,
+        level,
+    };
+    Some((tally, excess_mass))
 }
 
 /// [`Tally::clump_size`] of the sorted postings `dated`, with `excess` marking a clump's
