@@ -5,7 +5,7 @@
 # the allowance and the next day's models all feed back), which is as large as most changes
 # worth trying. So a variant is run on a set of traces and budgets beside the build it
 # would replace, and the ratios are summarized per family (geometric mean), not read off one
-# run. docs/RESULTS.md ("A shorter memory on ten draws") is the example. For one trace,
+# run. docs/EXPERIMENTS.md ("A shorter memory on ten draws") is the example. For one trace,
 # scripts/trace_twins.py makes copies one posting apart whose figures show how far a single
 # run moves by itself ("What moved the figures between builds").
 #

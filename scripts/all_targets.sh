@@ -13,7 +13,7 @@
 #   TRACE_DIRS  space-separated NAME=DIR trace folders to run instead of the variants (e.g.
 #           the sub-populations of scripts/trace_subsets.py); each is linked as $OUT/traces/NAME
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
-# docs/RESULTS.md "Every target at one commit, and the forward calibration where it was not
+# docs/EXPERIMENTS.md "Every target at one commit, and the forward calibration where it was not
 # judged" (2026-12-01) is its output.
 set -euo pipefail
 
@@ -24,7 +24,7 @@ REAL=$(realpath "${REAL:-../shared/traces/real-commits}")
 BUDGETS=${BUDGETS:-0.5 1 2 4}
 mkdir -p "$OUT/traces"
 
-# The variants of docs/RESULTS.md "Synthetic variants, with the truth" (the papers' shape,
+# The variants of docs/EXPERIMENTS.md "Synthetic variants, with the truth" (the papers' shape,
 # default seed), `quiet` of "Draws Kairos was not tuned on" (seed 8, the draw tuned on) and
 # `timers` of "Feeds on a timer, on by default", `digests` of "Feeds on a timer at two
 # clock times".
@@ -112,13 +112,13 @@ def row(v, b):
     per_day = [d["live"]["fetches"] / (float(b) * feeds) for d in days]
     over = sum(r > 1.0 + 1e-9 for r in per_day)
     cal = rows.get("calibration", "-")
-    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}) | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) | {cal} |")
+    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}, {best:.2f}) | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) | {cal} |")
 
 
 # The last column: days whose live delay is within 15% of the plans' promise for the
 # postings that came, then within 15% or two standard errors, of the days scored; and live
 # over promise over those days.
-print("| trace | budget | live (min) | / best tuned peer | / offline | / truth | days over budget | lowest day / budget | promise: days within 15% / or 2 SE, live / promise |")
+print("| trace | budget | live (min) | / best tuned peer (its min) | / offline | / truth | days over budget | lowest day / budget | promise: days within 15% / or 2 SE, live / promise |")
 print("|---|---|---|---|---|---|---|---|---|")
 for v, b in jobs:
     try:

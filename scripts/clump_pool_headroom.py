@@ -10,7 +10,7 @@ probability 1e-3; one always counts). "own" keeps each feed's excess; "tau T" re
 Fetches go to feeds in proportion to the square roots of the rates at 0.5, 1, 2 and 4 a
 feed a day, evenly spaced, and every posting after the learning days waits half its feed's
 interval. Printed: each variant's average wait in minutes and its ratio to "own" at the same
-BETA, and the allocation by the scored days' own counts (an oracle). docs/RESULTS.md
+BETA, and the allocation by the scored days' own counts (an oracle). docs/EXPERIMENTS.md
 ("Bursts pooled across feeds") quotes it; the live learner shrinks under a fitted
 distribution of rates, so live gains are smaller.
 

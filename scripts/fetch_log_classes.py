@@ -7,7 +7,7 @@ between two runs). Feeds are grouped by how many postings they have on the score
 (busy: a posting a day or more; mid: 8 or more; quiet: 1 or more; none) and by whether they
 posted before FROM_DAY ("/new": they started on the scored days). For each class the script
 prints the feeds, the postings, each run's average wait in minutes, each run's fetches on
-the scored days, and the change in posting-minutes (B less A). docs/RESULTS.md ("Two
+the scored days, and the change in posting-minutes (B less A). docs/EXPERIMENTS.md ("Two
 populations Kairos was not tuned on") used it to see which feeds a shorter memory helps.
 
 FETCH_LOG_B may be `even`: then B makes A's fetches of each feed on the scored days, as many,

@@ -6,7 +6,7 @@ the trace's start) and, over days FIRST to LAST-1 (default 14 to 55), prints the
 day, the mean minute, the median day's busiest minute (and the worst day's), the median
 day's count in its first second, its busiest minute besides the first, and the fetches at
 each exact hour over all those days (a replan's catch-ups start at the instant it
-arrives). docs/RESULTS.md ("Live piles") quotes it.
+arrives). docs/EXPERIMENTS.md ("Live piles") quotes it.
 
     scripts/fetch_log_minutes.py FETCH_LOG [FIRST [LAST]]
 """

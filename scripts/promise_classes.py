@@ -8,7 +8,7 @@ whose postings wait longer than promised is one whose hours the model knows less
 than it believes (or whose fetches went out later than planned). Postings are grouped by
 how many postings their feed had in the 14 days before them; for each class the script
 prints the postings found, the realized and promised average delay (minutes) and their
-ratio. docs/RESULTS.md ("Flatter daily shapes for feeds with few postings") used it.
+ratio. docs/EXPERIMENTS.md ("Flatter daily shapes for feeds with few postings") used it.
 
 usage: scripts/promise_classes.py PROMISE_LOG [FROM_DAY]
 """

@@ -11,7 +11,7 @@ deep). Prints the postings' average delay from FIRST_DAY on without and with the
 extra fetches, and the posting-minutes each saves: to set against what the budget's
 marginal fetch saves (the live delay times the postings over the fetches). Nothing is
 taken out of the budget here, so it bounds what a live rule could win.
-docs/RESULTS.md ("A second look after a fresh find") used it.
+docs/EXPERIMENTS.md ("A second look after a fresh find") used it.
 """
 import bisect
 import collections

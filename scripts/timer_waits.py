@@ -5,7 +5,7 @@ A feed counts as on a timer when at least 70% of its postings before day FIRST f
 one 20-minute window of the day (the window may cross midnight). For each class: feeds,
 postings from day FIRST on (those with a fetch after them), the mean wait from posting to
 the next fetch in run A and in run B, and the fetches each run made from day FIRST on.
-docs/RESULTS.md "Timer feeds caught up before their window after a replan" is its output.
+docs/EXPERIMENTS.md "Timer feeds caught up before their window after a replan" is its output.
 
     scripts/timer_waits.py TRACE_DIR FETCH_LOG_A FETCH_LOG_B [FIRST]
 

@@ -4,7 +4,7 @@
 Each source of the trace's feeds-meta.csv (gerrit-cq, prow-tide, gh-button, pkg-registry), and
 its branch feeds and directory feeds, becomes a trace of its own: its feeds, their postings,
 the subscriptions to them, every app-level access (empty feed_id) and the accesses naming
-them, and all users. docs/RESULTS.md replays each next to the peers, as stand-ins for real
+them, and all users. docs/EXPERIMENTS.md replays each next to the peers, as stand-ins for real
 populations Kairos was not tuned on.
 
 With --sample FRACTION SEED..., each seed gives instead a random share of the feeds (each

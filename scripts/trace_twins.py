@@ -5,7 +5,7 @@ A live `replay` feeds back on itself (the fetches decide what the next round lea
 change that moves one round's plan a little can move a run's figure by a percent or more.
 Replaying copies of a trace that each leave out one posting (or move one by a second) shows
 how far a figure moves for reasons that say nothing about the scheduler: the spread one
-run's figure carries. docs/RESULTS.md ("What moved the figures between builds") is the
+run's figure carries. docs/EXPERIMENTS.md ("What moved the figures between builds") is the
 example.
 
     scripts/trace_twins.py TRACE_DIR OUT_DIR [COUNT] [--shift SECONDS]

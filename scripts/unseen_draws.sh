@@ -6,7 +6,7 @@
 # usage: BIN=target/release/kairos-coordinator OUT=/tmp/draws P=16 scripts/unseen_draws.sh
 # Seeds per family: QUIET_SEEDS, STEADY_SEEDS, SS_SEEDS, NEWS_SEEDS, TIMERS_SEEDS,
 # DIGESTS_SEEDS (empty: none of it).
-# docs/RESULTS.md, "Draws Kairos was not tuned on", ran it on 16 cores (38 runs, 4.3 min).
+# docs/EXPERIMENTS.md, "Draws Kairos was not tuned on", ran it on 16 cores (38 runs, 4.3 min).
 set -u
 B=$(realpath "${BIN:-target/release/kairos-coordinator}")
 OUT=$(realpath -m "${OUT:-/tmp/draws}")

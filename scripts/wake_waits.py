@@ -7,7 +7,7 @@ taken by postings that landed after a feed woke (its previous posting at least Q
 earlier, or none and the posting at least QUIET_DAYS into the trace) and before the first
 fetch after that wake. Then the gaps between two fetches of one feed longer than a week
 (7.05 days) that end within the trace (the last posting's day, rounded up): `replay`'s
-default minimum is once a week. docs/RESULTS.md "Startstop at half a fetch a day: one
+default minimum is once a week. docs/EXPERIMENTS.md "Startstop at half a fetch a day: one
 feed's wake, and overdue feeds a replan kept moving later" is its output.
 
 usage: scripts/wake_waits.py TRACE_DIR QUIET_DAYS FROM_DAY FETCH_LOG...

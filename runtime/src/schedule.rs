@@ -314,7 +314,7 @@ impl Schedule {
     /// started at 00:00 instead of at their planned hours. The count is loose on purpose
     /// (a feed with several fetches left today counts once): counting every planned fetch
     /// turned away catch-ups worth more than the evening fetches they would have pushed
-    /// past midnight (`real-commits` at one a day, 377.2 min against 366.9; docs/RESULTS.md).
+    /// past midnight (`real-commits` at one a day, 377.2 min against 366.9; docs/EXPERIMENTS.md).
     fn insert_all(&mut self, feeds: Vec<FeedTimes>, now_ms: i64) {
         // Only where the day's allowance is at most one fetch per feed: there most feeds
         // come back days later, and a backlog held to midnight stays. Above it a feed's
@@ -375,7 +375,7 @@ impl Schedule {
     ///   gap after the catch-up would start: that time sits just after the feed's window,
     ///   and the catch-up would come before the window's postings and skip the time that
     ///   finds them (on `digests` at four a day, 0.92-0.98 of the delay with the catch-up,
-    ///   docs/RESULTS.md "Feeds on a timer at two clock times"). Counted from the start,
+    ///   docs/EXPERIMENTS.md "Feeds on a timer at two clock times"). Counted from the start,
     ///   not from `last + gap`: a feed found overdue starts at the replan, hours after
     ///   `last + gap`, and was caught up there before its window (`timers` at four a day,
     ///   timer feeds' postings waited 17 → 29 min on average once catch-ups were spread).

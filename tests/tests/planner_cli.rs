@@ -357,6 +357,15 @@ fn missing_files_and_impossible_budgets_are_errors() {
         stderr(&o)
     );
 
+    // Any budget at or above the floor × feeds is planned, the floor itself included.
+    for ok in [
+        vec!["--budget", "2"],
+        vec!["--budget", "1", "--min-fetches-per-day", "0.5"],
+    ] {
+        let o = plan_on(&dir, &ok);
+        assert_eq!(o.status.code(), Some(0), "{ok:?}: {}", stderr(&o));
+    }
+
     let o = plan_on(&dir, &["--budget", "2", "--min-fetches-per-day", "0"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -138,7 +138,7 @@ pub fn fit(
             // now: the week-old window holds a week fewer days, and with the same
             // pseudo-days it was pulled harder, so its factor undid more shrinkage than
             // today's rate carries (`steady` at half a fetch a day, 4–8 pseudo-days: busy
-            // groups scaled 1.5–1.8, +22% delay; docs/RESULTS.md).
+            // groups scaled 1.5–1.8, +22% delay; docs/EXPERIMENTS.md).
             let beta = beta * past.span_days / (past.span_days + days).max(1e-9);
             // Under the fitted distribution the shorter window's posterior is pulled as
             // hard as its fewer days say, no scaling needed.

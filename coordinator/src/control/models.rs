@@ -38,8 +38,8 @@ const BINS: usize = 24;
 /// 4 / 6 / 8 / 10 / 12 / none: `bursts` 1,117.8 / 1,109.8 / 1,126.2 / 1,144.3 / 1,206.5 /
 /// 1,174.1 min; `steady` 864.5 at 4, 845.9 from 8 up (its own choice is 8); `bursts` drawn
 /// with seed 2, 8 against none: 1,195.4 / 1,209.5; `real-commits` 769.4 / 766.4
-/// (docs/RESULTS.md, 2026-11-28). With rates under the fitted distribution, 6 against 8 on
-/// thirteen runs at half a fetch a day: 1.000 (docs/RESULTS.md, 2026-12-03).
+/// (docs/EXPERIMENTS.md, 2026-11-28). With rates under the fitted distribution, 6 against 8 on
+/// thirteen runs at half a fetch a day: 1.000 (docs/EXPERIMENTS.md, 2026-12-03).
 pub const SHRINKAGE_CAP_BELOW_DAILY: f64 = 8.0;
 
 /// Every feed's model, in `feeds` order. `access_bins(feed)` gives the feed's weighted
@@ -550,7 +550,7 @@ pub const DOCUMENT_FILL: f64 = 0.5;
 /// do: at 70% of a 20-item document a gap overflows with a chance of about 1 in 20 (at half,
 /// 1 in 600), and what it loses is a posting or two. Half a document is kept for feeds that
 /// post in clumps: one clump more in a gap is what overflows it. Measured with overflowed
-/// time left out of the models (docs/RESULTS.md, "Overflowed documents…"): half a document
+/// time left out of the models (docs/EXPERIMENTS.md, "Overflowed documents…"): half a document
 /// for every feed cost `steady` at half a fetch a day 3–7% in delay; 65% for every feed
 /// cost `bursts` 10%.
 pub const DOCUMENT_FILL_UNCLUMPED: f64 = 0.7;

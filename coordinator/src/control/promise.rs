@@ -7,7 +7,7 @@
 //! own figure is too good: on the synthetic `bursts` variant at 4 fetches a day the plans
 //! realized 1.30× their promise on every scored day, on `mixed` 1.20×, while steady feeds
 //! were within a few percent. Flattening the hours the plan is made from fixes that figure
-//! but costs delay on real feeds (docs/RESULTS.md). So the plans stay as they are, and the
+//! but costs delay on real feeds (docs/EXPERIMENTS.md). So the plans stay as they are, and the
 //! promise is scaled by the ratio of delivered to promised delay over the recent past: the
 //! postings found by polls, each counted at its realized delay and at its feed's promise
 //! under the plan in force when the report came, both decayed with a half-life of
@@ -19,7 +19,7 @@
 /// a cold start (the first days' plans miss by more), and over-corrected the scored days:
 /// live `replay`, days 14 on, delivered over recalibrated promise 0.940 on `bursts` and
 /// 0.943–0.968 on `real-commits` with a week, 0.965 and 0.970–0.985 with three days, both
-/// before the shrinking; 0.972 and 0.954–0.988 with it (docs/RESULTS.md, 2026-11-29).
+/// before the shrinking; 0.972 and 0.954–0.988 with it (docs/EXPERIMENTS.md, 2026-11-29).
 pub const HALF_LIFE_MS: f64 = 3.0 * 86_400_000.0;
 
 /// Postings (decayed) the record needs before its ratio replaces 1.

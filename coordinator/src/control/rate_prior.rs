@@ -9,7 +9,7 @@
 //! posting almost never. On the wall-clock farm (log-normal rates, σ = 1, mean 4 a day)
 //! the 51 feeds of 600 that posted nothing on days 0–1 posted 49 times on day 2; the chosen
 //! 0.25 pseudo-days put them at 0.27 a day, the log-normal's own posterior at 0.71, and the
-//! plans of day 2 fetched them once after 02:00 (docs/RESULTS.md).
+//! plans of day 2 fetched them once after 02:00 (docs/EXPERIMENTS.md).
 //!
 //! So the distribution itself is fitted, without assuming its form: weights on a grid of
 //! rates (log-spaced), fitted to the feeds' counts and days watched by expectation–
@@ -43,7 +43,7 @@ pub const MIN_FEEDS: usize = 20;
 /// a feed that posted in its first two hours was one whose busy hours those were, and under
 /// the fitted distribution it was read at what a feed with a posting every two hours posts
 /// (the day realized 1.313 of uniform polling against 1.256 with one pseudo-day,
-/// docs/RESULTS.md). Until then the pseudo-days stand.
+/// docs/EXPERIMENTS.md). Until then the pseudo-days stand.
 pub const MIN_TYPICAL_DAYS: f64 = 0.9;
 
 /// Weights on a grid of rates.

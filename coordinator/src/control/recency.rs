@@ -21,7 +21,7 @@ use crate::time::DAY_MS;
 /// learned with it realized more delay (at one fetch a day, 373.6 min with 7 days, 366.3
 /// with 14, 364.4 with 21, 372.9 with none): a week of a quiet feed's postings is mostly
 /// noise to the allocation, which follows rates' square roots, not their forecasts.
-/// Judged again on ten draws (docs/RESULTS.md, "A shorter memory, on ten draws"): 14 and 7
+/// Judged again on ten draws (docs/EXPERIMENTS.md, "A shorter memory, on ten draws"): 14 and 7
 /// added, chosen by this likelihood or by the held-out week's square-root allocation cost,
 /// won 2–3% on synthetic `quiet` draws and lost about 2% on `real-commits` at every budget.
 pub const CANDIDATES: [f64; 3] = [0.0, 42.0, 21.0];

@@ -19,7 +19,7 @@
 //! from all its days, since a week of a quiet feed's postings is noise to its timing, and
 //! on real feeds a regime often ends as it came (a repository busy for a week, then
 //! quiet), so the whole window's rate still says something of tomorrow. Live `replay
-//! --peers none`, days 14 to the end, hazard 1/30 (docs/RESULTS.md, 2026-11-30):
+//! --peers none`, days 14 to the end, hazard 1/30 (docs/EXPERIMENTS.md, 2026-11-30):
 //!
 //! | what follows the regime | `quiet` 4 a day | `real-commits` 0.5 / 1 a day |
 //! |---|---|---|

@@ -43,7 +43,7 @@ pub struct PlannerSettings {
     pub slots: usize,
     /// Learning window, days. 28 by default: on `real-commits` (most feeds quiet) a
     /// 28-day window realized 372 min at one fetch a day against 385 with 14 and 420 with 7,
-    /// and on `sample-500` 82.1 against 85.7 (docs/RESULTS.md); each feed keeps its dated
+    /// and on `sample-500` 82.1 against 85.7 (docs/EXPERIMENTS.md); each feed keeps its dated
     /// postings of the window.
     pub window_days: f64,
     /// Half-life of an observation's weight, days (0: every day of the window weighs
@@ -97,7 +97,7 @@ pub struct PlannerSettings {
     /// A level between a feed and everyone: its host's other feeds' rate and hours
     /// ([`super::siblings`]), at a strength chosen on held-out days (which may be none).
     /// Off by default: on `real-commits` with each repository as a host it cost 1–2%
-    /// (docs/RESULTS.md, "A feed's host").
+    /// (docs/EXPERIMENTS.md, "A feed's host").
     pub host_level: bool,
     /// Re-solve a feed between rounds when a fetch finds postings its model did not expect
     /// ([`super::quick`]; on by default, `--no-quick-updates` turns it off).
@@ -114,7 +114,7 @@ pub struct PlannerSettings {
 }
 
 /// [`PlannerSettings::lost_posting_hours`]'s default: a posting lost to a document that
-/// overflowed costs what a day's delay costs. Live `replay` (docs/RESULTS.md, "Lost postings
+/// overflowed costs what a day's delay costs. Live `replay` (docs/EXPERIMENTS.md, "Lost postings
 /// priced in place of the document floors"): at half a fetch a day it takes `steady` from
 /// 985.5 min to 840.0 and `startstop` from 811.7 to 756.5 (the floors held there), and
 /// `bursts` and `mixed` from 2,427 and 2,497 postings lost on days 14–27 to 1,582 and 1,783
@@ -168,7 +168,7 @@ pub const DEFAULT_SHAPE_PSEUDO_POSTINGS: f64 = 4.0;
 /// [`PlannerSettings::shape_mixture`]'s default. On the synthetic `steady` trace at four
 /// fetches a day (live `replay`, days 14–27) one pooled shape realized 91.8 min against 82.3
 /// for the plans made from the generating intensities; eight shifted shapes 86.35
-/// (docs/RESULTS.md). More shapes fitted no better there (`plan` under the true
+/// (docs/EXPERIMENTS.md). More shapes fitted no better there (`plan` under the true
 /// intensities: 88.0 with 8 and with 12).
 pub const DEFAULT_SHAPE_MIXTURE: usize = 8;
 

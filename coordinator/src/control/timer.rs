@@ -6,7 +6,7 @@
 //! spread those minutes over an hour or two, and its plan fetches that much late every
 //! day: on `real-commits`, a directory feed with 45 of its 46 postings between 04:11 and
 //! 04:31, on 39 of the 40 days it posted, was planned between 05:13 and 06:54, and at one
-//! fetch a day its postings waited 643 minutes on average (docs/RESULTS.md "Feeds on a
+//! fetch a day its postings waited 643 minutes on average (docs/EXPERIMENTS.md "Feeds on a
 //! timer"). This module finds such windows in a feed's dated postings (up to
 //! [`MAX_WINDOWS`]: a morning and an evening digest are two); the planner moves each
 //! window's share of the feed's postings into it ([`crate::plan::pattern::Peak`]) and

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// How far past its longest allowed gap a feed's fetch may fall before it counts as
 /// overdue. A worker's day gate holds a fetch with no room left in its UTC day until the
 /// next one, and a replan's catch-up starts within minutes: on the traces measured (at half
-/// a fetch a day, `real-commits` and the synthetic populations, docs/RESULTS.md) the longest
+/// a fetch a day, `real-commits` and the synthetic populations, docs/EXPERIMENTS.md) the longest
 /// gap of a feed planned weekly was 7.49 days.
 pub const GRACE_MS: i64 = DAY_MS;
 

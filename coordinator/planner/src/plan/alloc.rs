@@ -82,7 +82,7 @@ pub fn ceil_level(rate: f64) -> Level {
 /// need more than `budget` fetches per period; returns how many were dropped.
 ///
 /// All or none: lowering every raised minimum by the same share until they fit was
-/// measured (docs/RESULTS.md, "The offline reference's document floors, and floors that
+/// measured (docs/EXPERIMENTS.md, "The offline reference's document floors, and floors that
 /// do not fit", 2026-12-01) and not kept.
 /// It keeps more postings from scrolling off but pins the whole budget to the floors: at
 /// half a fetch a day it cost `bursts`, `drift` and `mixed` 21–53% of their delay.
