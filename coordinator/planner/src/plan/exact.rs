@@ -713,8 +713,39 @@ mod tests {
             })
     }
 
+    /// Hourly steps with hours at exactly zero, as a feed posting only in some hours or a
+    /// flat prior gives after spreading: long runs of equal slots make many predecessors'
+    /// lines meet at one point and many schedules cost the same, so the envelope's ties and
+    /// the leftmost-predecessor rule the anchor search relies on are exercised.
+    fn steps() -> impl Strategy<Value = Vec<f64>> {
+        (2usize..=10, proptest::collection::vec(0u8..4, 24)).prop_map(|(per_hour, hours)| {
+            hours
+                .iter()
+                .flat_map(|&h| std::iter::repeat_n(f64::from(h) * 0.5, per_hour))
+                .collect()
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(120))]
+
+        #[test]
+        fn plateaus_and_zero_hours_still_give_the_best_of_every_anchor(
+            p in steps(),
+            m in 2usize..=10,
+        ) {
+            prop_assume!(p.iter().any(|&x| x > 0.0));
+            for metric in [Metric::Delay, Metric::Miss, Metric::AccessDelay] {
+                let q: Vec<f64> = p.iter().rev().copied().collect();
+                let t = CostTable::new(metric, &p, &q, 60.0);
+                let got = ExactSolver::new().solve(&t, m);
+                let want = every_anchor(&t, m);
+                prop_assert!(
+                    (got.cost - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                    "{} m={} search {} every anchor {}", metric, m, got.cost, want
+                );
+            }
+        }
 
         #[test]
         fn the_pruned_anchor_search_finds_the_best_of_every_anchor(
