@@ -726,6 +726,28 @@ mod tests {
         })
     }
 
+    /// For postings `p` (accesses the same reversed), under each metric: the pruned search
+    /// costs what the best of every anchor costs, and its slots cost what it says.
+    fn search_matches_every_anchor(p: &[f64], m: usize) -> Result<(), TestCaseError> {
+        for metric in [Metric::Delay, Metric::Miss, Metric::AccessDelay] {
+            let q: Vec<f64> = p.iter().rev().copied().collect();
+            let t = CostTable::new(metric, p, &q, 60.0);
+            let got = ExactSolver::new().solve(&t, m);
+            let want = every_anchor(&t, m);
+            let tol = 1e-9 * (1.0 + want.abs());
+            prop_assert!(
+                (got.cost - want).abs() <= tol,
+                "{} m={} search {} every anchor {}",
+                metric,
+                m,
+                got.cost,
+                want
+            );
+            prop_assert!((t.schedule_cost(&got.slots) - got.cost).abs() <= tol);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(120))]
 
@@ -735,16 +757,7 @@ mod tests {
             m in 2usize..=10,
         ) {
             prop_assume!(p.iter().any(|&x| x > 0.0));
-            for metric in [Metric::Delay, Metric::Miss, Metric::AccessDelay] {
-                let q: Vec<f64> = p.iter().rev().copied().collect();
-                let t = CostTable::new(metric, &p, &q, 60.0);
-                let got = ExactSolver::new().solve(&t, m);
-                let want = every_anchor(&t, m);
-                prop_assert!(
-                    (got.cost - want).abs() <= 1e-9 * (1.0 + want.abs()),
-                    "{} m={} search {} every anchor {}", metric, m, got.cost, want
-                );
-            }
+            search_matches_every_anchor(&p, m)?;
         }
 
         #[test]
@@ -752,19 +765,7 @@ mod tests {
             p in shape(),
             m in 2usize..=10,
         ) {
-            for metric in [Metric::Delay, Metric::Miss, Metric::AccessDelay] {
-                let q: Vec<f64> = p.iter().rev().copied().collect();
-                let t = CostTable::new(metric, &p, &q, 60.0);
-                let got = ExactSolver::new().solve(&t, m);
-                let want = every_anchor(&t, m);
-                prop_assert!(
-                    (got.cost - want).abs() <= 1e-9 * (1.0 + want.abs()),
-                    "{} m={} search {} every anchor {}", metric, m, got.cost, want
-                );
-                prop_assert!(
-                    (t.schedule_cost(&got.slots) - got.cost).abs() <= 1e-9 * (1.0 + want.abs())
-                );
-            }
+            search_matches_every_anchor(&p, m)?;
         }
     }
 }
