@@ -52,20 +52,48 @@ pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
     }
 }
 
+/// What a tuned peer may spend: the fetches of the run it is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerBudget {
+    /// Fetches on the scored days.
+    pub scored: u64,
+    /// Fetches from the start to the end of the scored days, when that bound holds too
+    /// (`replay --peer-budget both`); `None`: only the scored days are held.
+    pub whole: Option<u64>,
+}
+
+impl PeerBudget {
+    /// A run's fetches as the tuning counts them, on the scale of [`PeerBudget::scored`]:
+    /// with both bounds, the tighter of the two (the whole run's count scaled by
+    /// scored / whole), so a run that reaches the target passes neither bound and is
+    /// within 3% of the one that binds.
+    pub fn count(&self, scored: u64, whole: u64) -> u64 {
+        match self.whole {
+            Some(w) if w > 0 => {
+                let scaled = (whole as f64 * self.scored as f64 / w as f64).ceil() as u64;
+                scored.max(scaled)
+            }
+            _ => scored,
+        }
+    }
+}
+
 /// Every peer of `peers` twice, with its defaults and tuned: run over `duration` seconds,
-/// spending `target_fetches` on the scored days `[scored.0, scored.1)` (the same budget
-/// over the same days as what it is compared with; a peer tuned on the whole run's count
-/// starved the first days and spent up to twice the budget on the scored ones), and
+/// spending `budget.scored` fetches on the scored days `[scored.0, scored.1)` (the same
+/// budget over the same days as what it is compared with; a peer tuned on the whole run's
+/// count alone starved the first days and spent up to twice the budget on the scored ones)
+/// and, when `budget.whole` is set, at most that many before the scored days end, and
 /// scored by `metric` there.
 pub fn run_peers(
     trace: &Trace,
     peers: &[Peer],
     duration: f64,
     document_items: usize,
-    target_fetches: u64,
+    budget: PeerBudget,
     metric: Metric,
     scored: (f64, f64),
 ) -> Vec<PeerLog> {
+    let target_fetches = budget.scored;
     // The run may go on past the scored days, so their last postings are all found.
     let (score_from, score_to) = (scored.0, scored.1.min(duration));
     let base = PeerRun {
@@ -80,7 +108,12 @@ pub fn run_peers(
         0.0
     };
     let score = |log: &[Vec<f64>]| window(trace, log, from, score_to).objective(metric);
-    let count = |log: &[Vec<f64>]| fetches_in(log, from, score_to);
+    let count = |log: &[Vec<f64>]| {
+        budget.count(
+            fetches_in(log, from, score_to),
+            fetches_before(log, score_to),
+        )
+    };
     // Probes cut short at twice the target's rate over the whole run.
     let cap = (2.0 * target_fetches as f64 * duration / (score_to - from).max(1.0)) as u64 + 10_000;
     let tuning = PeerRun {
@@ -147,5 +180,36 @@ pub fn pooled<'a>(days: impl IntoIterator<Item = &'a Realized>, metric: Metric) 
         sum / weight
     } else {
         f64::NAN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PeerBudget;
+
+    #[test]
+    fn the_tighter_bound_counts() {
+        let scored_only = PeerBudget {
+            scored: 100,
+            whole: None,
+        };
+        assert_eq!(scored_only.count(90, 1_000), 90);
+        let both = PeerBudget {
+            scored: 100,
+            whole: Some(200),
+        };
+        // Within the whole run's bound: the scored days count.
+        assert_eq!(both.count(97, 150), 97);
+        // Past it: the whole run's count on the scored days' scale, so reaching the
+        // target means spending the whole run's bound.
+        assert_eq!(both.count(80, 210), 105);
+        assert_eq!(both.count(80, 200), 100);
+        assert_eq!(both.count(80, 199), 100);
+        // A whole-run bound of zero holds nothing (nothing was spent to compare with).
+        let empty = PeerBudget {
+            scored: 0,
+            whole: Some(0),
+        };
+        assert_eq!(empty.count(5, 5), 5);
     }
 }

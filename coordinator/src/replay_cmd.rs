@@ -3,7 +3,8 @@
 //! offline plan learned from the trace's first days, on the same postings.
 
 use crate::baselines::{
-    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerLog,
+    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudget,
+    PeerLog,
 };
 use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
@@ -162,9 +163,24 @@ pub struct ReplayArgs {
     /// nutch, stormcrawler.
     #[arg(long, default_value = "all")]
     peers: String,
+    /// What a tuned peer may spend: `scored`, the live run's fetches on the scored days;
+    /// `both`, that and also no more than the live run's fetches from day 0 to the end of
+    /// the scored days (a rule that fetches more while it learns, as StormCrawler's and
+    /// CommaFeed's do on empty documents, is held to the live run's first days too).
+    #[arg(long, value_enum, default_value_t = PeerBudgetArg::Scored)]
+    peer_budget: PeerBudgetArg,
     /// Draw the figure per day of every policy to this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+}
+
+/// `--peer-budget`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PeerBudgetArg {
+    /// The live run's fetches on the scored days.
+    Scored,
+    /// Those, and the live run's fetches from day 0 to the end of the scored days.
+    Both,
 }
 
 #[derive(serde::Serialize)]
@@ -447,12 +463,16 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     };
     let live_scored = fetches_in(&log.fetches, scored_from, scored_end);
     let live_fetches = fetches_before(&log.fetches, scored_end);
+    let peer_budget = PeerBudget {
+        scored: live_scored,
+        whole: (a.peer_budget == PeerBudgetArg::Both).then_some(live_fetches),
+    };
     let peer_logs = run_peers(
         &trace,
         &peer_list,
         cfg.duration,
         items,
-        live_scored,
+        peer_budget,
         a.metric,
         (scored_from, scored_end),
     );
@@ -686,8 +706,15 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     );
     print_calibration(&rows, train_days);
     if !peer_logs.is_empty() {
+        let also = match a.peer_budget {
+            PeerBudgetArg::Scored => String::new(),
+            PeerBudgetArg::Both => format!(
+                " and at most its {live_fetches} fetches of days 0 to {}",
+                days.saturating_sub(1)
+            ),
+        };
         println!(
-            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
+            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days{also}, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
             train_days
         );
         // What the delay figures do not show: a posting that scrolled off is counted at the
@@ -704,8 +731,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             // The search assumes fewer fetches at larger settings; a rule for which that
             // does not hold (Nutch's adaptive interval: its runs jump between a storm and
             // well below the budget) can be left short, and is shown so.
-            let short = if scored < live_scored
-                && !kairos_coordinator::peers::reaches(scored, live_scored)
+            let counted = peer_budget.count(scored, fetches_before(&p.log, scored_end));
+            let short = if counted < live_scored
+                && !kairos_coordinator::peers::reaches(counted, live_scored)
             {
                 " (below the budget: the search found no setting that spends it without passing it)"
             } else {

@@ -151,7 +151,10 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
             &peer_list,
             s.test_end + crate::baselines::drain_days(c.min_fetches_per_day) * DAY,
             a.document_items.max(1),
-            target,
+            crate::baselines::PeerBudget {
+                scored: target,
+                whole: None,
+            },
             c.metric,
             (s.train_end, s.test_end),
         ) {

@@ -311,6 +311,101 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
 }
 
+/// `--peer-budget both`: a tuned peer spends no more than the live run on the scored days
+/// and no more over the whole run either, and comes within 3% of the bound that binds.
+/// StormCrawler's rule starts every feed at its shortest interval, so tuned on the scored
+/// days alone it spends more than the live run on the days before them; held to both, it
+/// spends no more than the live run from day 0.
+#[test]
+fn peers_held_to_the_whole_runs_budget_spend_no_more_from_day_0() {
+    let dir = TempDir::new("replay-peer-budget");
+    let trace = dir.path().join("trace");
+    let o = coordinator(&[
+        "synth",
+        "--out",
+        trace.to_str().unwrap(),
+        "--feeds",
+        "120",
+        "--users",
+        "30",
+        "--days",
+        "8",
+        "--posts-per-day",
+        "0.5",
+        "--start-stop",
+        "0.3",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = |budget: &str| {
+        let json = dir.path().join(format!("days-{budget}.json"));
+        let o = coordinator(&[
+            "replay",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--train-days",
+            "4",
+            "--fetches-per-feed-per-day",
+            "1",
+            "--peers",
+            "stormcrawler,commafeed",
+            "--peer-budget",
+            budget,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let days: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (days, stdout)
+    };
+    // Fetches of `label` ("live" or a peer's label) on days [from, to).
+    let fetches = |days: &[serde_json::Value], label: &str, from: usize, to: usize| -> f64 {
+        days[from..to]
+            .iter()
+            .map(|d| {
+                if label == "live" {
+                    d["live"]["fetches"].as_f64().unwrap()
+                } else {
+                    let p = d["peers"].as_array().unwrap();
+                    let p = p.iter().find(|p| p[0] == label).unwrap();
+                    p[1]["fetches"].as_f64().unwrap()
+                }
+            })
+            .sum()
+    };
+    let (scored, out_scored) = run("scored");
+    let (both, out_both) = run("both");
+    assert!(
+        out_both.contains("and at most its"),
+        "the bound is said\n{out_both}"
+    );
+    let n = both.len();
+    // The live run is the same in both: only the peers' tuning differs.
+    assert_eq!(fetches(&scored, "live", 0, n), fetches(&both, "live", 0, n));
+    let (live_scored, live_all) = (fetches(&both, "live", 4, n), fetches(&both, "live", 0, n));
+    for label in ["stormcrawler (tuned)", "commafeed (tuned)"] {
+        let (s, a) = (fetches(&both, label, 4, n), fetches(&both, label, 0, n));
+        assert!(
+            s <= live_scored && a <= live_all,
+            "{label}: {s} on the scored days (live {live_scored}), {a} in all (live {live_all})\n{out_both}"
+        );
+        assert!(
+            s >= 0.97 * live_scored || a >= 0.97 * live_all,
+            "{label}: {s} / {live_scored}, {a} / {live_all}: neither bound reached\n{out_both}"
+        );
+    }
+    // Tuned on the scored days alone, StormCrawler spends more than the live run over the
+    // whole run on this trace: the case the second bound is for.
+    let sc_all = fetches(&scored, "stormcrawler (tuned)", 0, n);
+    assert!(
+        sc_all > live_all,
+        "stormcrawler tuned on the scored days: {sc_all} in all, live {live_all}\n{out_scored}"
+    );
+}
+
 #[test]
 fn replay_refuses_bad_input_clearly() {
     let o = coordinator(&["replay", "--trace", "/nonexistent/trace"]);
