@@ -52,6 +52,16 @@ pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
     }
 }
 
+/// `--peer-budget` of `replay` and `simulate`: which of the compared run's spending bounds
+/// a tuned peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PeerBudgetArg {
+    /// Its fetches on the scored days.
+    Scored,
+    /// Those, and its fetches from day 0 to the end of the scored days.
+    Both,
+}
+
 /// What a tuned peer may spend: the fetches of the run it is compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerBudget {

@@ -4,7 +4,7 @@
 
 use crate::baselines::{
     drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudget,
-    PeerLog,
+    PeerBudgetArg, PeerLog,
 };
 use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
@@ -172,15 +172,6 @@ pub struct ReplayArgs {
     /// Draw the figure per day of every policy to this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
-}
-
-/// `--peer-budget`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum PeerBudgetArg {
-    /// The live run's fetches on the scored days.
-    Scored,
-    /// Those, and the live run's fetches from day 0 to the end of the scored days.
-    Both,
 }
 
 #[derive(serde::Serialize)]

@@ -35,6 +35,11 @@ pub struct SimulateArgs {
     /// comma-separated list (see `replay --help`).
     #[arg(long, default_value = "all")]
     peers: String,
+    /// What a tuned peer may spend: `scored`, the plan's budget on the replayed days;
+    /// `both`, that and also no more than the budget from day 0 to their end (see `replay
+    /// --help`).
+    #[arg(long, value_enum, default_value_t = crate::baselines::PeerBudgetArg::Scored)]
+    peer_budget: crate::baselines::PeerBudgetArg,
     /// Items a feed's document holds, for the peers (they see only the documents).
     #[arg(long, default_value_t = 20)]
     document_items: usize,
@@ -142,7 +147,8 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
             });
         }
         // The peers fetch from day 0 (they learn while they fetch); they spend the plan's
-        // daily budget on the replayed days and are measured there.
+        // daily budget on the replayed days (and with `--peer-budget both` no more than it
+        // from day 0 to their end) and are measured there.
         let target = (per_feed_day * n as f64 * (s.test_end - s.train_end) / DAY).floor() as u64;
         // They run past the replayed days so the last postings are all found (the plans'
         // cyclic schedules have no end to be cut off at).
@@ -153,7 +159,8 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
             a.document_items.max(1),
             crate::baselines::PeerBudget {
                 scored: target,
-                whole: None,
+                whole: (a.peer_budget == crate::baselines::PeerBudgetArg::Both)
+                    .then(|| (per_feed_day * n as f64 * s.test_end / DAY).floor() as u64),
             },
             c.metric,
             (s.train_end, s.test_end),

@@ -113,6 +113,46 @@ fn simulate_json_orders_the_policies_like_the_papers() {
     );
 }
 
+/// `simulate --peer-budget both`: a tuned peer spends no more than the plans' budget over
+/// all the days it ran, not only on the replayed ones. StormCrawler's rule fetches more while
+/// it learns; tuned on the replayed days alone it spends more than the budget over the run.
+#[test]
+fn simulate_holds_the_peers_to_the_budget_from_day_0_when_asked() {
+    let per_day = |budget: &str| -> f64 {
+        let o = coordinator(&[
+            "simulate",
+            "--trace",
+            &sample(),
+            "--policies",
+            "optimal",
+            "--intervals",
+            "12h",
+            "--peers",
+            "stormcrawler",
+            "--peer-budget",
+            budget,
+            "--json",
+        ]);
+        assert!(o.status.success(), "simulate failed: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["peer"] == "stormcrawler (tuned)")
+            .unwrap()["fetches_per_feed_per_day"]
+            .as_f64()
+            .unwrap()
+    };
+    // 12 h: two fetches a feed a day.
+    let (scored, both) = (per_day("scored"), per_day("both"));
+    assert!(scored > 2.0, "tuned on the replayed days alone: {scored}");
+    assert!(
+        (0.97 * 2.0..=2.0).contains(&both),
+        "held from day 0: {both}"
+    );
+}
+
 /// A minimal valid trace; tests break one file at a time.
 fn tiny_trace(dir: &TempDir) {
     dir.write("feeds.csv", "feed_id,weight\na,1\nb,2\n");
