@@ -3,25 +3,27 @@
 //! second day, keep the budget, and come close to an offline planner with the same history.
 
 use kairos_tests::{coordinator, TempDir};
+use std::path::PathBuf;
+
+/// A synthetic trace written by `synth` into `dir/trace` with `flags`; its path.
+fn synth(dir: &TempDir, flags: &[&str]) -> PathBuf {
+    let trace = dir.path().join("trace");
+    let mut args = vec!["synth", "--out", trace.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    let o = coordinator(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    trace
+}
 
 #[test]
 fn the_live_system_learns_a_trace_from_an_empty_store() {
     let dir = TempDir::new("replay");
-    let trace = dir.path().join("trace");
-    let o = coordinator(&[
-        "synth",
-        "--out",
-        trace.to_str().unwrap(),
-        "--feeds",
-        "300",
-        "--users",
-        "80",
-        "--days",
-        "16",
-        "--seed",
-        "5",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds", "300", "--users", "80", "--days", "16", "--seed", "5",
+        ],
+    );
     let json = dir.path().join("days.json");
     let svg = dir.path().join("days.svg");
     let o = coordinator(&[
@@ -273,21 +275,12 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
 #[test]
 fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     let dir = TempDir::new("replay-freeze");
-    let trace = dir.path().join("trace");
-    let o = coordinator(&[
-        "synth",
-        "--out",
-        trace.to_str().unwrap(),
-        "--feeds",
-        "60",
-        "--users",
-        "20",
-        "--days",
-        "3",
-        "--seed",
-        "7",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds", "60", "--users", "20", "--days", "3", "--seed", "7",
+        ],
+    );
     let json = dir.path().join("days.json");
     let o = coordinator(&[
         "replay",
@@ -319,25 +312,23 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
 #[test]
 fn peers_held_to_the_whole_runs_budget_spend_no_more_from_day_0() {
     let dir = TempDir::new("replay-peer-budget");
-    let trace = dir.path().join("trace");
-    let o = coordinator(&[
-        "synth",
-        "--out",
-        trace.to_str().unwrap(),
-        "--feeds",
-        "120",
-        "--users",
-        "30",
-        "--days",
-        "8",
-        "--posts-per-day",
-        "0.5",
-        "--start-stop",
-        "0.3",
-        "--seed",
-        "3",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds",
+            "120",
+            "--users",
+            "30",
+            "--days",
+            "8",
+            "--posts-per-day",
+            "0.5",
+            "--start-stop",
+            "0.3",
+            "--seed",
+            "3",
+        ],
+    );
     let run = |budget: &str| {
         let json = dir.path().join(format!("days-{budget}.json"));
         let o = coordinator(&[
