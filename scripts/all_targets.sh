@@ -9,7 +9,8 @@
 #   REAL    the real trace (default ../shared/traces/real-commits)
 #   BUDGETS default "0.5 1 2 4"
 #   ONLY    space-separated variant names to run (default: all, `real` included)
-#   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --no-quick-updates)
+#   EXTRA   more `replay` flags for every run (a variant behind a flag, e.g. --no-quick-updates;
+#           `--peer-budget both` for the peers held to the live run's fetches from day 0 too)
 #   TRACE_DIRS  space-separated NAME=DIR trace folders to run instead of the variants (e.g.
 #           the sub-populations of scripts/trace_subsets.py); each is linked as $OUT/traces/NAME
 # A run whose log already holds a result is not run again; the table is $OUT/summary.md.
