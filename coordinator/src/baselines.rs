@@ -52,14 +52,25 @@ pub fn parse_peers(list: &str) -> Result<Vec<Peer>, String> {
     }
 }
 
-/// `--peer-budget` of `replay` and `simulate`: which of the compared run's spending bounds
-/// a tuned peer.
+/// `--peer-budget` of `replay` and `simulate`: which counts of the compared run's fetches
+/// bound a tuned peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PeerBudgetArg {
     /// Its fetches on the scored days.
     Scored,
     /// Those, and its fetches from day 0 to the end of the scored days.
     Both,
+}
+
+impl PeerBudgetArg {
+    /// The bounds for a run that spent `scored` fetches on the scored days and `whole`
+    /// from day 0 to their end.
+    pub fn budget(self, scored: u64, whole: u64) -> PeerBudget {
+        PeerBudget {
+            scored,
+            whole: (self == PeerBudgetArg::Both).then_some(whole),
+        }
+    }
 }
 
 /// What a tuned peer may spend: the fetches of the run it is compared with.

@@ -3,8 +3,8 @@
 //! offline plan learned from the trace's first days, on the same postings.
 
 use crate::baselines::{
-    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudget,
-    PeerBudgetArg, PeerLog,
+    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudgetArg,
+    PeerLog,
 };
 use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
@@ -165,8 +165,9 @@ pub struct ReplayArgs {
     peers: String,
     /// What a tuned peer may spend: `scored`, the live run's fetches on the scored days;
     /// `both`, that and also no more than the live run's fetches from day 0 to the end of
-    /// the scored days (a rule that fetches more while it learns, as StormCrawler's and
-    /// CommaFeed's do on empty documents, is held to the live run's first days too).
+    /// the scored days (a rule that fetches more while it learns, as StormCrawler's does
+    /// from its shortest interval on empty documents, is held to the live run's first days
+    /// too).
     #[arg(long, value_enum, default_value_t = PeerBudgetArg::Scored)]
     peer_budget: PeerBudgetArg,
     /// Draw the figure per day of every policy to this SVG file.
@@ -454,10 +455,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     };
     let live_scored = fetches_in(&log.fetches, scored_from, scored_end);
     let live_fetches = fetches_before(&log.fetches, scored_end);
-    let peer_budget = PeerBudget {
-        scored: live_scored,
-        whole: (a.peer_budget == PeerBudgetArg::Both).then_some(live_fetches),
-    };
+    let peer_budget = a.peer_budget.budget(live_scored, live_fetches);
     let peer_logs = run_peers(
         &trace,
         &peer_list,

@@ -157,11 +157,10 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
             &peer_list,
             s.test_end + crate::baselines::drain_days(c.min_fetches_per_day) * DAY,
             a.document_items.max(1),
-            crate::baselines::PeerBudget {
-                scored: target,
-                whole: (a.peer_budget == crate::baselines::PeerBudgetArg::Both)
-                    .then(|| (per_feed_day * n as f64 * s.test_end / DAY).floor() as u64),
-            },
+            a.peer_budget.budget(
+                target,
+                (per_feed_day * n as f64 * s.test_end / DAY).floor() as u64,
+            ),
             c.metric,
             (s.train_end, s.test_end),
         ) {
