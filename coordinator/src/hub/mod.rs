@@ -50,9 +50,13 @@ mod removal_tests;
 mod reports;
 mod rounds;
 pub mod stored_plan;
+#[cfg(test)]
+mod test_support;
 pub use crate::settings::SettingsRecord;
 use crate::settings::{SettingsError, SettingsPatch};
 pub use figures::{FeedView, HealthView, PlanFigures, Totals};
+#[cfg(test)]
+pub(crate) use test_support::{open_for_tests, test_runtime};
 
 /// Settings of the live coordinator.
 #[derive(Clone, Debug)]
@@ -766,37 +770,4 @@ async fn delete_leftovers<B: KvBackend + ?Sized>(
         "{what} no longer registered dropped"
     );
     deleted
-}
-
-/// The runtime the hub's unit tests block on: one worker thread, timers and I/O enabled.
-#[cfg(test)]
-pub(crate) fn test_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a test runtime")
-}
-
-/// A hub for unit tests: sessions that never expire in wall time, hourly replans.
-#[cfg(test)]
-pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock) -> Hub<B> {
-    Hub::open(
-        store,
-        clock,
-        HubConfig {
-            cluster: ClusterConfig {
-                lease: Duration::from_secs(1 << 30),
-                ..ClusterConfig::default()
-            },
-            planner: Default::default(),
-            replan_interval: Duration::from_secs(3600),
-            health: Default::default(),
-            retention: Default::default(),
-            plan_snapshot_every: None,
-            private_allowed: Vec::new(),
-        },
-    )
-    .await
-    .expect("a hub opens on a test store")
 }
