@@ -2,8 +2,9 @@
 # Issue 28's targets at one commit: every synthetic variant and `real-commits` at 0.5, 1, 2
 # and 4 fetches per feed per day, live `replay --peers all` from an empty store, days 14 to
 # the end; one table with each run's live delay, its ratio to the best peer tuned to the
-# same fetches (named), to the offline plan learned on the days before each day, to the
-# truth plan (synthetic), and the budget's worst days.
+# same fetches (named), the same ratio with the postings lost to full documents priced, its
+# ratio to the offline plan learned on the days before each day and to the truth plan
+# (synthetic), and the budget's worst days.
 #
 # usage: BIN=target/release/kairos-coordinator OUT=/tmp/targets P=2 scripts/all_targets.sh
 #   REAL    the real trace (default ../shared/traces/real-commits)
@@ -94,6 +95,10 @@ def row(v, b):
         if "(tuned)" in l and not l.startswith("kairos"):
             name = l.split("(tuned)")[0].strip()
             rows.setdefault("peers", {})[name] = float(l.split()[-2])
+        if l.startswith("with each lost posting charged"):
+            # "... best tuned peer B min (NAME); kairos / best tuned peer, losses priced R"
+            name = l.split("min (")[-1].split(")")[0]
+            rows["priced"] = f"{float(l.split()[-1]):.3f} ({name})"
         if l.startswith("kairos / truth"):
             rows["truth"] = float(l.split()[-1])
         if l.startswith("replay of"):
@@ -113,18 +118,21 @@ def row(v, b):
     per_day = [d["live"]["fetches"] / (float(b) * feeds) for d in days]
     over = sum(r > 1.0 + 1e-9 for r in per_day)
     cal = rows.get("calibration", "-")
-    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}, {best:.2f}) | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) | {cal} |")
+    priced = rows.get("priced", "-")
+    return (f"| {v} | {b} | {live:.2f} | {live / best:.3f} ({peer}, {best:.2f}) | {priced} | {offline} | {truth} | {over} of {len(per_day)} | {min(per_day):.3f} (day {per_day.index(min(per_day))}) | {cal} |")
 
 
 # The last column: days whose live delay is within 15% of the plans' promise for the
 # postings that came, then within 15% or two standard errors, of the days scored; and live
 # over promise over those days.
-print("| trace | budget | live (min) | / best tuned peer (its min) | / offline | / truth | days over budget | lowest day / budget | promise: days within 15% / or 2 SE, live / promise |")
-print("|---|---|---|---|---|---|---|---|---|")
+# "losses priced": the same ratio with every posting lost to a full document charged the
+# plans' price of a lost posting (a day by default), against the best peer on that figure.
+print("| trace | budget | live (min) | / best tuned peer (its min) | / best tuned peer, losses priced | / offline | / truth | days over budget | lowest day / budget | promise: days within 15% / or 2 SE, live / promise |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for v, b in jobs:
     try:
         print(row(v, b))
     except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as e:
         # A replay that failed or was cut short leaves a log without its figures.
-        print(f"| {v} | {b} | no result: {type(e).__name__} {e} | | | | | | |")
+        print(f"| {v} | {b} | no result: {type(e).__name__} {e} | | | | | | | |")
 EOF

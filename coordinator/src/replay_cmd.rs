@@ -3,8 +3,8 @@
 //! offline plan learned from the trace's first days, on the same postings.
 
 use crate::baselines::{
-    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudgetArg,
-    PeerLog,
+    drain_days, fetches_before, fetches_in, parse_peers, pooled, run_peers, window, PeerBudget,
+    PeerBudgetArg, PeerLog,
 };
 use crate::calibration::{day_calibration, DayCalibration};
 use crate::replay::{run, ReplayConfig};
@@ -33,7 +33,9 @@ use std::time::Instant;
 
 #[path = "replay_print.rs"]
 mod print;
-use print::{print_calibration, print_windows, write_fetch_log};
+use print::{
+    print_calibration, print_peers, print_priced, print_windows, write_fetch_log, PeerSettings,
+};
 
 /// Options of `replay`.
 #[derive(Args)]
@@ -228,6 +230,9 @@ struct DayRow {
     calibration: Option<DayCalibration>,
     /// The peers' schedulers on the same day, by label (`commafeed`, `commafeed (tuned)`).
     peers: Vec<(String, Realized)>,
+    /// The day's postings each peer's fetches never saw (scrolled off first), in the
+    /// order of `peers`.
+    peers_scrolled_off: Vec<usize>,
 }
 
 /// Feeds whose regime changed, at a day's last replan (`control/regimes.rs`).
@@ -552,6 +557,10 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
                     .iter()
                     .map(|p| (p.label(), window(&trace, &p.log, s, e)))
                     .collect(),
+                peers_scrolled_off: peer_logs
+                    .iter()
+                    .map(|p| scrolled_off_log(&trace, &p.log, items, s, e))
+                    .collect(),
             })
         })
         .collect::<Result<_>>()?;
@@ -695,47 +704,27 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     );
     print_calibration(&rows, train_days);
     if !peer_logs.is_empty() {
-        let also = match a.peer_budget {
-            PeerBudgetArg::Scored => String::new(),
-            PeerBudgetArg::Both => format!(
-                " and at most its {live_fetches} fetches of days 0 to {}",
-                days.saturating_sub(1)
-            ),
+        let settings = PeerSettings {
+            budget: peer_budget,
+            budget_arg: a.peer_budget,
+            live_scored,
+            live_fetches,
+            scored: (scored_from, scored_end),
+            train_days,
+            days,
+            items,
+            seconds: peer_seconds,
         };
-        println!(
-            "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {live_scored} fetches of those days{also}, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({peer_seconds:.1} s)",
-            train_days
-        );
-        // What the delay figures do not show: a posting that scrolled off is counted at the
-        // next fetch as if it had been seen, so a scheduler that lets documents overflow
-        // looks better there than it is to a reader.
-        let lost = |log: &[Vec<f64>]| scrolled_off_log(&trace, log, items, scored_from, scored_end);
-        println!(
-            "  {:<26} postings scrolled off on those days: {}",
-            "kairos (live)",
-            lost(&log.fetches)
-        );
-        for p in peer_logs.iter().filter(|p| p.tuned) {
-            let scored = fetches_in(&p.log, scored_from, scored_end);
-            // The search assumes fewer fetches at larger settings; a rule for which that
-            // does not hold (Nutch's adaptive interval: its runs jump between a storm and
-            // well below the budget) can be left short, and is shown so.
-            let counted = peer_budget.count(scored, fetches_before(&p.log, scored_end));
-            let short = if counted < live_scored
-                && !kairos_coordinator::peers::reaches(counted, live_scored)
-            {
-                " (below the budget: the search found no setting that spends it without passing it)"
-            } else {
-                ""
-            };
-            println!(
-                "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days{short}, {} in all; postings scrolled off on those days: {}",
-                p.peer.name(),
-                p.knobs.fast,
-                p.knobs.slow,
-                fetches_before(&p.log, scored_end),
-                lost(&p.log)
-            );
+        print_peers(&trace, &rows, &log.fetches, &peer_logs, &settings);
+        if a.metric == Metric::Delay {
+            // The plans' own price of a lost posting; a day where they use floors or price
+            // nothing, so the figure still says what the losses would cost a reader.
+            let hours = cfg
+                .planner
+                .lost_posting_hours
+                .filter(|h| *h > 0.0)
+                .unwrap_or(DEFAULT_LOST_POSTING_HOURS);
+            print_priced(&rows, &peer_logs, train_days.min(days), hours);
         }
     }
     if let Some(path) = &a.plot {

@@ -172,3 +172,134 @@ pub(super) fn print_windows(
         println!();
     }
 }
+
+/// What [`print_peers`] says of the peers' tuning.
+pub(super) struct PeerSettings {
+    /// The bounds each tuned peer was held to.
+    pub budget: PeerBudget,
+    /// The flag that chose them.
+    pub budget_arg: PeerBudgetArg,
+    /// The live run's fetches on the scored days.
+    pub live_scored: u64,
+    /// The live run's fetches from day 0 to the end of the scored days.
+    pub live_fetches: u64,
+    /// The scored days, trace seconds.
+    pub scored: (f64, f64),
+    /// The first scored day.
+    pub train_days: usize,
+    /// Days replayed.
+    pub days: usize,
+    /// Items a feed's document holds.
+    pub items: usize,
+    /// Seconds the peers' runs took.
+    pub seconds: f64,
+}
+
+/// Prints how each peer was tuned, what it spent and the postings it lost on the scored
+/// days, beside the live run's.
+pub(super) fn print_peers(
+    trace: &Trace,
+    rows: &[DayRow],
+    live: &[Vec<f64>],
+    peers: &[PeerLog],
+    s: &PeerSettings,
+) {
+    let (from, to) = s.scored;
+    let also = match s.budget_arg {
+        PeerBudgetArg::Scored => String::new(),
+        PeerBudgetArg::Both => format!(
+            " and at most its {} fetches of days 0 to {}",
+            s.live_fetches,
+            s.days.saturating_sub(1)
+        ),
+    };
+    println!(
+        "peers: each with its shipped defaults and tuned: its interval settings scaled to spend on days {}+ the live run's {} fetches of those days{also}, the ratio of quiet to busy feeds' settings chosen in hindsight on them ({:.1} s)",
+        s.train_days, s.live_scored, s.seconds
+    );
+    // What the delay figures do not show: a posting that scrolled off is counted at the
+    // next fetch as if it had been seen, so a scheduler that lets documents overflow
+    // looks better there than it is to a reader.
+    let lost = |log: &[Vec<f64>]| scrolled_off_log(trace, log, s.items, from, to);
+    println!(
+        "  {:<26} postings scrolled off on those days: {}",
+        "kairos (live)",
+        lost(live)
+    );
+    debug_assert!(rows
+        .iter()
+        .all(|r| r.peers_scrolled_off.len() == peers.len()));
+    for p in peers.iter().filter(|p| p.tuned) {
+        let scored = fetches_in(&p.log, from, to);
+        // The search assumes fewer fetches at larger settings; a rule for which that
+        // does not hold (Nutch's adaptive interval: its runs jump between a storm and
+        // well below the budget) can be left short, and is shown so.
+        let counted = s.budget.count(scored, fetches_before(&p.log, to));
+        let short = if counted < s.live_scored
+            && !kairos_coordinator::peers::reaches(counted, s.live_scored)
+        {
+            " (below the budget: the search found no setting that spends it without passing it)"
+        } else {
+            ""
+        };
+        println!(
+            "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days{short}, {} in all; postings scrolled off on those days: {}",
+            p.peer.name(),
+            p.knobs.fast,
+            p.knobs.slow,
+            fetches_before(&p.log, to),
+            lost(&p.log)
+        );
+    }
+}
+
+/// A run's delay per posting over some days with every posting it lost to a full document
+/// charged `hours` of delay on top of the delay it is counted at (the fetch after it
+/// scrolled off): the figure the plans minimize (docs/PLANNER.md, "Lost postings").
+/// NaN when no posting was found.
+pub(super) fn priced_delay_min<'a>(
+    days: impl IntoIterator<Item = (&'a Realized, usize)>,
+    hours: f64,
+) -> f64 {
+    let (mut sum, mut postings) = (0.0, 0usize);
+    for (r, lost) in days {
+        sum += r.avg_delay_min * r.postings as f64 + lost as f64 * hours * 60.0;
+        postings += r.postings;
+    }
+    if postings > 0 {
+        sum / postings as f64
+    } else {
+        f64::NAN
+    }
+}
+
+/// Prints the live run and each tuned peer on the days from `from` on with their lost
+/// postings priced ([`priced_delay_min`]), and Kairos against the best peer so priced.
+pub(super) fn print_priced(rows: &[DayRow], peers: &[PeerLog], from: usize, hours: f64) {
+    let scored = &rows[from.min(rows.len())..];
+    let live = priced_delay_min(scored.iter().map(|r| (&r.live, r.scrolled_off.live)), hours);
+    if !live.is_finite() {
+        return;
+    }
+    let best = peers
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.tuned)
+        .map(|(i, p)| {
+            let priced = priced_delay_min(
+                scored
+                    .iter()
+                    .map(|r| (&r.peers[i].1, r.peers_scrolled_off[i])),
+                hours,
+            );
+            (p.peer.name(), priced)
+        })
+        .filter(|(_, v)| v.is_finite())
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((name, best)) = best {
+        println!(
+            "with each lost posting charged {hours} h of delay (the plans' price), days {from}+: kairos (live) {live:.2} min, best tuned peer {best:.2} min ({name}); kairos / best tuned peer, losses priced {:.3}",
+            live / best
+        );
+    }
+}

@@ -196,6 +196,48 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
         ("kairos".to_string(), live_scored_lost),
         "{stdout}"
     );
+    // The same days with each lost posting charged a day of delay (the plans' price by
+    // default), for the live run and the best tuned peer so charged: figures recomputed
+    // here from the days' delays and losses in the JSON.
+    let priced = |delay_of: &dyn Fn(&serde_json::Value) -> serde_json::Value,
+                  lost_of: &dyn Fn(&serde_json::Value) -> u64|
+     -> f64 {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for d in &days[7..] {
+            let r = delay_of(d);
+            let p = r["postings"].as_f64().unwrap();
+            sum += r["avg_delay_min"].as_f64().unwrap() * p + lost_of(d) as f64 * 24.0 * 60.0;
+            n += p;
+        }
+        sum / n
+    };
+    let live_priced = priced(&|d| d["live"].clone(), &|d| {
+        d["scrolled_off"]["live"].as_u64().unwrap()
+    });
+    let (best_name, best_priced) = peers
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p[0].as_str().unwrap().ends_with("(tuned)"))
+        .map(|(i, p)| {
+            let v = priced(&|d| d["peers"][i][1].clone(), &|d| {
+                d["peers_scrolled_off"][i].as_u64().unwrap()
+            });
+            (p[0].as_str().unwrap().trim_end_matches(" (tuned)"), v)
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    // A lost posting costs more than any delay this trace's plans leave, so charging them
+    // raises every figure that lost one.
+    assert!(live_scored_lost == 0 || live_priced > per_posting("live"));
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("with each lost posting charged 24 h of delay"))
+        .unwrap_or_else(|| panic!("no priced line\n{stdout}"));
+    let expected = format!(
+        "days 7+: kairos (live) {live_priced:.2} min, best tuned peer {best_priced:.2} min ({best_name}); kairos / best tuned peer, losses priced {:.3}",
+        live_priced / best_priced
+    );
+    assert!(line.ends_with(&expected), "{line}\nexpected …{expected}");
     // After a week the plans deliver what they expect: realized within 15% of expected.
     let (mut expected, mut n) = (0.0, 0.0);
     for d in &days[7..] {
