@@ -452,6 +452,17 @@ impl FeedState {
         self.postings_ms.len() + self.spread_ms.len()
     }
 
+    /// Postings a day seen over the feed's watched span in the window ending at `now_ms`
+    /// (at least a day): what the store's retention must hold for it.
+    pub fn postings_per_day_seen(&self, now_ms: i64, window_ms: i64) -> f64 {
+        let since = self
+            .observed_since_ms
+            .unwrap_or(now_ms)
+            .max(now_ms - window_ms);
+        let days = ((now_ms - since) as f64 / crate::time::DAY_MS as f64).max(1.0);
+        self.observed_postings() as f64 / days
+    }
+
     /// Observed span in ms: from the start of the observations to the last answered fetch
     /// (capped at `now_ms`; 0 before the first answer). Postings published since the last
     /// fetch cannot have been seen yet, so the time after it is not observed: counting it

@@ -212,15 +212,10 @@ impl Message for PostingVolume {
             window_ms,
             registered_at_open,
         } = self;
-        let day = crate::time::DAY_MS as f64;
         let per_day = s
             .feeds
             .values()
-            .map(|st| {
-                let since = st.observed_since_ms.unwrap_or(now).max(now - window_ms);
-                let days = ((now - since) as f64 / day).max(1.0);
-                (st.postings_ms.len() + st.spread_ms.len()) as f64 / days
-            })
+            .map(|st| st.postings_per_day_seen(now, window_ms))
             .sum();
         let feeds = s.cluster.feeds().len().max(s.feeds.len());
         (feeds.max(registered_at_open), per_day)
@@ -372,24 +367,7 @@ impl Message for Heartbeat {
     fn handle(self, s: &mut State) -> Self::Reply {
         let c = &mut s.cluster;
         let v = c.heartbeat(&self.session, self.observed, Instant::now())?;
-        let workers = c.workers();
-        let backlog: u64 = workers.iter().map(|w| w.report_backlog).sum();
-        metrics::gauge!(m::REPORT_BACKLOG).set(backlog as f64);
-        let in_flight: u64 = workers.iter().map(|w| w.in_flight as u64).sum();
-        metrics::gauge!(m::WORKER_FETCHES_IN_FLIGHT).set(in_flight as f64);
-        // Sessions whose applied assignment trails the desired one.
-        let behind = workers
-            .iter()
-            .filter(|w| w.applied_version < w.version)
-            .count();
-        metrics::gauge!(m::WORKERS_BEHIND).set(behind as f64);
-        let offset = workers
-            .iter()
-            .filter_map(|w| w.clock_offset_ms)
-            .map(i64::unsigned_abs)
-            .max()
-            .unwrap_or(0);
-        metrics::gauge!(m::WORKER_CLOCK_OFFSET).set(offset as f64 / 1000.0);
+        m::record_worker_sessions(&c.workers());
         Ok((c.epoch(), v))
     }
 }
