@@ -483,25 +483,14 @@ pub fn record_membership(workers: usize, moved: u64, spilled: usize) {
     gauge!(SHARD_SPILLED_HOSTS).set(spilled as f64);
 }
 
-/// The workers' own figures at a heartbeat: reports waiting, fetches in flight, sessions
-/// whose applied assignment trails the desired one, the largest clock offset.
-pub fn record_worker_sessions(workers: &[crate::control::cluster::WorkerInfo]) {
-    let backlog: u64 = workers.iter().map(|w| w.report_backlog).sum();
+/// The workers' own figures at a heartbeat ([`crate::control::cluster::SessionFigures`]):
+/// reports waiting, fetches in flight, sessions whose applied assignment trails the desired
+/// one, the largest clock offset.
+pub fn record_worker_sessions(backlog: u64, in_flight: u64, behind: usize, clock_offset_ms: u64) {
     gauge!(REPORT_BACKLOG).set(backlog as f64);
-    let in_flight: u64 = workers.iter().map(|w| w.in_flight as u64).sum();
     gauge!(WORKER_FETCHES_IN_FLIGHT).set(in_flight as f64);
-    let behind = workers
-        .iter()
-        .filter(|w| w.applied_version < w.version)
-        .count();
     gauge!(WORKERS_BEHIND).set(behind as f64);
-    let offset = workers
-        .iter()
-        .filter_map(|w| w.clock_offset_ms)
-        .map(i64::unsigned_abs)
-        .max()
-        .unwrap_or(0);
-    gauge!(WORKER_CLOCK_OFFSET).set(offset as f64 / 1000.0);
+    gauge!(WORKER_CLOCK_OFFSET).set(clock_offset_ms as f64 / 1000.0);
 }
 
 /// One accepted fetch report; `outcome` is a closed-set label.

@@ -118,6 +118,39 @@ pub struct WorkerInfo {
     pub last_heartbeat_unix_ms: i64,
 }
 
+/// What the live sessions report together, for the workers' gauges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionFigures {
+    /// Fetch reports the workers hold, not yet sent.
+    pub report_backlog: u64,
+    /// Fetches in flight.
+    pub in_flight: u64,
+    /// Sessions whose applied assignment trails the desired one.
+    pub behind: usize,
+    /// The largest clock offset from the coordinator's, either way, ms.
+    pub max_clock_offset_ms: u64,
+}
+
+impl SessionFigures {
+    /// The figures of these sessions.
+    pub fn of(workers: &[WorkerInfo]) -> Self {
+        SessionFigures {
+            report_backlog: workers.iter().map(|w| w.report_backlog).sum(),
+            in_flight: workers.iter().map(|w| w.in_flight as u64).sum(),
+            behind: workers
+                .iter()
+                .filter(|w| w.applied_version < w.version)
+                .count(),
+            max_clock_offset_ms: workers
+                .iter()
+                .filter_map(|w| w.clock_offset_ms)
+                .map(i64::unsigned_abs)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+}
+
 /// What a worker reported of itself in its last heartbeat (its observed state, next to
 /// the desired state the coordinator holds for it).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

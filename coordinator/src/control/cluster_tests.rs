@@ -607,3 +607,37 @@ fn a_worker_list_naming_strange_spills_is_read_and_every_host_still_dealt() {
     let bad = r#"[{"name":"a","capacity":1e308,"spilled":[["h1.test"]]}]"#;
     assert!(serde_json::from_str::<Vec<Member>>(bad).is_err());
 }
+
+/// The workers' gauges: sums of what they hold, sessions behind their desired state, and
+/// the largest offset either way (a clock behind counts as much as one ahead).
+#[test]
+fn session_figures_sum_count_and_take_the_largest_offset_either_way() {
+    let worker = |backlog, in_flight, version, applied, offset| WorkerInfo {
+        id: "w".into(),
+        name: "w".into(),
+        capacity: 1.0,
+        hosts: 0,
+        feeds: 0,
+        version,
+        report_backlog: backlog,
+        in_flight,
+        applied_version: applied,
+        clock_offset_ms: offset,
+        last_heartbeat_unix_ms: 0,
+    };
+    let f = SessionFigures::of(&[
+        worker(3, 2, 5, 5, Some(1_500)),
+        worker(4, 1, 6, 5, Some(-7_000)),
+        worker(0, 0, 2, 1, None),
+    ]);
+    assert_eq!(
+        f,
+        SessionFigures {
+            report_backlog: 7,
+            in_flight: 3,
+            behind: 2,
+            max_clock_offset_ms: 7_000,
+        }
+    );
+    assert_eq!(SessionFigures::of(&[]), SessionFigures::default());
+}

@@ -35,7 +35,9 @@ use super::quick::{Found, Job};
 use super::reports::{Accepted, Learned};
 use super::rounds::Solved;
 use crate::access::{AccessCounts, AccessEvent, StoredAccess};
-use crate::control::cluster::{ClusterError, Desired, Member, Observed, WorkerInfo};
+use crate::control::cluster::{
+    ClusterError, Desired, Member, Observed, SessionFigures, WorkerInfo,
+};
 use crate::control::feedstate::FeedState;
 use crate::control::health::HealthPolicy;
 use crate::control::quick::{Basis, Update};
@@ -367,7 +369,13 @@ impl Message for Heartbeat {
     fn handle(self, s: &mut State) -> Self::Reply {
         let c = &mut s.cluster;
         let v = c.heartbeat(&self.session, self.observed, Instant::now())?;
-        m::record_worker_sessions(&c.workers());
+        let f = SessionFigures::of(&c.workers());
+        m::record_worker_sessions(
+            f.report_backlog,
+            f.in_flight,
+            f.behind,
+            f.max_clock_offset_ms,
+        );
         Ok((c.epoch(), v))
     }
 }
