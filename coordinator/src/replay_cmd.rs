@@ -719,12 +719,18 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         if a.metric == Metric::Delay {
             // The plans' own price of a lost posting; a day where they use floors or price
             // nothing, so the figure still says what the losses would cost a reader.
-            let hours = cfg
-                .planner
-                .lost_posting_hours
-                .filter(|h| *h > 0.0)
-                .unwrap_or(DEFAULT_LOST_POSTING_HOURS);
-            print_priced(&rows, &peer_logs, train_days.min(days), hours);
+            let (hours, whose) = match cfg.planner.lost_posting_hours {
+                Some(h) if h > 0.0 => (h, "the plans' price"),
+                Some(_) => (
+                    DEFAULT_LOST_POSTING_HOURS,
+                    "the default price; these plans price none",
+                ),
+                None => (
+                    DEFAULT_LOST_POSTING_HOURS,
+                    "the default price; these plans use floors",
+                ),
+            };
+            print_priced(&rows, &peer_logs, train_days.min(days), hours, whose);
         }
     }
     if let Some(path) = &a.plot {

@@ -275,7 +275,14 @@ pub(super) fn priced_delay_min<'a>(
 
 /// Prints the live run and each tuned peer on the days from `from` on with their lost
 /// postings priced ([`priced_delay_min`]), and Kairos against the best peer so priced.
-pub(super) fn print_priced(rows: &[DayRow], peers: &[PeerLog], from: usize, hours: f64) {
+/// `whose` says where the price comes from.
+pub(super) fn print_priced(
+    rows: &[DayRow],
+    peers: &[PeerLog],
+    from: usize,
+    hours: f64,
+    whose: &str,
+) {
     let scored = &rows[from.min(rows.len())..];
     let live = priced_delay_min(scored.iter().map(|r| (&r.live, r.scrolled_off.live)), hours);
     if !live.is_finite() {
@@ -298,7 +305,7 @@ pub(super) fn print_priced(rows: &[DayRow], peers: &[PeerLog], from: usize, hour
         .min_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((name, best)) = best {
         println!(
-            "with each lost posting charged {hours} h of delay (the plans' price), days {from}+: kairos (live) {live:.2} min, best tuned peer {best:.2} min ({name}); kairos / best tuned peer, losses priced {:.3}",
+            "with each lost posting charged {hours} h of delay ({whose}), days {from}+: kairos (live) {live:.2} min, best tuned peer {best:.2} min ({name}); kairos / best tuned peer, losses priced {:.3}",
             live / best
         );
     }

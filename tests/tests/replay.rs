@@ -346,6 +346,46 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
 }
 
+/// The priced line says where its price comes from: the plans' own when they price lost
+/// postings, the default day when they keep the document floors instead.
+#[test]
+fn the_priced_line_names_its_price() {
+    let dir = TempDir::new("replay-priced");
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds", "60", "--users", "20", "--days", "3", "--seed", "7",
+        ],
+    );
+    for (flag, said) in [
+        ("8", "charged 8 h of delay (the plans' price), days 1+: "),
+        (
+            "floors",
+            "charged 24 h of delay (the default price; these plans use floors), days 1+: ",
+        ),
+    ] {
+        let o = coordinator(&[
+            "replay",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--train-days",
+            "1",
+            "--peers",
+            "stormcrawler",
+            "--lost-posting-hours",
+            flag,
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("with each lost posting") && l.contains(said)),
+            "--lost-posting-hours {flag}\n{stdout}"
+        );
+    }
+}
+
 /// `--peer-budget both`: a tuned peer spends no more than the live run on the scored days
 /// and no more over the whole run either, and comes within 3% of the bound that binds.
 /// StormCrawler's rule starts every feed at its shortest interval, so tuned on the scored
