@@ -712,10 +712,9 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             scored: (scored_from, scored_end),
             train_days,
             days,
-            items,
             seconds: peer_seconds,
         };
-        print_peers(&trace, &rows, &log.fetches, &peer_logs, &settings);
+        print_peers(&rows, &peer_logs, &settings);
         if a.metric == Metric::Delay {
             // The plans' own price of a lost posting; a day where they use floors or price
             // nothing, so the figure still says what the losses would cost a reader.

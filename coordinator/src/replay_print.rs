@@ -189,21 +189,13 @@ pub(super) struct PeerSettings {
     pub train_days: usize,
     /// Days replayed.
     pub days: usize,
-    /// Items a feed's document holds.
-    pub items: usize,
     /// Seconds the peers' runs took.
     pub seconds: f64,
 }
 
 /// Prints how each peer was tuned, what it spent and the postings it lost on the scored
 /// days, beside the live run's.
-pub(super) fn print_peers(
-    trace: &Trace,
-    rows: &[DayRow],
-    live: &[Vec<f64>],
-    peers: &[PeerLog],
-    s: &PeerSettings,
-) {
+pub(super) fn print_peers(rows: &[DayRow], peers: &[PeerLog], s: &PeerSettings) {
     let (from, to) = s.scored;
     let also = match s.budget_arg {
         PeerBudgetArg::Scored => String::new(),
@@ -220,21 +212,20 @@ pub(super) fn print_peers(
     // What the delay figures do not show: a posting that scrolled off is counted at the
     // next fetch as if it had been seen, so a scheduler that lets documents overflow
     // looks better there than it is to a reader.
-    let lost = |log: &[Vec<f64>]| scrolled_off_log(trace, log, s.items, from, to);
+    // The days' own counts, summed over the scored days (`from` is the first one's start).
+    let scored = &rows[((from / DAY) as usize).min(rows.len())..];
     println!(
         "  {:<26} postings scrolled off on those days: {}",
         "kairos (live)",
-        lost(live)
+        scored.iter().map(|r| r.scrolled_off.live).sum::<usize>()
     );
-    debug_assert!(rows
-        .iter()
-        .all(|r| r.peers_scrolled_off.len() == peers.len()));
-    for p in peers.iter().filter(|p| p.tuned) {
-        let scored = fetches_in(&p.log, from, to);
+    for (i, p) in peers.iter().enumerate().filter(|(_, p)| p.tuned) {
+        let lost: usize = scored.iter().map(|r| r.peers_scrolled_off[i]).sum();
+        let fetched = fetches_in(&p.log, from, to);
         // The search assumes fewer fetches at larger settings; a rule for which that
         // does not hold (Nutch's adaptive interval: its runs jump between a storm and
         // well below the budget) can be left short, and is shown so.
-        let counted = s.budget.count(scored, fetches_before(&p.log, to));
+        let counted = s.budget.count(fetched, fetches_before(&p.log, to));
         let short = if counted < s.live_scored
             && !kairos_coordinator::peers::reaches(counted, s.live_scored)
         {
@@ -243,12 +234,11 @@ pub(super) fn print_peers(
             ""
         };
         println!(
-            "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {scored} fetches on those days{short}, {} in all; postings scrolled off on those days: {}",
+            "  {:<26} busy-feed settings ×{:.3}, quiet-feed settings ×{:.3}, {fetched} fetches on those days{short}, {} in all; postings scrolled off on those days: {lost}",
             p.peer.name(),
             p.knobs.fast,
             p.knobs.slow,
             fetches_before(&p.log, to),
-            lost(&p.log)
         );
     }
 }

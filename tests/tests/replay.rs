@@ -15,6 +15,16 @@ fn synth(dir: &TempDir, flags: &[&str]) -> PathBuf {
     trace
 }
 
+/// Three days of 60 feeds: enough for the runs that check what `replay` says, not how well.
+fn small(dir: &TempDir) -> PathBuf {
+    synth(
+        dir,
+        &[
+            "--feeds", "60", "--users", "20", "--days", "3", "--seed", "7",
+        ],
+    )
+}
+
 #[test]
 fn the_live_system_learns_a_trace_from_an_empty_store() {
     let dir = TempDir::new("replay");
@@ -317,12 +327,7 @@ fn the_live_system_learns_a_trace_from_an_empty_store() {
 #[test]
 fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     let dir = TempDir::new("replay-freeze");
-    let trace = synth(
-        &dir,
-        &[
-            "--feeds", "60", "--users", "20", "--days", "3", "--seed", "7",
-        ],
-    );
+    let trace = small(&dir);
     let json = dir.path().join("days.json");
     let o = coordinator(&[
         "replay",
@@ -351,12 +356,7 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
 #[test]
 fn the_priced_line_names_its_price() {
     let dir = TempDir::new("replay-priced");
-    let trace = synth(
-        &dir,
-        &[
-            "--feeds", "60", "--users", "20", "--days", "3", "--seed", "7",
-        ],
-    );
+    let trace = small(&dir);
     for (flag, said) in [
         ("8", "charged 8 h of delay (the plans' price), days 1+: "),
         (
