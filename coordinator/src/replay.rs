@@ -92,6 +92,9 @@ pub struct ReplayLog {
     pub overdue_rounds: usize,
     /// See `overdue_rounds`.
     pub overdue_most: (usize, i64),
+    /// From day 1 on, each round's plan's quietest and busiest of its next seven days over
+    /// the day's budget ([`kairos_coordinator::hub::PlanFigures::day_budget_shares`]).
+    pub day_budget_shares: Vec<(f64, f64)>,
 }
 
 /// The fetch times the hub assigned a feed, as the worker's schedule holds them.
@@ -238,6 +241,9 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
                 expected[day].1 += 1;
                 expected_lost.resize(day + 1, 0.0);
                 expected_lost[day] += p.expected_lost_per_day;
+                if day >= 1 {
+                    log.day_budget_shares.push(p.day_budget_shares);
+                }
                 if p.overdue_feeds > 0 {
                     log.overdue_rounds += 1;
                     if p.overdue_feeds > log.overdue_most.0 {

@@ -693,6 +693,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
             ),
         }
     );
+    print::print_day_shares(&log.day_budget_shares);
     print_windows(
         &trace,
         &rows,

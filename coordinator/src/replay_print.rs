@@ -300,3 +300,27 @@ pub(super) fn print_priced(
         );
     }
 }
+
+/// Prints how much the plans asked of their days against the day's budget (rounds from day
+/// 1, each plan's next seven days): a day asked more than its budget is held to later days
+/// by the workers' allowances, the plan not executed as made.
+pub(super) fn print_day_shares(shares: &[(f64, f64)]) {
+    if shares.is_empty() {
+        return;
+    }
+    let mut busiest: Vec<f64> = shares.iter().map(|s| s.1).collect();
+    busiest.sort_by(f64::total_cmp);
+    let quietest = shares.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+    let over = busiest
+        .iter()
+        .filter(|&&b| b > kairos_coordinator::hub::DAY_OVER_BUDGET)
+        .count();
+    println!(
+        "plans' days against the day's budget (each round from day 1, its next 7 days): busiest day median {:.3}, highest {:.3}; quietest day lowest {:.3}; rounds with a day over {}: {over} of {}",
+        busiest[busiest.len() / 2],
+        busiest[busiest.len() - 1],
+        quietest,
+        kairos_coordinator::hub::DAY_OVER_BUDGET,
+        shares.len()
+    );
+}

@@ -351,6 +351,70 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
 }
 
+/// The plans' days against the day's budget, as `replay` reports them: a weekly plan on
+/// feeds that post a tenth as much at weekends asks more of weekdays than a day's budget
+/// (docs/EXPERIMENTS.md, "Weekly plans against the day's budget"), and says so; the daily
+/// plan of the same trace asks each day its budget.
+#[test]
+fn a_weekly_plans_uneven_days_are_reported() {
+    let dir = TempDir::new("replay-week-days");
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds",
+            "60",
+            "--users",
+            "20",
+            "--days",
+            "21",
+            "--weekend-factor",
+            "0.1",
+            "--seed",
+            "11",
+        ],
+    );
+    // (quietest lowest, busiest highest, rounds over) from the report's line.
+    let days = |weekly: bool| -> (f64, f64, usize) {
+        let mut args = vec![
+            "replay",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--fetches-per-feed-per-day",
+            "2",
+            "--peers",
+            "none",
+        ];
+        if weekly {
+            args.push("--weekly");
+        }
+        let o = coordinator(&args);
+        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("plans' days against the day's budget"))
+            .unwrap_or_else(|| panic!("no days line:\n{stdout}"));
+        let after = |key: &str| -> f64 {
+            let rest =
+                &line[line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len()..];
+            let word = rest.split([' ', ';']).find(|w| !w.is_empty()).unwrap();
+            word.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
+        };
+        let over = after("rounds with a day over 1.05: ") as usize;
+        (after("quietest day lowest "), after("highest "), over)
+    };
+    let (lo, hi, over) = days(false);
+    assert!(
+        hi <= 1.05 && lo > 0.9 && over == 0,
+        "daily: {lo} {hi} {over}"
+    );
+    let (lo, hi, over) = days(true);
+    assert!(
+        hi > 1.1 && lo < 0.6 && over > 50,
+        "weekly: {lo} {hi} {over}"
+    );
+}
+
 /// The priced line says where its price comes from: the plans' own when they price lost
 /// postings, the default day when they keep the document floors instead.
 #[test]

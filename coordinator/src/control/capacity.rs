@@ -7,7 +7,7 @@
 //! apply them).
 
 use super::FeedSpec;
-use crate::time::HOUR_MS;
+use crate::time::{DAY_MS, HOUR_MS};
 use kairos_runtime::schedule::skipped;
 
 /// Planned fetches of `spec` at times `t` with `from_ms <= t < to_ms`.
@@ -89,6 +89,41 @@ pub fn next_hour<'a>(
         capacity_per_second,
         busiest_minute: minutes.iter().copied().max().unwrap_or(0),
     }
+}
+
+/// Days [`days_against_budget`] looks ahead: a weekly plan's every weekday.
+pub const DAYS_AHEAD: i64 = 7;
+
+/// The plan's fetches on each of the [`DAYS_AHEAD`] whole UTC days after `now_ms`'s day,
+/// over the day's budget `per_day`: `(quietest, busiest)`, or `None` without a budget.
+///
+/// The workers' allowances hold every UTC day to its budget, so a plan that asks more of
+/// one day than the budget gives is not executed as planned: the allowance holds the
+/// excess to the next day, where that day's own plan is waiting. A daily plan asks the
+/// same of every day; a weekly one ([`crate::control::settings`]'s `weekly`) is solved
+/// against the week's budget and puts more fetches on the days feeds post most
+/// (docs/EXPERIMENTS.md, "Weekly plans against the day's budget").
+pub fn days_against_budget<'a>(
+    specs: impl IntoIterator<Item = &'a FeedSpec>,
+    now_ms: i64,
+    per_day: f64,
+) -> Option<(f64, f64)> {
+    if !(per_day > 0.0 && per_day.is_finite()) {
+        return None;
+    }
+    let first = (now_ms.div_euclid(DAY_MS) + 1) * DAY_MS;
+    let end = first + DAYS_AHEAD * DAY_MS;
+    let mut days = [0u64; DAYS_AHEAD as usize];
+    for s in specs {
+        each_fetch(s, first, end, |t| {
+            days[((t - first) / DAY_MS) as usize] += 1;
+        });
+    }
+    let share = |n: u64| n as f64 / per_day;
+    let (lo, hi) = days
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), &n| (lo.min(n), hi.max(n)));
+    Some((share(lo), share(hi)))
 }
 
 #[cfg(test)]
@@ -194,6 +229,46 @@ mod tests {
         let d = next_hour(std::iter::once(&even), 0, 1.0);
         assert_eq!(d.busiest_minute, 1);
         assert_eq!(next_hour(std::iter::empty(), 0, 1.0).busiest_minute, 0);
+    }
+
+    #[test]
+    fn a_weekly_plans_days_are_read_against_the_days_budget() {
+        let day = 86_400.0;
+        // Two feeds at four fetches a day: one on every day; one on the week's first five
+        // days only (20 a week), its origin a Monday.
+        let monday = 4 * 86_400_000; // 1970-01-05
+        let every = spec(&[0.0, 21_600.0, 43_200.0, 64_800.0], day, monday);
+        let offs: Vec<f64> = (0..5)
+            .flat_map(|d| [0.0, 6.0, 12.0, 18.0].map(|h| d as f64 * day + h * 3_600.0))
+            .collect();
+        let weekdays = spec(&offs, 7.0 * day, monday);
+        // From any moment, the next seven whole days hold five weekdays and a weekend.
+        for now in [monday, monday + 1, monday + 3 * 86_400_000 + 7] {
+            let (lo, hi) = days_against_budget([&every, &weekdays], now, 8.0).unwrap();
+            assert!(
+                (lo - 0.5).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12,
+                "{lo} {hi}"
+            );
+            // Eight a day of budget is spent; a week of six a day is not, and a weekday
+            // asks a third more than the budget gives.
+            let (lo, hi) = days_against_budget([&every, &weekdays], now, 6.0).unwrap();
+            assert!((lo - 4.0 / 6.0).abs() < 1e-12 && (hi - 8.0 / 6.0).abs() < 1e-12);
+        }
+        // Counted as `fetches_between` counts, day by day.
+        let now = monday + 123_456;
+        let first = (now / 86_400_000 + 1) * 86_400_000;
+        let per_day: Vec<u64> = (0..7)
+            .map(|d| {
+                let from = first + d * 86_400_000;
+                fetches_between(&weekdays, from, from + 86_400_000)
+            })
+            .collect();
+        let (lo, hi) = days_against_budget([&weekdays], now, 4.0).unwrap();
+        assert_eq!(lo, *per_day.iter().min().unwrap() as f64 / 4.0);
+        assert_eq!(hi, *per_day.iter().max().unwrap() as f64 / 4.0);
+        assert_eq!(days_against_budget([&every], now, 0.0), None);
+        assert_eq!(days_against_budget([&every], now, f64::INFINITY), None);
+        assert_eq!(days_against_budget([], now, 4.0), Some((0.0, 0.0)));
     }
 
     #[test]

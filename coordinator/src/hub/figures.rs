@@ -202,6 +202,11 @@ pub struct PlanFigures {
     pub overdue_longest_seconds: f64,
     /// The feed of `overdue_longest_seconds` (empty when none).
     pub overdue_longest_feed: String,
+    /// The plan's fetches on the quietest and the busiest of the next seven whole UTC days,
+    /// over the day's budget at the round's `budget_share`
+    /// (`control::capacity::days_against_budget`; zeros without a budget). A busiest day
+    /// above 1 asks more than the workers' allowances let it start.
+    pub day_budget_shares: (f64, f64),
 }
 
 /// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
@@ -229,6 +234,34 @@ pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
             budget_per_day = f.budget_per_day,
             "the plan leaves budget unspent: no further fetch lowers the expected cost \
              (no postings or reader accesses seen yet, or feeds at their maximum)"
+        );
+    }
+}
+
+/// A plan day asking more than this share of the day's budget is reported
+/// ([`log_days_over_budget`]): a daily plan's days sit at or just under 1.
+pub const DAY_OVER_BUDGET: f64 = 1.05;
+
+/// Says when plans start and stop asking more of a day than its budget (`before`: the
+/// last plan's busiest day, if any), once each way rather than at every round: the
+/// allowances hold what a day asks beyond its budget to the next day, so the plan is not
+/// executed as made and its promise does not hold.
+pub(super) fn log_days_over_budget(before: Option<f64>, f: &PlanFigures) {
+    let was = before.is_some_and(|b| b > DAY_OVER_BUDGET);
+    let (quietest, busiest) = f.day_budget_shares;
+    if busiest > DAY_OVER_BUDGET && !was {
+        tracing::warn!(
+            busiest_day_share = busiest,
+            quietest_day_share = quietest,
+            budget_per_day = f.budget_per_day,
+            "the plan asks more of some days than the daily budget: the workers' allowances \
+             hold the excess to the next day (weekly plans are solved against the week's \
+             budget; docs/OPERATIONS.md, \"Weekly plans and the day's budget\")"
+        );
+    } else if was && busiest <= DAY_OVER_BUDGET {
+        tracing::info!(
+            busiest_day_share = busiest,
+            "no planned day asks more than its budget any more"
         );
     }
 }
@@ -315,6 +348,8 @@ impl PlanFigures {
         gauge!(m::PLAN_RATE_PRIOR_MEAN).set(p.rate_prior_mean);
         gauge!(m::PLAN_TIMER_FEEDS).set(p.timer_feeds as f64);
         gauge!(m::PLAN_FEEDS_OVERDUE).set(p.overdue_feeds as f64);
+        gauge!(m::PLAN_DAY_BUDGET_SHARE, "day" => "quietest").set(p.day_budget_shares.0);
+        gauge!(m::PLAN_DAY_BUDGET_SHARE, "day" => "busiest").set(p.day_budget_shares.1);
         gauge!(m::PLAN_MIXTURE_SHAPES).set(p.mixture_shapes as f64);
         gauge!(m::PLAN_SHAPE_PRIOR_POSTINGS).set(p.shape_prior_postings);
         gauge!(m::PLAN_HOST_PRIOR_POSTINGS).set(p.host_prior_postings);

@@ -54,7 +54,7 @@ pub mod stored_plan;
 mod test_support;
 pub use crate::settings::SettingsRecord;
 use crate::settings::{SettingsError, SettingsPatch};
-pub use figures::{FeedView, HealthView, PlanFigures, Totals};
+pub use figures::{FeedView, HealthView, PlanFigures, Totals, DAY_OVER_BUDGET};
 #[cfg(test)]
 pub(crate) use test_support::{open_for_tests, test_runtime};
 

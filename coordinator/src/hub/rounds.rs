@@ -7,16 +7,16 @@
 //! while 100k feeds are planned.
 
 use super::actor::{panic_text, Parked, State};
-use super::figures::warn_unspent;
 #[cfg(test)]
 use super::figures::Ledger;
+use super::figures::{log_days_over_budget, warn_unspent};
 use super::health::FeedBounds;
 use super::messages as msg;
 use super::{allowances, health, overdue, pacing, Hub, PlanFigures, PlanView};
 use crate::control::cluster::Prepared;
-use crate::control::readers;
 use crate::control::relearn::{self, ModelCounts, PlanOutcome, PlannerSettings, Replanner};
 use crate::control::FeedSpec;
+use crate::control::{capacity, readers};
 use crate::metrics as m;
 use crate::plan::alloc::AllocError;
 use crate::registry::FeedRecord;
@@ -265,7 +265,15 @@ impl<B: KvBackend> Hub<B> {
                     r.settings().min_fetches_per_day,
                     now,
                 );
-                let figures = figures_of(&outcome, &counts, r.settings(), started, late);
+                // Against the day's budget at the share the plan was made with: a plan
+                // refilled to spend the rest of today asks that much of later days too,
+                // until the next round, and is not uneven for it.
+                let shares = capacity::days_against_budget(
+                    outcome.specs.values(),
+                    now,
+                    per_day * outcome.budget_share,
+                );
+                let figures = figures_of(&outcome, &counts, r.settings(), started, (late, shares));
                 // The day's budget dealt over the workers: the hard part of it.
                 let budget = allowances::DayBudget {
                     now_ms: now,
@@ -569,6 +577,12 @@ impl State {
             .as_ref()
             .map_or(0, |p| p.overdue_feeds);
         overdue::log_change(overdue_before, &figures);
+        let days_before = self
+            .totals
+            .last_plan
+            .as_ref()
+            .map(|p| p.day_budget_shares.1);
+        log_days_over_budget(days_before, &figures);
         let old_view = std::mem::replace(&mut self.plan_view, view);
         let old_bounds = std::mem::replace(&mut self.bounds, bounds);
         let c = &mut self.cluster;
@@ -606,7 +620,7 @@ fn figures_of(
     counts: &ModelCounts,
     settings: &PlannerSettings,
     started: Instant,
-    late: overdue::Overdue,
+    (late, days): (overdue::Overdue, Option<(f64, f64)>),
 ) -> PlanFigures {
     // Spread over the postings the plan's own rates expect, not the raw observed rates:
     // the cost is computed with the shrunk, recency-weighted rates, and dividing it by
@@ -650,6 +664,7 @@ fn figures_of(
         overdue_feeds: late.feeds,
         overdue_longest_seconds: late.longest.as_ref().map_or(0.0, |l| l.0 as f64 / 1000.0),
         overdue_longest_feed: late.longest.map(|l| l.1).unwrap_or_default(),
+        day_budget_shares: days.unwrap_or_default(),
     }
 }
 
