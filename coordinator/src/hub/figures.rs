@@ -239,7 +239,7 @@ pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
 }
 
 /// A plan day asking more than this share of the day's budget is reported
-/// ([`log_days_over_budget`]): a daily plan's days sit at or just under 1.
+/// (by `log_days_over_budget`): a daily plan's days sit at or just under 1.
 pub const DAY_OVER_BUDGET: f64 = 1.05;
 
 /// Says when plans start and stop asking more of a day than its budget (`before`: the
