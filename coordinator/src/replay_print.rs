@@ -83,7 +83,18 @@ pub(super) fn print_windows(
             .iter()
             .map(|&w| {
                 let (s, e) = span(w);
-                window(trace, live, s, e).objective(metric)
+                let r = window(trace, live, s, e);
+                // A window with nothing to measure has no figure, as the references' pooled
+                // days have none (`-`), not a delay of zero.
+                let measured = match metric {
+                    Metric::Delay => r.postings,
+                    Metric::Miss | Metric::AccessDelay => r.accesses,
+                };
+                if measured > 0 {
+                    r.objective(metric)
+                } else {
+                    f64::NAN
+                }
             })
             .collect(),
         per_feed_day(live_fetches),

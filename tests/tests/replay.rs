@@ -415,6 +415,44 @@ fn a_weekly_plans_uneven_days_are_reported() {
     );
 }
 
+/// A window of days with no posting has no delay to show: `-` for every policy, live
+/// included, not a delay of zero.
+#[test]
+fn a_window_without_postings_shows_no_figure() {
+    let dir = TempDir::new("replay-empty-window");
+    let trace = dir.path().join("trace");
+    std::fs::create_dir_all(&trace).unwrap();
+    std::fs::write(trace.join("feeds.csv"), "feed_id,weight\na,1\nb,1\n").unwrap();
+    // Postings on day 0 only; the trace runs three days (a posting at the last second).
+    let mut postings = String::from("feed_id,ts\n");
+    for i in 0..20 {
+        postings += &format!("{},{}\n", ["a", "b"][i % 2], 1_000 + i * 3_000);
+    }
+    postings += "a,259199\n";
+    std::fs::write(trace.join("postings.csv"), postings).unwrap();
+    let o = coordinator(&[
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--days",
+        "2",
+        "--peers",
+        "none",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let live = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("by window"))
+        .find(|l| l.starts_with("kairos (live)"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // Day 0 has its figure; day 1, without a posting, has none.
+    let cells: Vec<&str> = live.split_whitespace().collect();
+    assert_eq!(cells.len(), 5, "{live}");
+    assert!(cells[2].parse::<f64>().is_ok_and(|d| d > 0.0), "{live}");
+    assert_eq!(cells[3], "-", "{live}");
+}
+
 /// The priced line says where its price comes from: the plans' own when they price lost
 /// postings, the default day when they keep the document floors instead.
 #[test]
