@@ -268,6 +268,11 @@ mod tests {
         assert_eq!(hi, *per_day.iter().max().unwrap() as f64 / 4.0);
         assert_eq!(days_against_budget([&every], now, 0.0), None);
         assert_eq!(days_against_budget([&every], now, f64::INFINITY), None);
+        assert_eq!(days_against_budget([&every], now, f64::NAN), None);
+        assert_eq!(days_against_budget([&every], now, -4.0), None);
+        // A budget no plan comes near: shares of nothing, finite.
+        let (lo, hi) = days_against_budget([&every], now, 1e308).unwrap();
+        assert!(lo >= 0.0 && hi > 0.0 && hi < 1e-300, "{lo} {hi}");
         assert_eq!(days_against_budget([], now, 4.0), Some((0.0, 0.0)));
     }
 

@@ -273,7 +273,7 @@ impl<B: KvBackend> Hub<B> {
                     now,
                     per_day * outcome.budget_share,
                 );
-                let figures = figures_of(&outcome, &counts, r.settings(), started, (late, shares));
+                let figures = figures_of(&outcome, &counts, r.settings(), started, late, shares);
                 // The day's budget dealt over the workers: the hard part of it.
                 let budget = allowances::DayBudget {
                     now_ms: now,
@@ -620,7 +620,8 @@ fn figures_of(
     counts: &ModelCounts,
     settings: &PlannerSettings,
     started: Instant,
-    (late, days): (overdue::Overdue, Option<(f64, f64)>),
+    late: overdue::Overdue,
+    day_shares: Option<(f64, f64)>,
 ) -> PlanFigures {
     // Spread over the postings the plan's own rates expect, not the raw observed rates:
     // the cost is computed with the shrunk, recency-weighted rates, and dividing it by
@@ -664,7 +665,7 @@ fn figures_of(
         overdue_feeds: late.feeds,
         overdue_longest_seconds: late.longest.as_ref().map_or(0.0, |l| l.0 as f64 / 1000.0),
         overdue_longest_feed: late.longest.map(|l| l.1).unwrap_or_default(),
-        day_budget_shares: days.unwrap_or_default(),
+        day_budget_shares: day_shares.unwrap_or_default(),
     }
 }
 
