@@ -73,6 +73,7 @@ fn plan_cfg(slots: usize, budget: f64) -> PlanConfig {
         budget,
         host_caps: Default::default(),
         smoothing: Smoothing::Linear,
+        day_prices: Default::default(),
     }
 }
 

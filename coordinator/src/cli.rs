@@ -8,8 +8,9 @@ use kairos_coordinator::plan::alloc::{
     ceil_level, floor_level, level_rate, AllocError, HostCaps, Level,
 };
 use kairos_coordinator::plan::cost::Metric;
+use kairos_coordinator::plan::days::{day_shares, solve_plan, EvenDays, EVEN_WITHIN};
 use kairos_coordinator::plan::pattern::Smoothing;
-use kairos_coordinator::plan::planner::{solve, Plan, PlanConfig, Policy, Scheduler};
+use kairos_coordinator::plan::planner::{Plan, PlanConfig, Policy, Scheduler};
 use kairos_coordinator::simulate::{accesses_per_period, expected, FeedSchedule};
 use kairos_coordinator::time::DAY_S as DAY;
 use kairos_coordinator::trace::Trace;
@@ -437,6 +438,7 @@ pub(crate) fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) ->
                 .map(|h| h * s.days_per_period),
         ),
         smoothing: Smoothing::Linear,
+        day_prices: Default::default(),
     }
 }
 
@@ -544,7 +546,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let learned_at = started.elapsed();
     // The high-water mark as each phase ends: which phase holds the peak.
     let hwm_learned = memory_kib("VmHWM");
-    let plan = solve(&learned.models, &pc).map_err(|e| match e {
+    let (plan, even_days) = solve_plan(&learned.models, &pc).map_err(|e| match e {
         AllocError::HostCapBelowMinimums { host, needed, cap } => {
             let name = host_names(&s.trace)
                 .get(host as usize)
@@ -613,6 +615,9 @@ fn plan(a: PlanArgs) -> Result<()> {
         println!(
             "weekly shapes         {d} daily, {p} pooled, {ww} weekday/weekend, {dow} day of week"
         );
+    }
+    if let Some(even) = &even_days {
+        print_even_days(even, plan.fetches_per_period / s.days_per_period);
     }
     println!(
         "expected cost         {:.6e} per period ({})",
@@ -703,4 +708,25 @@ fn fmt_secs(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// The line on how evenly a plan longer than a day spreads its fetches over its days, and
+/// the prices that spread them ([`kairos_coordinator::plan::days`]).
+pub(crate) fn print_even_days(even: &EvenDays, mean_per_day: f64) {
+    let shares = day_shares(&even.per_day);
+    let (lo, hi) = shares
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    let per_day: Vec<String> = even.per_day.iter().map(|d| format!("{d:.0}")).collect();
+    println!(
+        "days                  {} fetches (mean {mean_per_day:.0}); busiest {hi:.3}, quietest {lo:.3} of the mean day after {} solve{}{}",
+        per_day.join(" / "),
+        even.solves,
+        if even.solves == 1 { "" } else { "s" },
+        if hi - 1.0 > EVEN_WITHIN || 1.0 - lo > EVEN_WITHIN {
+            " (not within the 2% the day prices aim at)"
+        } else {
+            ""
+        }
+    );
 }

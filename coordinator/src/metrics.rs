@@ -250,7 +250,7 @@ declare! {
     /// Gauge `day`: the plan's fetches on the busiest and the quietest of the next seven
     /// UTC days over the day's budget (`control/capacity.rs`).
     describe_gauge PLAN_DAY_BUDGET_SHARE = "kairos_plan_day_budget_share",
-        "The plan's fetches on the busiest (day=busiest) and the quietest (day=quietest) of the next seven whole UTC days, over the daily budget at the round's share (kairos_plan_budget_share). Above 1 a day asks more than the workers' allowances let it start and the excess is held to later days: weekly plans (--weekly) are solved against the week's budget (docs/OPERATIONS.md).";
+        "The plan's fetches on the busiest (day=busiest) and the quietest (day=quietest) of the next seven whole UTC days, over the daily budget at the round's share (kairos_plan_budget_share). Above 1 a day asks more than the workers' allowances let it start and the excess is held to later days: a weekly plan (--weekly) whose day prices have not yet evened its days (docs/OPERATIONS.md).";
     /// Gauge: fetches per day one host can take (0 when hosts are uncapped).
     describe_gauge PLAN_HOST_CAP = "kairos_plan_host_cap_fetches_per_day",
         "Fetches per day one host can take under the politeness gap (0: uncapped).";

@@ -383,6 +383,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         budget,
         host_caps: HostCaps::uniform(a.max_fetches_per_host_per_day),
         smoothing: Smoothing::Linear,
+        day_prices: Default::default(),
     };
     let floor_cfg = pc(Policy::Optimal);
     // As the live planner does, the document floors are dropped when together they need

@@ -5,7 +5,8 @@ use crate::cli::{learn_models, plan_config, setup, Common};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use kairos_coordinator::plan::cost::Metric;
-use kairos_coordinator::plan::planner::{solve, PlanConfig, Policy};
+use kairos_coordinator::plan::days::solve_plan;
+use kairos_coordinator::plan::planner::{PlanConfig, Policy};
 use kairos_coordinator::simulate::{
     accesses_per_period, expected, replay, Expected, FeedSchedule, Realized,
 };
@@ -129,7 +130,7 @@ pub fn simulate(a: SimulateArgs) -> Result<()> {
                 ..base.clone()
             };
             let t0 = Instant::now();
-            let plan = solve(&learned.models, &pc)
+            let (plan, _) = solve_plan(&learned.models, &pc)
                 .with_context(|| format!("planning {} at {iv}", policy.name()))?;
             let solve_seconds = t0.elapsed().as_secs_f64();
             let sched = FeedSchedule::from_plan(&plan, &pc);

@@ -351,12 +351,13 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
 }
 
-/// The plans' days against the day's budget, as `replay` reports them: a weekly plan on
-/// feeds that post a tenth as much at weekends asks more of weekdays than a day's budget
-/// (docs/EXPERIMENTS.md, "Weekly plans against the day's budget"), and says so; the daily
-/// plan of the same trace asks each day its budget.
+/// The plans' days against the day's budget, as `replay` reports them, on feeds that post a
+/// tenth as much at weekends: the daily plan asks each day its budget, and so, by its day
+/// prices, does the weekly one. Without them it asked up to 1.35 of a weekday's budget, a
+/// day over 1.05 in 275 of 336 rounds and a median busiest day of 1.2 (docs/EXPERIMENTS.md,
+/// "Weekly plans against the day's budget"; at d9eab25 this test asserted that).
 #[test]
-fn a_weekly_plans_uneven_days_are_reported() {
+fn a_weekly_plans_days_are_priced_even() {
     let dir = TempDir::new("replay-week-days");
     let trace = synth(
         &dir,
@@ -373,7 +374,7 @@ fn a_weekly_plans_uneven_days_are_reported() {
             "11",
         ],
     );
-    // (quietest lowest, busiest highest, rounds over) from the report's line.
+    // (quietest lowest, busiest median, rounds over) from the report's line.
     let days = |weekly: bool| -> (f64, f64, usize) {
         let mut args = vec![
             "replay",
@@ -401,18 +402,22 @@ fn a_weekly_plans_uneven_days_are_reported() {
             word.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
         };
         let over = after("rounds with a day over 1.05: ") as usize;
-        (after("quietest day lowest "), after("highest "), over)
+        (
+            after("quietest day lowest "),
+            after("busiest day median "),
+            over,
+        )
     };
-    let (lo, hi, over) = days(false);
+    let (lo, median, over) = days(false);
     assert!(
-        hi <= 1.05 && lo > 0.9 && over == 0,
-        "daily: {lo} {hi} {over}"
+        median <= 1.05 && lo > 0.9 && over == 0,
+        "daily: {lo} {median} {over}"
     );
-    let (lo, hi, over) = days(true);
-    assert!(
-        hi > 1.1 && lo < 0.6 && over > 50,
-        "weekly: {lo} {hi} {over}"
-    );
+    // 60 feeds at two a day: one feed's fetches moved by a day are 1.7% of a day's, and
+    // models still change from round to round, so some rounds are over 1.05 before their
+    // prices catch up (59 of 336 here).
+    let (lo, median, over) = days(true);
+    assert!(median <= 1.05 && over < 120, "weekly: {lo} {median} {over}");
 }
 
 /// A window of days with no posting has no delay to show: `-` for every policy, live

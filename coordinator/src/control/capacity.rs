@@ -101,8 +101,9 @@ pub const DAYS_AHEAD: i64 = 7;
 /// one day than the budget gives is not executed as planned: the allowance holds the
 /// excess to the next day, where that day's own plan is waiting. A daily plan asks the
 /// same of every day; a weekly one ([`crate::control::settings`]'s `weekly`) is solved
-/// against the week's budget and puts more fetches on the days feeds post most
-/// (docs/EXPERIMENTS.md, "Weekly plans against the day's budget").
+/// over the week, and without a price per day it put more fetches on the days feeds post
+/// most (docs/EXPERIMENTS.md, "Weekly plans against the day's budget"); its day prices
+/// (`plan::days`) step toward even days each round, and this shows whether they got there.
 pub fn days_against_budget<'a>(
     specs: impl IntoIterator<Item = &'a FeedSpec>,
     now_ms: i64,

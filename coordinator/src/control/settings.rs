@@ -378,6 +378,7 @@ impl PlannerSettings {
                 * d,
             host_caps: HostCaps::uniform(self.host_fetches_per_day.map(|h| h * d)),
             smoothing: Smoothing::Linear,
+            day_prices: Default::default(),
         }
     }
 }

@@ -255,8 +255,8 @@ pub(super) fn log_days_over_budget(before: Option<f64>, f: &PlanFigures) {
             quietest_day_share = quietest,
             budget_per_day = f.budget_per_day,
             "the plan asks more of some days than the daily budget: the workers' allowances \
-             hold the excess to the next day (weekly plans are solved against the week's \
-             budget; docs/OPERATIONS.md, \"Weekly plans and the day's budget\")"
+             hold the excess to the next day (a weekly plan's day prices step toward even \
+             days each round; docs/OPERATIONS.md, \"Weekly plans and the day's budget\")"
         );
     } else if was && busiest <= DAY_OVER_BUDGET {
         tracing::info!(

@@ -157,6 +157,7 @@ fn config(metric: Metric, policy: Policy, budget: f64) -> PlanConfig {
         budget,
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
+        day_prices: Default::default(),
     }
 }
 

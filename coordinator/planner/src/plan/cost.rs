@@ -19,6 +19,14 @@
 //!   one slot are `h/6` apart in expectation when ordered.
 //!
 //! Expanding the inner sums turns each cost into differences of a handful of prefix sums.
+//!
+//! A table may also carry a **price per boundary** `w_x ≥ 0` ([`CostTable::new_priced`]):
+//! the interval `[a, b)` then costs `w_b` more, so a schedule costs its metric plus the
+//! prices of its fetches. A weekly plan prices each day of the week so that its fetches
+//! fall evenly on the days ([`super::days`]). A price on an interval's end keeps the
+//! quadrangle inequality (both sides gain the same two prices) and, in the line form, adds
+//! to `k(x)`; what does not survive is that a longer interval costs more, which the exact
+//! solver's anchor bounds take into account ([`CostTable::unpriced`]).
 
 /// The objective a schedule minimizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -95,6 +103,7 @@ struct Prefix {
 pub struct TableStorage {
     pre: Vec<Prefix>,
     lines: Vec<[f64; 4]>,
+    price: Vec<f64>,
 }
 
 /// Prefix sums of one feed's model, answering any interval cost in O(1).
@@ -110,6 +119,9 @@ pub struct CostTable {
     /// Line form per boundary, `[a, s, t, k]` (see [`Self::has_line_form`]); empty for
     /// `access-delay`. Precomputed because the solver reads each many times.
     lines: Vec<[f64; 4]>,
+    /// Price of a fetch at each unwrapped boundary `0..=2N` (the period's prices twice);
+    /// empty when the table prices nothing.
+    price: Vec<f64>,
 }
 
 impl CostTable {
@@ -132,6 +144,20 @@ impl CostTable {
         access: &[f64],
         slot_seconds: f64,
     ) -> Self {
+        Self::new_priced(storage, metric, post, access, slot_seconds, &[])
+    }
+
+    /// [`Self::new_in`] with a price per boundary of the period (`price[x]` for a fetch at
+    /// boundary `x`, in the metric's unit; finite and non-negative), added to every
+    /// interval ending there. An empty `price` prices nothing.
+    pub fn new_priced(
+        storage: TableStorage,
+        metric: Metric,
+        post: &[f64],
+        access: &[f64],
+        slot_seconds: f64,
+        price: &[f64],
+    ) -> Self {
         let n = post.len();
         assert!(n > 0, "a period needs at least one slot");
         assert!(slot_seconds > 0.0 && slot_seconds.is_finite());
@@ -142,8 +168,24 @@ impl CostTable {
                 "access pattern must have one value per slot"
             );
         }
+        assert!(
+            price.is_empty() || price.len() == n,
+            "prices must have one value per slot"
+        );
         let uses_access = metric.uses_access();
-        let TableStorage { mut pre, mut lines } = storage;
+        let TableStorage {
+            mut pre,
+            mut lines,
+            price: mut prices,
+        } = storage;
+        prices.clear();
+        if !price.is_empty() {
+            debug_assert!(price.iter().all(|w| *w >= 0.0 && w.is_finite()));
+            prices.reserve(2 * n + 1);
+            prices.extend_from_slice(price);
+            prices.extend_from_slice(price);
+            prices.push(price[0]);
+        }
         pre.clear();
         pre.reserve(2 * n + 1);
         let mut acc = Prefix::default();
@@ -178,6 +220,10 @@ impl CostTable {
                     .enumerate()
                     .map(|(i, p)| Self::line_form(metric, slot_seconds, i, p)),
             );
+            // A price at the interval's end is part of k(x).
+            for (l, w) in lines.iter_mut().zip(&prices) {
+                l[3] += w;
+            }
         }
         CostTable {
             metric,
@@ -185,6 +231,7 @@ impl CostTable {
             slot_seconds,
             pre,
             lines,
+            price: prices,
         }
     }
 
@@ -193,7 +240,41 @@ impl CostTable {
         TableStorage {
             pre: self.pre,
             lines: self.lines,
+            price: self.price,
         }
+    }
+
+    /// Whether the table prices fetches ([`Self::new_priced`]).
+    pub fn is_priced(&self) -> bool {
+        !self.price.is_empty()
+    }
+
+    /// The price of a fetch at unwrapped boundary `x ≤ 2N` (0 when nothing is priced).
+    #[inline]
+    pub fn price_at(&self, x: usize) -> f64 {
+        if self.price.is_empty() {
+            0.0
+        } else {
+            self.price[x]
+        }
+    }
+
+    /// The lowest price of a fetch at the unwrapped boundaries `lo..=hi` (`hi ≤ 2N`).
+    pub fn min_price(&self, lo: usize, hi: usize) -> f64 {
+        if self.price.is_empty() || lo > hi {
+            return 0.0;
+        }
+        self.price[lo..=hi.min(2 * self.n)]
+            .iter()
+            .fold(f64::INFINITY, |m, &w| m.min(w))
+    }
+
+    /// The prices of a schedule's fetches per period: `slots` in `[0, N)` fetched every
+    /// `k` periods (each fetch's price over `k`). What [`Self::schedule_cost`] and
+    /// [`Self::multi_period_cost`] add to the metric.
+    pub fn price_of(&self, slots: &[u32], k: u32) -> f64 {
+        let sum: f64 = slots.iter().map(|&x| self.price_at(x as usize)).sum();
+        sum / f64::from(k.max(1))
     }
 
     /// Number of slots per period.
@@ -278,9 +359,16 @@ impl CostTable {
     }
 
     /// Expected cost of the interval between fetches at boundaries `a < b ≤ a + N`,
-    /// with `b ≤ 2N`.
+    /// with `b ≤ 2N`, and the price of the fetch at `b` if the table is priced.
     #[inline]
     pub fn cost(&self, a: usize, b: usize) -> f64 {
+        self.unpriced(a, b) + self.price_at(b)
+    }
+
+    /// [`Self::cost`] without the price of the fetch at `b`: the metric alone, which
+    /// grows with the interval.
+    #[inline]
+    pub fn unpriced(&self, a: usize, b: usize) -> f64 {
         debug_assert!(
             a < b && b <= a + self.n && b <= 2 * self.n,
             "bad interval {a}..{b}"
@@ -327,18 +415,20 @@ impl CostTable {
     ///
     /// Postings of earlier periods in the cycle wait whole extra periods; the closed forms
     /// below sum those shifts over the `k` copies of the pattern (see the module docs).
+    /// A priced table adds the fetch's price over `k`.
     pub fn multi_period_cost(&self, a: usize, k: u32) -> f64 {
         debug_assert!(k >= 1 && a < self.n);
-        let base = self.cost(a, a + self.n);
+        let base = self.unpriced(a, a + self.n);
+        let price = self.price_at(a) / f64::from(k);
         if k == 1 {
-            return base;
+            return base + price;
         }
         let kf = k as f64;
         let period = self.n as f64 * self.slot_seconds;
         let p_tot = self.total_postings();
         match self.metric {
-            Metric::Delay => base + period * p_tot * (kf - 1.0) / 2.0,
-            Metric::Miss => base + p_tot * self.total_accesses() * (kf - 1.0) / 2.0,
+            Metric::Delay => base + price + period * p_tot * (kf - 1.0) / 2.0,
+            Metric::Miss => base + price + p_tot * self.total_accesses() * (kf - 1.0) / 2.0,
             Metric::AccessDelay => {
                 let b = a + self.n;
                 let q_tot = self.total_accesses();
@@ -346,7 +436,9 @@ impl CostTable {
                 let cross = self.slot_seconds
                     * (p_tot * (self.pre[b].qk - self.pre[a].qk)
                         - q_tot * (self.pre[b].dp - self.pre[a].dp));
-                base + cross * (kf - 1.0) / 2.0 + period * p_tot * q_tot * (kf * kf - 1.0) / 6.0
+                base + price
+                    + cross * (kf - 1.0) / 2.0
+                    + period * p_tot * q_tot * (kf * kf - 1.0) / 6.0
             }
         }
     }

@@ -533,9 +533,10 @@ impl<'a> AnchorBounds<'a> {
         upper: &'a [usize],
         known: Known,
     ) -> Self {
+        // Unpriced: point i + 1 may sit anywhere in its range, at any price (all ≥ 0).
         let inner = (1..m - 1)
             .filter(|&i| upper[i] < lower[i + 1])
-            .map(|i| table.cost(upper[i], lower[i + 1]))
+            .map(|i| table.unpriced(upper[i], lower[i + 1]))
             .sum();
         AnchorBounds {
             table,
@@ -560,15 +561,23 @@ impl<'a> AnchorBounds<'a> {
     /// Monge inequality). Without the saving the bound is off by the first-order change of
     /// the cost, and near the best anchor, where that change is about zero, it prunes nothing.
     /// Each term is taken at its worst anchor of the range; [`Self::at`] takes one anchor.
+    ///
+    /// On a priced table ([`CostTable::new_priced`]) an interval ending on a dearer boundary
+    /// can cost more than a longer one, so where a term ends at a point that moves over a
+    /// range (a point's range, or the anchor's copy `s + N`), it is taken unpriced, plus the
+    /// range's cheapest price for the anchor; terms whose two sides end at the same point
+    /// keep their prices, which cancel.
     fn range(&self, s_lo: usize, s_hi: usize) -> f64 {
         let (t, m, lower, upper) = (self.table, self.m, self.lower, self.upper);
         let n = t.n();
-        let mut bound = self.inner;
+        // The anchor's own price, paid by the interval that ends at its copy `s + N`.
+        let anchor_price = t.min_price(s_lo, s_hi);
+        let mut bound = self.inner + anchor_price;
         if s_hi < lower[1] {
-            bound += t.cost(s_hi, lower[1]);
+            bound += t.unpriced(s_hi, lower[1]);
         }
         if upper[m - 1] < s_lo + n {
-            bound += t.cost(upper[m - 1], s_lo + n);
+            bound += t.unpriced(upper[m - 1], s_lo + n);
         }
         if let Some((a, left)) = self.known.0 {
             if upper[m - 1] < a + n && a < lower[1] {
@@ -576,7 +585,7 @@ impl<'a> AnchorBounds<'a> {
                 // c(s, u) ≥ c(s_hi, u) for every anchor s ≤ s_hi (zero if s_hi reaches u).
                 let rest = if s_hi < u { t.cost(s_hi, u) } else { 0.0 };
                 // Moving the anchor from s down to a shortens (x_{m−1}, s + N) to end at a + N.
-                let saved = t.cost(p, s_lo + n) - t.cost(p, a + n);
+                let saved = t.unpriced(p, s_lo + n) + anchor_price - t.cost(p, a + n);
                 bound = f64::max(bound, left - t.cost(a, u) + rest + saved);
             }
         }
@@ -587,7 +596,7 @@ impl<'a> AnchorBounds<'a> {
                 let saved = t.cost(s_hi, x) - t.cost(b, x);
                 bound = f64::max(
                     bound,
-                    right - t.cost(l, b + n) + t.cost(l, s_lo + n) + saved,
+                    right - t.cost(l, b + n) + t.unpriced(l, s_lo + n) + anchor_price + saved,
                 );
             }
         }
@@ -728,10 +737,10 @@ mod tests {
 
     /// For postings `p` (accesses the same reversed), under each metric: the pruned search
     /// costs what the best of every anchor costs, and its slots cost what it says.
-    fn search_matches_every_anchor(p: &[f64], m: usize) -> Result<(), TestCaseError> {
+    fn search_matches_every_anchor(p: &[f64], m: usize, w: &[f64]) -> Result<(), TestCaseError> {
         for metric in [Metric::Delay, Metric::Miss, Metric::AccessDelay] {
             let q: Vec<f64> = p.iter().rev().copied().collect();
-            let t = CostTable::new(metric, p, &q, 60.0);
+            let t = CostTable::new_priced(Default::default(), metric, p, &q, 60.0, w);
             let got = ExactSolver::new().solve(&t, m);
             let want = every_anchor(&t, m);
             let tol = 1e-9 * (1.0 + want.abs());
@@ -757,7 +766,7 @@ mod tests {
             m in 2usize..=10,
         ) {
             prop_assume!(p.iter().any(|&x| x > 0.0));
-            search_matches_every_anchor(&p, m)?;
+            search_matches_every_anchor(&p, m, &[])?;
         }
 
         #[test]
@@ -765,7 +774,23 @@ mod tests {
             p in shape(),
             m in 2usize..=10,
         ) {
-            search_matches_every_anchor(&p, m)?;
+            search_matches_every_anchor(&p, m, &[])?;
+        }
+
+        /// Prices per day of a weekly plan (seven runs, the cheapest free), of a size that
+        /// moves fetches between days: the anchor search's bounds must not assume that a
+        /// longer interval costs more, which a price on its end breaks.
+        #[test]
+        fn the_pruned_anchor_search_finds_the_best_of_every_anchor_with_day_prices(
+            p in shape(),
+            m in 2usize..=10,
+            day in proptest::collection::vec(0.0f64..1.0, 7),
+            scale in prop_oneof![Just(1.0), 0.0f64..50_000.0],
+        ) {
+            let n = p.len();
+            let low = day.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+            let w: Vec<f64> = (0..n).map(|x| (day[x * 7 / n] - low) * scale).collect();
+            search_matches_every_anchor(&p, m, &w)?;
         }
     }
 }

@@ -39,7 +39,7 @@ pub fn document_level(feed: &FeedModel, cfg: &PlanConfig, items: f64, placed: bo
         return lo;
     }
     let mut s = Scratch::default();
-    let table = table_for(feed, cfg, &mut s);
+    let table = table_for(feed, 0, cfg, &mut s);
     // No schedule splits a slot. Where one slot alone holds more than `items` (a feed on a
     // timer whose window brings a batch), no level holds, and the search would end at the
     // top of its range, spending fetches that save nothing (137 a day for 40 postings at

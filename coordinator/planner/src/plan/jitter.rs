@@ -98,7 +98,7 @@ pub(super) fn rotate(
         let r = (share(index) * (2 * reach) as f64).round() as i64 - reach;
         return shifted(plan, r, n, None);
     }
-    let table = table_for(feed, cfg, s);
+    let table = table_for(feed, index, cfg, s);
     let (down, up) = range(&table, &plan.slots, reach);
     let out = if down + up == 0 {
         plan
@@ -107,7 +107,15 @@ pub(super) fn rotate(
         // shrinks by a slot moves the feed by a slot, not anywhere in it.
         let r = (share(index) * (down + up) as f64).round() as i64 - down;
         let cost = rotated_cost(&table, &plan.slots, plan.period_multiple, r);
-        shifted(plan, r, n, Some(feed.weight * cost))
+        let k = plan.period_multiple;
+        let rotated: Vec<u32> = plan
+            .slots
+            .iter()
+            .map(|&x| (x as i64 + r).rem_euclid(n as i64) as u32)
+            .collect();
+        // Rotated within the priced optimum; reported without the days' prices.
+        let unpriced = (cost - table.price_of(&rotated, k)).max(0.0);
+        shifted(plan, r, n, Some(feed.weight * unpriced))
     };
     s.keep_table(table);
     out
@@ -143,6 +151,7 @@ mod tests {
             budget: 100.0,
             host_caps: HostCaps::uniform(None),
             smoothing,
+            day_prices: Default::default(),
         }
     }
 
@@ -160,7 +169,7 @@ mod tests {
     }
 
     fn best_plan(f: &FeedModel, cfg: &PlanConfig, m: usize, s: &mut Scratch) -> FeedPlan {
-        let table = table_for(f, cfg, s);
+        let table = table_for(f, 0, cfg, s);
         let sch = s.solver.solve(&table, m);
         FeedPlan {
             level: m as Level,
@@ -184,7 +193,7 @@ mod tests {
         let mut firsts = std::collections::BTreeSet::new();
         for i in 0..200 {
             let p = rotate(best.clone(), &f, i, &cfg, &mut s);
-            let table = table_for(&f, &cfg, &mut s);
+            let table = table_for(&f, 0, &cfg, &mut s);
             let cost = table.schedule_cost(&p.slots);
             assert!(
                 cost <= best.expected_cost * (1.0 + WITHIN) + 1e-9,
@@ -226,7 +235,7 @@ mod tests {
             .collect();
         let f = feed(bins);
         let mut s = Scratch::default();
-        let table = table_for(&f, &cfg, &mut s);
+        let table = table_for(&f, 0, &cfg, &mut s);
         let (a, cost) = table.best_multi_period(3);
         let best = FeedPlan {
             level: -3,
@@ -239,7 +248,7 @@ mod tests {
         let mut moved = 0;
         for i in 0..100 {
             let p = rotate(best.clone(), &f, i, &cfg, &mut s);
-            let table = table_for(&f, &cfg, &mut s);
+            let table = table_for(&f, 0, &cfg, &mut s);
             let b = p.slots[0] as usize;
             // Bounded by the part its time of day decides, not by three days' waiting.
             assert!(table.cost(b, b + cfg.slots) <= one_period * (1.0 + WITHIN) + 1e-9);

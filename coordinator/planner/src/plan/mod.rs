@@ -4,6 +4,7 @@
 //! * [`exact`] — the exact cyclic m-fetch schedule (Monge DP + anchor interleaving);
 //! * [`search`] — the papers' baselines: uniform spacing and the optimality-condition search;
 //! * [`alloc`] — splitting a fetch budget across feeds (uniform, closed forms, exact joint);
+//! * [`days`] — a weekly plan's fetches spread evenly over its days by a price per day;
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
 //! * `jitter` — which of nearly equal minutes each feed is fetched at;
@@ -15,6 +16,7 @@
 pub mod alloc;
 pub mod brute;
 pub mod cost;
+pub mod days;
 pub mod exact;
 pub mod exchange;
 pub mod floor;

@@ -22,6 +22,7 @@ fn cfg(budget: f64) -> PlanConfig {
         budget,
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
+        day_prices: Default::default(),
     }
 }
 

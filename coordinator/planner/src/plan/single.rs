@@ -61,7 +61,10 @@ pub fn resolve_one(
             .filter(|&x| x >= min && x <= top && cache.get(x).is_none())
             .collect();
         evaluations += want.len();
-        for (x, p) in want.iter().zip(exact_points(feed, cfg, &want, &mut s)) {
+        for (x, p) in want
+            .iter()
+            .zip(exact_points(feed, index, cfg, &want, &mut s))
+        {
             cache.set(*x, p);
         }
     };
@@ -69,7 +72,7 @@ pub fn resolve_one(
         Some(p) => feed_plan(index, level, p.slots.to_vec(), p.delay),
         None => {
             evaluations += 1;
-            let p = exact_points(feed, cfg, &[level], &mut s)
+            let p = exact_points(feed, index, cfg, &[level], &mut s)
                 .pop()
                 .expect("one point per level asked");
             feed_plan(index, level, p.slots.to_vec(), p.delay)
@@ -102,6 +105,7 @@ mod tests {
             budget,
             host_caps: HostCaps::uniform(None),
             smoothing: Smoothing::Linear,
+            day_prices: Default::default(),
         }
     }
 

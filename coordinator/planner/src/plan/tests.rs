@@ -155,6 +155,60 @@ proptest! {
     }
 }
 
+/// Prices per boundary as a weekly plan's days give them (a few runs of one price, one of
+/// them free) or any at all.
+fn prices(n: usize) -> impl Strategy<Value = Vec<f64>> {
+    prop_oneof![
+        (1usize..=7, proptest::collection::vec(0.0f64..3.0, 7)).prop_map(move |(days, w)| {
+            let low = w[..days].iter().fold(f64::INFINITY, |a, &b| a.min(b));
+            (0..n).map(|x| w[x * days / n] - low).collect()
+        }),
+        proptest::collection::vec(prop_oneof![Just(0.0), 0.0f64..4.0], n),
+    ]
+}
+
+fn priced_instance() -> impl Strategy<Value = (Vec<f64>, Vec<f64>, Vec<f64>, usize)> {
+    (2usize..=21).prop_flat_map(|n| (pattern(n), pattern(n), prices(n), 1usize..=5.min(n)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// With a price on each fetch the exact solver still finds the cheapest schedule, the
+    /// metric plus its fetches' prices, checked against every subset priced by hand on an
+    /// unpriced table.
+    #[test]
+    fn the_exact_solver_with_prices_equals_brute_force((p, q, w, m) in priced_instance()) {
+        for metric in Metric::ALL {
+            let plain = CostTable::new(metric, &p, &q, 1.0);
+            let t = CostTable::new_priced(Default::default(), metric, &p, &q, 1.0, &w);
+            let priced = |slots: &[u32]| {
+                plain.schedule_cost(slots) + slots.iter().map(|&x| w[x as usize]).sum::<f64>()
+            };
+            let brute = solve_brute(&t, m);
+            prop_assert!(rel_close(brute.cost, priced(&brute.slots), 1e-9));
+            let exact = solve_exact(&t, m);
+            prop_assert_eq!(exact.slots.len(), m);
+            prop_assert!(rel_close(exact.cost, priced(&exact.slots), 1e-9));
+            prop_assert!(
+                rel_close(exact.cost, brute.cost, 1e-9),
+                "{} m={} w={:?} exact {} {:?} brute {} {:?}",
+                metric, m, w, exact.cost, exact.slots, brute.cost, brute.slots
+            );
+            // What the plan reports leaves the prices out.
+            let unpriced = exact.cost - t.price_of(&exact.slots, 1);
+            prop_assert!(rel_close(unpriced, plain.schedule_cost(&exact.slots), 1e-9));
+            // A fetch every k periods pays its price once per k periods.
+            for k in [1u32, 3] {
+                for (a, wa) in w.iter().enumerate() {
+                    let want = plain.multi_period_cost(a, k) + wa / f64::from(k);
+                    prop_assert!(rel_close(t.multi_period_cost(a, k), want, 1e-9));
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -421,6 +475,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
             budget: 100.0,
             host_caps: Default::default(),
             smoothing: Smoothing::Step,
+            day_prices: Default::default(),
         };
         let level = document_level(&feed, &cfg, items, true);
         let (mut p, mut q) = (Vec::new(), Vec::new());
@@ -470,6 +525,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         budget: 100.0,
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
+        day_prices: Default::default(),
     };
     assert_eq!(
         level_period_multiple(document_level(&quiet, &cfg, 10.0, true)),
@@ -605,6 +661,7 @@ fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
         budget: 1.0,
         host_caps: Default::default(),
         smoothing: Smoothing::Linear,
+        day_prices: Default::default(),
     };
     let peak = Peak {
         start: (4.25 / 24.0) as f32,
