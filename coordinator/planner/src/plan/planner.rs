@@ -135,7 +135,7 @@ pub struct PlanConfig {
     pub smoothing: Smoothing,
     /// The price of a fetch on each day of the period, on top of the budget's: what spreads
     /// a weekly plan's fetches evenly over its days ([`super::days`]). Schedules are placed
-    /// at these prices and the allocation weighs them; every reported cost leaves them out.
+    /// at these prices; the allocation and every reported cost leave them out.
     pub day_prices: DayPricing,
 }
 
@@ -301,15 +301,14 @@ pub(super) fn exact_points(
                 let (a, c) = table.best_multi_period(k);
                 (vec![a as u32], c, k)
             };
-            // The allocation weighs the days' prices; the plan reports the metric alone.
-            let priced = feed.weight * cost;
+            // Placed at the days' prices; the allocation and the plan see the metric alone.
             let delay = feed.weight * (cost - table.price_of(&slots, k)).max(0.0);
             let lost = match (&feed.document, &prefix) {
                 (Some(doc), Some(prefix)) => priced_loss(doc, l, &slots, prefix),
                 _ => 0.0,
             };
             CurvePoint {
-                cost: priced + lost,
+                cost: delay + lost,
                 delay,
                 slots: slots.into_boxed_slice(),
             }
@@ -706,7 +705,7 @@ fn keep_previous(
     feed: &FeedModel,
     index: usize,
     level: Level,
-    new_cost: f64,
+    new: &CurvePoint,
     cfg: &PlanConfig,
     s: &mut Scratch,
 ) -> Option<FeedPlan> {
@@ -718,15 +717,23 @@ fn keep_previous(
         return None;
     }
     let table = table_for(feed, index, cfg, s);
-    // Priced, as the new optimum's cost is: old times on a day that has grown dearer are
-    // not kept for their metric alone.
-    let cost = feed.weight
-        * if old.period_multiple > 1 {
-            table.multi_period_cost(old.slots[0] as usize, old.period_multiple)
-        } else {
-            table.schedule_cost(&old.slots)
-        };
+    // Both priced at the days' prices: old times on a day grown dearer are not kept for
+    // their metric alone.
+    let priced = |slots: &[u32]| {
+        feed.weight
+            * if old.period_multiple > 1 {
+                table.multi_period_cost(slots[0] as usize, old.period_multiple)
+            } else {
+                table.schedule_cost(slots)
+            }
+    };
+    let cost = priced(&old.slots);
     let price = feed.weight * table.price_of(&old.slots, old.period_multiple);
+    let new_cost = if table.is_priced() && !new.slots.is_empty() {
+        priced(&new.slots) + (new.cost - new.delay)
+    } else {
+        new.cost
+    };
     s.keep_table(table);
     let lost = feed.document.map_or(0.0, |doc| {
         priced_loss(&doc, level, &old.slots, &prefix_sums(&s.post))
@@ -779,8 +786,7 @@ fn assemble(
             let (plan, fell_back) = match curves.and_then(|c| c[i].get(level)) {
                 Some(p) => {
                     if let Reuse::Previous { plans, .. } = reuse {
-                        if let Some(kept) = keep_previous(&plans[i], feed, i, level, p.cost, cfg, s)
-                        {
+                        if let Some(kept) = keep_previous(&plans[i], feed, i, level, p, cfg, s) {
                             return (kept, false);
                         }
                     }
