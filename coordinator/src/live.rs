@@ -130,11 +130,11 @@ pub struct LivePlanArgs {
     pub host_gap: Option<humantime::Duration>,
     /// Plan over a week: feeds with two or more weeks of history learn day-of-week factors
     /// (shrunk toward everyone's, chosen per feed on held-out weeks) and schedules repeat
-    /// weekly. Costs about seven times the solve time of a daily plan. Its plans are solved
-    /// against the week's budget, and the workers hold every day to the day's budget. So on
-    /// feeds posting a tenth as much at weekends it realized 1.16-1.48 times the daily plan's
-    /// delay, and on `real-commits` at a fetch a day 1.023 times (docs/OPERATIONS.md,
-    /// "Weekly plans and the day's budget").
+    /// weekly. Costs about seven times the solve time of a daily plan, and up to three more
+    /// solves a round while its prices per day of the week step toward even days: the
+    /// workers hold every day to the day's budget (docs/OPERATIONS.md, "Weekly plans and the
+    /// day's budget"). On `real-commits` at a fetch a day it realized 1.023 times the daily
+    /// plan's delay before those prices (docs/EXPERIMENTS.md).
     #[arg(long)]
     pub weekly: bool,
     /// Ignore publisher hints (Cache-Control max-age, <ttl>, sy:updatePeriod, skipHours,
