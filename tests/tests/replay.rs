@@ -398,7 +398,7 @@ fn a_weekly_plans_days_are_priced_even() {
         let after = |key: &str| -> f64 {
             let rest =
                 &line[line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len()..];
-            let word = rest.split([' ', ';']).find(|w| !w.is_empty()).unwrap();
+            let word = rest.split([' ', ';', ',']).find(|w| !w.is_empty()).unwrap();
             word.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
         };
         let over = after("rounds with a day over 1.05: ") as usize;
