@@ -102,7 +102,7 @@ impl FeedModel {
     /// The feed's expected postings per slot of `cfg`'s period: its bins spread onto the
     /// slots, with each peak's share moved into its window on each day.
     pub fn expand_posts(&self, cfg: &PlanConfig, out: &mut Vec<f64>) {
-        let days = (cfg.period_seconds / 86_400.0).round().max(1.0) as usize;
+        let days = cfg.days_per_period();
         expand_with_peaks(
             &self.post_bins,
             &self.peaks,
