@@ -479,6 +479,7 @@ async fn main() {
         per_day,
         now,
         Default::default(),
+        &Default::default(),
     )
     .await
     .expect("store the plan");

@@ -75,6 +75,9 @@ pub struct PlanOutcome {
     pub fresh: bool,
     /// Budget the hosts could not carry, if their caps bound.
     pub host_limited: HostLimited,
+    /// The days' prices the plan was solved at (none for a daily plan): stored with it, so
+    /// that a next leader plans at them from its first round ([`Replanner::resume_day_prices`]).
+    pub day_prices: DayPricing,
 }
 
 /// How far host capacity held the plan below its budget.
@@ -271,6 +274,30 @@ impl Replanner {
     pub fn set_settings(&mut self, settings: PlannerSettings) {
         self.settings = settings;
         self.last = None;
+    }
+
+    /// The days' prices the next round starts from (none for a daily plan, or before a
+    /// weekly plan's first step).
+    pub fn day_prices(&self) -> &DayPricing {
+        &self.day_prices.pricing
+    }
+
+    /// Takes up prices a plan of these settings' period was solved at before (a
+    /// predecessor's, read from the stored plan), so that a weekly plan is not unpriced
+    /// again for its first rounds: those would ask the weekdays more than their allowances
+    /// and the workers would hold the excess. Refused (`false`, nothing changes) when they
+    /// are for another number of days, or negative or not finite.
+    pub fn resume_day_prices(&mut self, pricing: DayPricing) -> bool {
+        if pricing.prices.len() as f64 != self.settings.days_per_period() {
+            return false;
+        }
+        match DayPrices::resumed(pricing) {
+            Some(p) => {
+                self.day_prices = p;
+                true
+            }
+            None => false,
+        }
     }
 
     /// A feed's model and plan from the last round.
@@ -506,6 +533,7 @@ impl Replanner {
             resolved,
             fresh,
             host_limited,
+            day_prices: cfg.day_prices,
         })
     }
 }

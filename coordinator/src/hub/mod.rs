@@ -257,7 +257,20 @@ impl<B: KvBackend> Hub<B> {
         let last_members = members::load(store.as_ref(), &mut cluster).await?;
         let (mut budget_per_day, mut first_sights, mut started_on) = (None, HashMap::new(), None);
         let mut promises = Default::default();
+        let mut replanner = Replanner::new(planner.clone());
         if let Some((meta, specs)) = stored {
+            // A weekly plan's first rounds start from the predecessor's days' prices, not
+            // unpriced: those would ask the weekdays more than their allowances.
+            if !meta.day_prices.is_empty() {
+                if replanner.resume_day_prices(meta.day_pricing()) {
+                    tracing::info!(prices = ?meta.day_prices, "the stored plan's day prices taken up");
+                } else {
+                    tracing::warn!(
+                        prices = ?meta.day_prices,
+                        "the stored plan's day prices do not fit this period or are not valid; the first rounds step them afresh"
+                    );
+                }
+            }
             // The predecessor's record goes on, so the promise does not fall back to the
             // model's own figure for days after a failover.
             promises = match meta.promises.map(|r| r.checked(clock.now_ms())) {
@@ -309,7 +322,7 @@ impl<B: KvBackend> Hub<B> {
             settings: (0, planner.clone()),
             replanner: Some(Parked {
                 generation: 0,
-                replanner: Replanner::new(planner),
+                replanner,
             }),
             plan_view: Arc::default(),
             throttles: Default::default(),

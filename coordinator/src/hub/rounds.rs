@@ -48,7 +48,9 @@ fn guarded<T>(
     match out {
         Ok(v) => (replanner, Ok(v)),
         Err(panic) => {
-            let fresh = Replanner::new(replanner.settings().clone());
+            let mut fresh = Replanner::new(replanner.settings().clone());
+            // The prices are plain numbers, valid whatever the solve that panicked left.
+            fresh.resume_day_prices(replanner.day_prices().clone());
             m::record_planner_panic();
             (
                 fresh,
@@ -393,6 +395,7 @@ impl<B: KvBackend> Hub<B> {
             }
         }
         let per_day = outcome.budget_per_day;
+        let day_prices = outcome.day_prices;
         let specs = outcome.specs;
         let chunks = match tokio::task::spawn_blocking(move || {
             let chunks = super::stored_plan::encode(&specs);
@@ -417,6 +420,7 @@ impl<B: KvBackend> Hub<B> {
             per_day,
             self.clock.now_ms(),
             promises,
+            &day_prices,
         )
         .await;
         match written {

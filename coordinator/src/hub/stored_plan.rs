@@ -39,6 +39,27 @@ pub struct Meta {
     /// (absent in plans stored before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promises: Option<crate::control::promise::PromiseRecord>,
+    /// A weekly plan's days' prices, in weighted cost per period per fetch (empty for a
+    /// daily plan, and in plans stored before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub day_prices: Vec<f64>,
+    /// The feeds' spread of those prices.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub day_price_spread: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+impl Meta {
+    /// The days' prices the plan was solved at, as the planner takes them.
+    pub fn day_pricing(&self) -> crate::plan::planner::DayPricing {
+        crate::plan::planner::DayPricing {
+            prices: self.day_prices.clone(),
+            spread: self.day_price_spread,
+        }
+    }
 }
 
 /// One feed's fetch times, compactly: milliseconds instead of fractional seconds, and the
@@ -126,8 +147,9 @@ pub fn encode(specs: &BTreeMap<String, FeedSpec>) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Writes `chunks` as the stored plan made for `per_day` fetches a day at `now_ms`, with
-/// the plans' record as it stands, and drops the plan it replaces.
+/// Writes `chunks` as the stored plan made for `per_day` fetches a day at `now_ms` and
+/// the days' prices `days`, with the plans' record as it stands, and drops the plan it
+/// replaces.
 pub async fn write<B: KvBackend + ?Sized>(
     store: &B,
     chunks: Vec<Vec<u8>>,
@@ -135,6 +157,7 @@ pub async fn write<B: KvBackend + ?Sized>(
     per_day: f64,
     now_ms: i64,
     promises: crate::control::promise::PromiseRecord,
+    days: &crate::plan::planner::DayPricing,
 ) -> Result<Meta, StoreError> {
     let key = |k: Key| k.encode().map_err(|e| StoreError(e.to_string()));
     let previous = read_meta(store).await?;
@@ -145,6 +168,8 @@ pub async fn write<B: KvBackend + ?Sized>(
         per_day,
         written_at_ms: now_ms,
         promises: Some(promises),
+        day_prices: days.prices.clone(),
+        day_price_spread: days.spread,
     };
     if previous.is_none() {
         // No plan is named (a first write, or an unreadable meta): chunks left by a writer
@@ -298,7 +323,12 @@ mod tests {
         for _ in 0..80 {
             record.add(5, &[1_500_000], 600.0);
         }
-        let m1 = write(&store, encode(&specs), n, 4.0 * n as f64, 5, record)
+        // So do a weekly plan's days' prices.
+        let days = crate::plan::planner::DayPricing {
+            prices: vec![0.0, 12.5, 3.25, 0.125, 7.0, 1.0e-3, 40.0],
+            spread: 2.5,
+        };
+        let m1 = write(&store, encode(&specs), n, 4.0 * n as f64, 5, record, &days)
             .await
             .unwrap();
         assert_eq!((m1.generation, m1.chunks, m1.feeds), (1, 3, n as u64));
@@ -306,19 +336,31 @@ mod tests {
         assert_eq!(meta, m1);
         assert_eq!(meta.promises.map(|r| r.ratio()), Some(record.ratio()));
         assert!(record.ratio() > 1.0);
-        // A meta written before the record was kept still reads, without one.
+        assert_eq!(meta.day_pricing(), days);
+        // A meta written before the record or the prices were kept still reads, without.
         let old: Meta = serde_json::from_str(
             r#"{"generation":1,"chunks":0,"feeds":0,"per_day":1.0,"written_at_ms":5}"#,
         )
         .unwrap();
         assert_eq!(old.promises, None);
+        assert_eq!(old.day_pricing(), Default::default());
         assert_eq!(back, specs, "milliseconds keep these offsets exactly");
 
         // A second plan replaces the first, whose chunks go.
-        let m2 = write(&store, encode(&specs), n, 1.0, 6, Default::default())
-            .await
-            .unwrap();
+        let m2 = write(
+            &store,
+            encode(&specs),
+            n,
+            1.0,
+            6,
+            Default::default(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(m2.generation, 2);
+        let (meta, _) = load(&store, &feeds).await.unwrap().unwrap();
+        assert!(meta.day_prices.is_empty(), "a daily plan stores none");
         let old = Key::PlanChunk(1, 0).prefix().unwrap();
         assert!(store.range(old, None, 10).await.unwrap().is_empty());
 
@@ -370,6 +412,7 @@ mod tests {
             outcome.budget_per_day,
             clock.now_ms(),
             record,
+            &outcome.day_prices,
         )
         .await
         .unwrap();
@@ -398,6 +441,61 @@ mod tests {
         assert!(figures.promise_ratio > 1.4, "{}", figures.promise_ratio);
     }
 
+    /// A weekly plan's days' prices outlive their leader: the next one plans its first
+    /// round at them rather than unpriced; a leader of daily plans has no use for them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_next_leader_plans_a_week_at_its_predecessors_day_prices() {
+        use crate::control::relearn::PlannerSettings;
+        use crate::hub::messages as msg;
+        use crate::hub::test_support::{open_for_tests, open_with_planner_for_tests};
+        use crate::plan::planner::DayPricing;
+        use kairos_runtime::clock::SimClock;
+        use std::sync::Arc;
+        let store = Arc::new(MemoryBackend::new());
+        let clock = SimClock::manual(1_700_000_000_000);
+        let weekly = PlannerSettings {
+            weekly: true,
+            ..Default::default()
+        };
+        let first = open_with_planner_for_tests(store.clone(), clock, weekly.clone()).await;
+        for i in 0..30 {
+            let url = format!("http://h{}.invalid/f{i}", i % 4);
+            first
+                .registry()
+                .add_feed(Some(&format!("f{i}")), &url, 1.0)
+                .await
+                .unwrap();
+        }
+        let outcome = first.replan().await.unwrap();
+        assert_eq!(outcome.specs.len(), 30);
+        let days = DayPricing {
+            prices: vec![0.0, 3.0, 1.0, 0.0, 2.0, 0.5, 0.25],
+            spread: 0.1,
+        };
+        write(
+            store.as_ref(),
+            encode(&outcome.specs),
+            30,
+            outcome.budget_per_day,
+            clock.now_ms(),
+            Default::default(),
+            &days,
+        )
+        .await
+        .unwrap();
+        drop(first);
+
+        let prices_of = |hub: crate::hub::Hub<MemoryBackend>| async move {
+            let parked = hub.actor.ask(msg::TakeReplanner).await.expect("parked");
+            parked.replanner.day_prices().clone()
+        };
+        let next = open_with_planner_for_tests(store.clone(), clock, weekly).await;
+        assert_eq!(next.started_on_stored_plan(), Some((30, clock.now_ms())));
+        assert_eq!(prices_of(next).await, days);
+        let daily = open_for_tests(store.clone(), clock).await;
+        assert_eq!(prices_of(daily).await, DayPricing::default());
+    }
+
     #[tokio::test]
     async fn a_plan_missing_a_chunk_is_not_served() {
         let store = MemoryBackend::new();
@@ -406,6 +504,7 @@ mod tests {
             .map(|s| (s.id.clone(), s))
             .collect();
         let feeds: Vec<FeedRecord> = specs.values().map(record).collect();
+        let daily = crate::plan::planner::DayPricing::default();
         let write_at = |now_ms| {
             write(
                 &store,
@@ -414,6 +513,7 @@ mod tests {
                 1.0,
                 now_ms,
                 Default::default(),
+                &daily,
             )
         };
         write_at(5).await.unwrap();

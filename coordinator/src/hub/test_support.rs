@@ -3,6 +3,7 @@
 
 use super::{Hub, HubConfig};
 use crate::control::cluster::ClusterConfig;
+use crate::control::relearn::PlannerSettings;
 use crate::store::KvBackend;
 use kairos_runtime::clock::SimClock;
 use std::sync::Arc;
@@ -19,6 +20,15 @@ pub(crate) fn test_runtime() -> tokio::runtime::Runtime {
 
 /// A hub for unit tests: sessions that never expire in wall time, hourly replans.
 pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock) -> Hub<B> {
+    open_with_planner_for_tests(store, clock, Default::default()).await
+}
+
+/// [`open_for_tests`] with these planner settings.
+pub(crate) async fn open_with_planner_for_tests<B: KvBackend>(
+    store: Arc<B>,
+    clock: SimClock,
+    planner: PlannerSettings,
+) -> Hub<B> {
     Hub::open(
         store,
         clock,
@@ -27,7 +37,7 @@ pub(crate) async fn open_for_tests<B: KvBackend>(store: Arc<B>, clock: SimClock)
                 lease: Duration::from_secs(1 << 30),
                 ..ClusterConfig::default()
             },
-            planner: Default::default(),
+            planner,
             replan_interval: Duration::from_secs(3600),
             health: Default::default(),
             retention: Default::default(),

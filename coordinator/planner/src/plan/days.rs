@@ -113,6 +113,26 @@ impl DayPrices {
         }
     }
 
+    /// Prices a plan was solved at before, taken up again (a new leader reads its
+    /// predecessor's from the stored plan): without them a weekly plan starts unpriced and
+    /// asks several days' worth of rounds with uneven days, whose excess the workers hold.
+    /// They are near the balance, so steps start short and grow at the slower rate, as
+    /// after a day's first flip. `None` for fewer than two days, a negative or non-finite
+    /// price or spread.
+    pub fn resumed(pricing: DayPricing) -> Option<Self> {
+        let days = pricing.prices.len();
+        let valid = |v: f64| v.is_finite() && v >= 0.0;
+        if days < 2 || !pricing.prices.iter().all(|&p| valid(p)) || !valid(pricing.spread) {
+            return None;
+        }
+        Some(DayPrices {
+            pricing,
+            steps: vec![FIRST_STEP; days],
+            moves: vec![0.0; days],
+            flipped: vec![true; days],
+        })
+    }
+
     /// Moves the prices from a plan that asked `per_day` fetches on its days, at a mean
     /// weighted cost of `unit` per fetch (the plan's expected cost over its fetches, the
     /// prices left out): the scale of what moving a fetch to another day costs, which the
@@ -221,15 +241,6 @@ pub fn solve_even_days(
         let per_day = fetches_per_day(state.plan(), &cfg);
         let uneven = unevenness(&per_day);
         let price = cost_per_fetch(state.plan());
-        eprintln!(
-            "DBG solve {solve} price {price:.1} nu {:?} per_day {:?}",
-            cfg.day_prices
-                .prices
-                .iter()
-                .map(|p| (p / price * 1000.0).round() / 1000.0)
-                .collect::<Vec<_>>(),
-            per_day.iter().map(|d| d.round()).collect::<Vec<_>>()
-        );
         let report = EvenDays {
             prices: cfg.day_prices.prices.clone(),
             spread: cfg.day_prices.spread,
@@ -428,6 +439,36 @@ mod tests {
         }
         assert!(plan.expected_cost > unpriced.plan().expected_cost);
         assert!(plan.expected_cost < 1.5 * unpriced.plan().expected_cost);
+    }
+
+    #[test]
+    fn prices_taken_up_again_give_the_even_plan_at_once() {
+        let feeds = population();
+        let cfg = week_cfg(40.0 * 4.0 * 7.0);
+        let mut first = DayPrices::default();
+        let (_, settled) = solve_even_days(&feeds, &cfg, &mut first).unwrap();
+        assert!(settled.solves > 1, "the prices had to move");
+        // A next leader reads the prices, not the step state behind them.
+        let mut resumed = DayPrices::resumed(first.pricing.clone()).unwrap();
+        let at_them = PlanConfig {
+            day_prices: resumed.pricing.clone(),
+            ..cfg.clone()
+        };
+        let state = solve_optimal_with_state(&feeds, &at_them).unwrap();
+        assert_eq!(fetches_per_day(state.plan(), &cfg), settled.per_day);
+        // From there the steps are short (40 feeds: within 5%, see above), and never make
+        // the days less even than they were.
+        let (_, again) = solve_even_days(&feeds, &cfg, &mut resumed).unwrap();
+        assert!(unevenness(&again.per_day) <= unevenness(&settled.per_day));
+        assert!(unevenness(&again.per_day) <= 0.05, "{:?}", again.per_day);
+        // Unusable prices are refused, not clamped into some other plan.
+        let with =
+            |prices: Vec<f64>, spread: f64| DayPrices::resumed(DayPricing { prices, spread });
+        assert!(with(vec![0.0, 1.0], 0.1).is_some());
+        assert!(with(vec![1.0], 0.1).is_none(), "one day");
+        assert!(with(vec![0.0, -1.0], 0.1).is_none());
+        assert!(with(vec![0.0, f64::NAN], 0.1).is_none());
+        assert!(with(vec![0.0, 1.0], f64::INFINITY).is_none());
     }
 
     #[test]
