@@ -80,6 +80,8 @@ pub(super) struct State {
     pub budget_per_day: Option<f64>,
     /// Feeds re-solved since the last round ([`super::quick`]).
     pub quick: super::quick::Quick,
+    /// What the log said last of plans' days against the day's budget.
+    pub days_over: super::figures::DaysOver,
     /// WebSub subscriptions, hubs' reliability and the workers' task streams.
     pub push: super::push::PushState,
 }
@@ -265,6 +267,7 @@ mod tests {
             paced_day: Default::default(),
             budget_per_day: None,
             quick: Default::default(),
+            days_over: Default::default(),
             push: Default::default(),
         }
     }

@@ -242,27 +242,73 @@ pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {
 /// (by `log_days_over_budget`): a daily plan's days sit at or just under 1.
 pub const DAY_OVER_BUDGET: f64 = 1.05;
 
-/// Says when plans start and stop asking more of a day than its budget (`before`: the
-/// last plan's busiest day, if any), once each way rather than at every round: the
-/// allowances hold what a day asks beyond its budget to the next day, so the plan is not
-/// executed as made and its promise does not hold.
-pub(super) fn log_days_over_budget(before: Option<f64>, f: &PlanFigures) {
-    let was = before.is_some_and(|b| b > DAY_OVER_BUDGET);
+/// How long plans must keep every day within [`DAY_OVER_BUDGET`] before the log says the
+/// days fit again: a weekly plan's prices settle by trading fetches between days, and its
+/// busiest day crossed 1.05 back and forth every few rounds (26 lines in a replay's first
+/// days at one fetch a day), which said nothing the metric does not.
+pub const DAYS_FIT_AFTER_MS: i64 = crate::time::DAY_MS;
+
+/// What the log said last of plans' days against the day's budget.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct DaysOver {
+    /// Whether it warned and has not yet said the days fit again.
+    warned: bool,
+    /// Since when (Unix ms) every plan's days fit, while warned.
+    fit_since_ms: Option<i64>,
+}
+
+/// A change worth a log line ([`DaysOver::update`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum DaysChange {
+    /// A plan asks more of a day than its budget, the first since the days fit.
+    Over,
+    /// Every plan has kept its days within the budget for [`DAYS_FIT_AFTER_MS`].
+    Fit,
+}
+
+impl DaysOver {
+    /// Takes the plan of `now_ms`, whose busiest day asks `busiest` of its budget.
+    pub(super) fn update(&mut self, busiest: f64, now_ms: i64) -> Option<DaysChange> {
+        if busiest > DAY_OVER_BUDGET {
+            self.fit_since_ms = None;
+            if !self.warned {
+                self.warned = true;
+                return Some(DaysChange::Over);
+            }
+            return None;
+        }
+        if !self.warned {
+            return None;
+        }
+        let since = *self.fit_since_ms.get_or_insert(now_ms);
+        if now_ms - since >= DAYS_FIT_AFTER_MS {
+            *self = DaysOver::default();
+            return Some(DaysChange::Fit);
+        }
+        None
+    }
+}
+
+/// Says when plans start asking more of a day than its budget, and when they have stopped
+/// for a day ([`DaysOver`]), rather than at every round: the allowances hold what a day asks
+/// beyond its budget to the next day, so the plan is not executed as made and its promise
+/// does not hold.
+pub(super) fn log_days_over_budget(state: &mut DaysOver, now_ms: i64, f: &PlanFigures) {
     let (quietest, busiest) = f.day_budget_shares;
-    if busiest > DAY_OVER_BUDGET && !was {
-        tracing::warn!(
+    match state.update(busiest, now_ms) {
+        Some(DaysChange::Over) => tracing::warn!(
             busiest_day_share = busiest,
             quietest_day_share = quietest,
             budget_per_day = f.budget_per_day,
             "the plan asks more of some days than the daily budget: the workers' allowances \
              hold the excess to the next day (a weekly plan's day prices step toward even \
              days each round; docs/OPERATIONS.md, \"Weekly plans and the day's budget\")"
-        );
-    } else if was && busiest <= DAY_OVER_BUDGET {
-        tracing::info!(
+        ),
+        Some(DaysChange::Fit) => tracing::info!(
             busiest_day_share = busiest,
-            "no planned day asks more than its budget any more"
-        );
+            "no planned day has asked more than its budget for a day"
+        ),
+        None => {}
     }
 }
 
@@ -477,5 +523,31 @@ mod tests {
         );
         // Across midnight.
         assert!(timer_constraint(peak(1430.0, 20.0, 0.5)).contains("between 23:50 and 00:10 UTC"));
+    }
+
+    #[test]
+    fn days_over_budget_are_said_once_and_their_end_after_a_day_of_fitting() {
+        use super::{DaysChange, DaysOver, DAYS_FIT_AFTER_MS};
+        let hour = 3_600_000;
+        let mut s = DaysOver::default();
+        assert_eq!(s.update(1.0, 0), None, "a daily plan's days");
+        assert_eq!(s.update(1.2, hour), Some(DaysChange::Over));
+        // A weekly plan's busiest day crossing the line back and forth: no more lines.
+        let mut t = 2 * hour;
+        for busiest in [1.02, 1.07, 1.01, 1.09, 1.03, 1.06] {
+            assert_eq!(s.update(busiest, t), None, "{busiest}");
+            t += hour;
+        }
+        // Fitting since `t`: said once a day later, not before.
+        let since = t;
+        while t < since + DAYS_FIT_AFTER_MS {
+            assert_eq!(s.update(1.04, t), None);
+            t += hour;
+        }
+        assert_eq!(s.update(1.0, t), Some(DaysChange::Fit));
+        assert_eq!(s.update(1.0, t + hour), None);
+        assert_eq!(s.update(1.1, t + 2 * hour), Some(DaysChange::Over));
+        // Out of range values do not break it: NaN is not over.
+        assert_eq!(s.update(f64::NAN, t + 3 * hour), None);
     }
 }

@@ -335,6 +335,7 @@ impl<B: KvBackend> Hub<B> {
             paced_day: Default::default(),
             budget_per_day,
             quick: Default::default(),
+            days_over: Default::default(),
             push: Default::default(),
         });
         Ok(Hub {

@@ -581,12 +581,7 @@ impl State {
             .as_ref()
             .map_or(0, |p| p.overdue_feeds);
         overdue::log_change(overdue_before, &figures);
-        let days_before = self
-            .totals
-            .last_plan
-            .as_ref()
-            .map(|p| p.day_budget_shares.1);
-        log_days_over_budget(days_before, &figures);
+        log_days_over_budget(&mut self.days_over, now, &figures);
         let old_view = std::mem::replace(&mut self.plan_view, view);
         let old_bounds = std::mem::replace(&mut self.bounds, bounds);
         let c = &mut self.cluster;
