@@ -123,6 +123,16 @@ fn weekly_plans_learn_quiet_weekends_and_count_per_day_outside() {
     for n in per_day {
         assert!(n.abs_diff(120) <= 6, "{per_day:?}");
     }
+    // A round that refills the rest of a day or pays back fetches made ahead plans at the
+    // prices as they stand: its budget's balance over the week is not the budget's.
+    let settled = replanner.day_prices().clone();
+    assert!(settled.any(), "{settled:?}");
+    for share in [0.05, 1.5] {
+        replanner.set_budget_share(share);
+        let o = replanner.plan(&feeds, learned.clone()).unwrap();
+        assert!((o.budget_share - share).abs() < 1e-9, "{}", o.budget_share);
+        assert_eq!(replanner.day_prices(), &settled, "at a share of {share}");
+    }
     // The same feeds without a weekend: the daily shape is kept.
     let flat: HashMap<String, FeedState> = feeds
         .iter()
