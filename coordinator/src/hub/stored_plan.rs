@@ -379,6 +379,17 @@ mod tests {
         assert_eq!(moved.offsets_seconds, specs[&feeds[10].id].offsets_seconds);
     }
 
+    /// Registers feeds `f0`… on four hosts.
+    async fn add_feeds(hub: &crate::hub::Hub<MemoryBackend>, n: usize) {
+        for i in 0..n {
+            let url = format!("http://h{}.invalid/f{i}", i % 4);
+            hub.registry()
+                .add_feed(Some(&format!("f{i}")), &url, 1.0)
+                .await
+                .unwrap();
+        }
+    }
+
     /// What a failover does: the next leader's hub, opened on the store the last one wrote
     /// its plan to, hands out that plan's fetch times and deals the day's budget before any
     /// round of its own.
@@ -390,14 +401,7 @@ mod tests {
         let clock = SimClock::manual(1_700_000_000_000);
         let first = crate::hub::open_for_tests(store.clone(), clock).await;
         assert_eq!(first.started_on_stored_plan(), None);
-        for i in 0..30 {
-            let url = format!("http://h{}.invalid/f{i}", i % 4);
-            first
-                .registry()
-                .add_feed(Some(&format!("f{i}")), &url, 1.0)
-                .await
-                .unwrap();
-        }
+        add_feeds(&first, 30).await;
         let outcome = first.replan().await.unwrap();
         let chunks = encode(&outcome.specs);
         // A record that says the plans delivered 1.5 times their promise.
@@ -458,14 +462,7 @@ mod tests {
             ..Default::default()
         };
         let first = open_with_planner_for_tests(store.clone(), clock, weekly.clone()).await;
-        for i in 0..30 {
-            let url = format!("http://h{}.invalid/f{i}", i % 4);
-            first
-                .registry()
-                .add_feed(Some(&format!("f{i}")), &url, 1.0)
-                .await
-                .unwrap();
-        }
+        add_feeds(&first, 30).await;
         let outcome = first.replan().await.unwrap();
         assert_eq!(outcome.specs.len(), 30);
         let days = DayPricing {
