@@ -214,10 +214,9 @@ const DAY_PRICE_STEPS_PER_ROUND: usize = 3;
 /// round that refills the rest of a day (share up to 1.5) or pays back fetches made ahead
 /// (down to 0.02) plans at another budget, whose balance is not the budget's: at a share of
 /// 0.036 a weekly plan of 500 feeds asked 71 fetches a day, a handful per day of the week,
-/// and the steps taken on them left
-/// the next rounds at the whole budget asking 4.2 times a day's budget of one day and 3% of
-/// another, for a day of rounds until the prices came back. Such rounds plan at the prices
-/// as they stand.
+/// and the steps taken on them left the next rounds at the whole budget asking 4.2 times a
+/// day's budget of one day and 3% of another, for a day of rounds until the prices came
+/// back. Such rounds plan at the prices as they stand.
 const DAY_PRICE_SHARES: std::ops::RangeInclusive<f64> = 0.8..=1.25;
 
 fn close(a: &[f32], b: &[f32]) -> bool {

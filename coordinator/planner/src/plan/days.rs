@@ -95,6 +95,13 @@ const CUT: f64 = 0.5;
 /// Bounds of a day's step, and of a day's price, in mean costs of a fetch.
 const MAX_STEP: f64 = 8.0;
 const MAX_PRICE: f64 = 20.0;
+/// The largest price or spread [`DayPrices::resumed`] takes up: far above any the steps
+/// reach (at most 20 mean costs of a fetch; the largest seen, 950,000 in a unit test, came
+/// from a round at a twentieth of its budget), and low enough that a cost table's sums
+/// over a week's slots stay finite. A stored value beyond it was not written by a
+/// coordinator.
+pub const MAX_RESUMED: f64 = 1e15;
+
 /// The feeds' spread of the days' prices ([`DayPricing::spread`]), in mean costs of a
 /// fetch.
 pub const SPREAD: f64 = 0.1;
@@ -117,11 +124,11 @@ impl DayPrices {
     /// predecessor's from the stored plan): without them a weekly plan starts unpriced and
     /// asks several days' worth of rounds with uneven days, whose excess the workers hold.
     /// They are near the balance, so steps start short and grow at the slower rate, as
-    /// after a day's first flip. `None` for fewer than two days, a negative or non-finite
-    /// price or spread.
+    /// after a day's first flip. `None` for fewer than two days, or a price or spread that
+    /// is negative, not finite or above [`MAX_RESUMED`].
     pub fn resumed(pricing: DayPricing) -> Option<Self> {
         let days = pricing.prices.len();
-        let valid = |v: f64| v.is_finite() && v >= 0.0;
+        let valid = |v: f64| (0.0..=MAX_RESUMED).contains(&v);
         if days < 2 || !pricing.prices.iter().all(|&p| valid(p)) || !valid(pricing.spread) {
             return None;
         }
@@ -469,6 +476,8 @@ mod tests {
         assert!(with(vec![0.0, -1.0], 0.1).is_none());
         assert!(with(vec![0.0, f64::NAN], 0.1).is_none());
         assert!(with(vec![0.0, 1.0], f64::INFINITY).is_none());
+        assert!(with(vec![0.0, 1e308], 0.1).is_none());
+        assert!(with(vec![0.0, 1.0], 1e308).is_none());
     }
 
     #[test]
