@@ -222,7 +222,7 @@ const MODEL_TOLERANCE: f64 = 0.1;
 /// weekends (`replay --weekly`, 500 feeds, two draws) the rounds stepped 300 times in 28
 /// days and the weekly plan realized 1.087 and 1.065 times the daily plan's delay on days
 /// 14–27; stepping on one round in twelve (about one a day at a replan every two hours),
-/// 1.005 and 1.003; the plan frozen after day 14 beat the daily one on the weekdays by 7%
+/// 1.005 and 1.003; the plan frozen after day 14 beat the daily one on the weekdays by 5%
 /// (docs/EXPERIMENTS.md, "Weekly day prices stepped once a day"). The weekly pattern the
 /// prices answer moves slowly; the allowances hold what a day asks over its budget in
 /// between.
