@@ -142,50 +142,6 @@ fn weekly_plans_learn_quiet_weekends_and_count_per_day_outside() {
     assert_eq!(counts.week_shapes[0], 30, "{:?}", counts.week_shapes);
 }
 
-#[test]
-fn weekly_day_prices_step_on_one_round_a_utc_day() {
-    let now = 20_000 * DAY_MS + 10 * H;
-    let feeds: Vec<FeedRecord> = (0..30).map(feed).collect();
-    let states: HashMap<String, FeedState> = feeds
-        .iter()
-        .map(|f| (f.id.clone(), weekend_feed(12, 2, 21, now)))
-        .collect();
-    let mut replanner = Replanner::new(PlannerSettings {
-        weekly: true,
-        window_days: 28.0,
-        slots: 288,
-        ..PlannerSettings::default()
-    });
-    let access = |_: &str| vec![0.0; BINS];
-    let mut round = |at: i64| {
-        let (m, _) = replanner.models(&feeds, &states, &access, at);
-        let out = replanner.plan(&feeds, m).unwrap();
-        let mut per_day = [0.0f64; 7];
-        for spec in out.specs.values() {
-            for &t in &spec.offsets_seconds {
-                per_day[((t / 86_400.0) as usize).min(6)] += 1.0;
-            }
-        }
-        (
-            replanner.day_prices().clone(),
-            crate::plan::days::unevenness(&per_day),
-        )
-    };
-    // The day's first round steps the prices from unpriced, a few times.
-    let (first, uneven) = round(now);
-    assert!(first.any(), "{first:?}");
-    assert!(uneven > crate::plan::days::EVEN_WITHIN, "{uneven}");
-    // The day's later rounds plan at them, though the days are not even yet.
-    for k in 1..4 {
-        let (prices, uneven) = round(now + k * 2 * H);
-        assert_eq!(prices, first, "round {k} of the day stepped");
-        assert!(uneven > crate::plan::days::EVEN_WITHIN, "{uneven}");
-    }
-    // The next day's first round steps again.
-    let (next, _) = round(now + DAY_MS);
-    assert_ne!(next, first);
-}
-
 /// Fetched daily at 23:30 for `days` days before `now`, posting at `hours` on every
 /// `every`-th day.
 fn hourly_feed(hours: &[i64], every: i64, days: i64, now: i64) -> FeedState {

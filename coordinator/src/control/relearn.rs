@@ -163,12 +163,6 @@ pub struct Replanner {
     budget_share: f64,
     /// The days' prices of a plan longer than a day, kept between rounds.
     day_prices: DayPrices,
-    /// The UTC day (days since the Unix epoch) of the round the last [`Self::models`] was
-    /// learned for; `None` before any (a replanner driven without it steps every round).
-    round_day: Option<i64>,
-    /// The UTC day of the last round whose steps moved the days' prices: the next round
-    /// that may step is on a later day ([`DAY_PRICE_STEPS_PER_ROUND`]).
-    stepped_day: Option<i64>,
     /// The population's mixture of daily shapes, refitted daily ([`Self::models`]).
     shapes: super::shapes::ShapeCache,
     /// What the last [`Self::models`] learned of the whole population.
@@ -209,23 +203,22 @@ fn held_budget(configured: f64, days_per_period: f64, cycles: bool) -> f64 {
 /// Relative L1 change of a rate histogram below which a model counts as unchanged.
 const MODEL_TOLERANCE: f64 = 0.1;
 
-/// Steps of the days' prices, each with a fresh solve, one round makes at most for a plan
-/// longer than a day: a weekly plan of 500 feeds at four a day came within 2% of even days
-/// in five steps from unpriced (`plan --period week`), and once the prices hold, rounds
-/// make none. The rest of a step's work waits for the next round that may step.
+/// Steps of the days' prices, each followed by a solve at the new prices, one round makes
+/// at most for a plan longer than a day: a weekly plan of 500 feeds at four a day came
+/// within 2% of even days in five steps from unpriced (`plan --period week`), and once the
+/// prices hold, rounds make none. The rest of a step's work waits for the next round.
 ///
-/// Only one round a UTC day steps ([`Replanner::models`] tells the replanner the round's
-/// day). The days of a live plan are never within 2% for long: each round's models and
-/// budget share move them by a few percent, and a round that stepped solved every feed
-/// afresh at the new prices, moving feeds' fetches between days and hours of the week where
-/// their times had served. At one fetch a day on a population posting a tenth as much at
-/// weekends (`replay --weekly`, 500 feeds, two draws) the rounds stepped 300 times in 28
-/// days and the weekly plan realized 1.087 and 1.065 times the daily plan's delay on days
-/// 14–27; stepping on one round in twelve (about one a day at a replan every two hours),
-/// 1.005 and 1.003; the plan frozen after day 14 beat the daily one on the weekdays by 5%
-/// (docs/EXPERIMENTS.md, "Weekly day prices stepped once a day"). The weekly pattern the
-/// prices answer moves slowly; the allowances hold what a day asks over its budget in
-/// between.
+/// The solve after a step is a replan of every feed (`planner::replan`), not a fresh solve:
+/// each feed's cost curve is recomputed at the new prices, the allocation starts from the
+/// last one, and a feed whose times cost at most 0.1% more than its new optimum keeps them.
+/// The days of a live plan are never within 2% for long (each round's models and budget
+/// share move them a few percent), so most rounds step; solved afresh, each step moved
+/// feeds' fetches between days and hours where their times had served. At one fetch a day
+/// on a population posting a tenth as much at weekends (`replay --weekly`, 500 feeds) the
+/// weekly plan realized 379.56 min on days 14–27 with fresh solves and 357.76 replanned
+/// (the daily plan 349.09), the allowance holding 10.3% of its fetches instead of 13.6%;
+/// the same plan frozen after day 14 beat the daily one on the weekdays by 5%
+/// (docs/EXPERIMENTS.md, "Weekly day prices: a step replans").
 const DAY_PRICE_STEPS_PER_ROUND: usize = 3;
 
 /// Budget shares ([`Replanner::set_budget_share`]) of the rounds whose plans step the
@@ -283,8 +276,6 @@ impl Replanner {
             view: Arc::default(),
             budget_share: 1.0,
             day_prices: DayPrices::default(),
-            round_day: None,
-            stepped_day: None,
         }
     }
 
@@ -347,8 +338,7 @@ impl Replanner {
     }
 
     /// Every feed's model under these settings ([`models`]), with the population's mixture
-    /// of daily shapes kept between rounds. `now_ms` is also the round's time for the
-    /// plan that follows: a weekly plan's day prices step on one round a UTC day.
+    /// of daily shapes kept between rounds.
     pub fn models<S: std::borrow::Borrow<super::feedstate::FeedState> + Sync>(
         &mut self,
         feeds: &[FeedRecord],
@@ -356,7 +346,6 @@ impl Replanner {
         access_bins: &(dyn Fn(&str) -> Vec<f32> + Sync),
         now_ms: i64,
     ) -> (Vec<FeedModel>, ModelCounts) {
-        self.round_day = Some(now_ms.div_euclid(crate::time::DAY_MS));
         let (models, counts, population) = super::models::learn(
             feeds,
             states,
@@ -436,7 +425,7 @@ impl Replanner {
             }
             cfg.day_prices.clone_from(&self.day_prices.pricing);
         }
-        let (mut plan, mut resolved, mut fresh) = if self.settings.policy != Policy::Optimal {
+        let (mut plan, mut resolved, fresh) = if self.settings.policy != Policy::Optimal {
             let plan = planner::solve(&models, &cfg)?;
             self.view = Arc::new(
                 ids.iter()
@@ -496,22 +485,23 @@ impl Replanner {
         };
         // A plan longer than a day must ask each day its share: the workers hold every UTC
         // day to the day's budget. Prices step toward even days and the plan is solved
-        // again at them, a few times in one round a day at most; they are kept for the
-        // next rounds, as the weekly pattern they answer repeats (`plan::days`).
-        let stepped_today = self.round_day.is_some() && self.stepped_day == self.round_day;
-        let steps = days_priced && DAY_PRICE_SHARES.contains(&share) && !stepped_today;
+        // again at them, a few times a round at most; they are kept for the next round, as
+        // the weekly pattern they answer repeats (`plan::days`).
+        let steps = days_priced && DAY_PRICE_SHARES.contains(&share);
         if let (true, Some(last)) = (steps, self.last.as_mut()) {
             for _ in 0..DAY_PRICE_STEPS_PER_ROUND {
                 let per_day = fetches_per_day(&plan, &cfg);
                 if !self.day_prices.step(&per_day, cost_per_fetch(&plan)) {
                     break;
                 }
-                self.stepped_day = self.round_day;
                 cfg.day_prices.clone_from(&self.day_prices.pricing);
-                last.state = planner::solve_optimal_with_state(&last.models, &cfg)?;
+                // Every feed's curve is priced anew; with none left clean, each starts from
+                // its last level ([`DAY_PRICE_STEPS_PER_ROUND`]).
+                let every: Vec<usize> = (0..last.models.len()).collect();
+                planner::replan(&last.models, &cfg, &mut last.state, &every)?;
                 last.day_prices.clone_from(&cfg.day_prices);
                 plan = last.state.plan().clone();
-                (resolved, fresh) = (feeds.len(), true);
+                resolved = feeds.len();
             }
         }
         if let Some(last) = &self.last {
