@@ -495,8 +495,8 @@ impl Replanner {
                     break;
                 }
                 cfg.day_prices.clone_from(&self.day_prices.pricing);
-                // Every feed's curve is priced anew; with none left clean, each starts from
-                // its last level ([`DAY_PRICE_STEPS_PER_ROUND`]).
+                // Every feed's curve is priced anew; with none left unchanged, `replan`
+                // starts each from its last level ([`DAY_PRICE_STEPS_PER_ROUND`]).
                 let every: Vec<usize> = (0..last.models.len()).collect();
                 planner::replan(&last.models, &cfg, &mut last.state, &every)?;
                 last.day_prices.clone_from(&cfg.day_prices);

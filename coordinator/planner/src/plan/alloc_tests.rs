@@ -278,6 +278,42 @@ fn incremental_replan_matches_a_fresh_solve() {
 }
 
 #[test]
+fn a_replan_of_every_feed_matches_a_fresh_solve_and_keeps_its_times() {
+    use super::planner::{replan, solve_optimal_with_state};
+    // Every feed marked changed, as after a step of the days' prices: no unchanged feed
+    // tells the rate per unit of score, so each starts from its last level; the result
+    // must still be the optimum, and times that are optimal stay where they were.
+    let feeds: Vec<FeedModel> = (0..40)
+        .map(|i| {
+            let mut f = flat_feed(0.0, 1.0);
+            f.post_bins = (0..24)
+                .map(|h| 0.05 + ((h * 5 + i * 7) % 24) as f32 * 0.02 * (1 + i % 3) as f32)
+                .collect();
+            f
+        })
+        .collect();
+    let cfg = config(Metric::Delay, Policy::Optimal, 120.0);
+    let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
+    let before = state.plan().feeds.clone();
+    // The models stand as they were (the prices are the config's): every curve is
+    // recomputed, and the optimum is where the plan already is.
+    let every: Vec<usize> = (0..feeds.len()).collect();
+    replan(&feeds, &cfg, &mut state, &every).unwrap();
+    let fresh = solve(&feeds, &cfg).unwrap();
+    let after = state.plan();
+    assert!(
+        (after.expected_cost - fresh.expected_cost).abs() <= 1e-9 * fresh.expected_cost,
+        "{} vs {}",
+        after.expected_cost,
+        fresh.expected_cost
+    );
+    assert!(after.expected_cost.is_finite() && after.fetches_per_period == 120.0);
+    for (i, (a, b)) in after.feeds.iter().zip(&before).enumerate() {
+        assert_eq!((a.level, &a.slots), (b.level, &b.slots), "feed {i} moved");
+    }
+}
+
+#[test]
 fn a_replan_keeps_times_that_are_still_within_a_tenth_of_a_percent() {
     use super::planner::{replan, solve_optimal_with_state};
     // Twenty feeds at one fetch a day, each with two equal bursts twelve hours apart: either

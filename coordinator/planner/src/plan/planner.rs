@@ -622,14 +622,18 @@ pub fn replan(
                 s + alloc_feeds[i].score.max(0.0),
             )
         });
-    let per_score = rate / score;
+    // With no unchanged feed holding score (every feed changed, as after a step of the
+    // days' prices re-prices them all), there is no rate to read: each changed feed then
+    // starts from its last level, which is where a re-priced plan mostly stays.
+    let per_score = (score > 0.0).then(|| rate / score);
     for &i in changed {
         let (min, max) = (feeds[i].min_level, feeds[i].max_level);
-        let estimate = per_score * alloc_feeds[i].score.max(0.0);
-        state.levels[i] = if estimate.is_finite() {
-            floor_level(estimate, min)
-        } else {
-            state.levels[i]
+        let estimate = per_score
+            .map(|p| p * alloc_feeds[i].score.max(0.0))
+            .filter(|e| e.is_finite());
+        state.levels[i] = match estimate {
+            Some(estimate) => floor_level(estimate, min),
+            None => state.levels[i],
         }
         .clamp(min, max);
     }
