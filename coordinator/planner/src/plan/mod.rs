@@ -8,6 +8,7 @@
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
 //! * `jitter` — which of nearly equal minutes each feed is fetched at;
+//! * `keep` — which of a re-planned feed's previous times are kept;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
 //! * [`brute`] — exhaustive reference solver for tests and benchmarks.
 //!
@@ -21,6 +22,7 @@ pub mod exact;
 pub mod exchange;
 pub mod floor;
 mod jitter;
+mod keep;
 pub mod overflow;
 pub mod pattern;
 pub mod phases;
