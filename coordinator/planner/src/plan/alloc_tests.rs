@@ -230,10 +230,9 @@ fn policies_order_on_a_skewed_instance() {
     );
 }
 
-#[test]
-fn incremental_replan_matches_a_fresh_solve() {
-    use super::planner::{replan, solve_optimal_with_state};
-    let mut feeds: Vec<FeedModel> = (0..40)
+/// Forty feeds whose busy hours are spread over the day, some busier than others.
+fn shaped_feeds() -> Vec<FeedModel> {
+    (0..40)
         .map(|i| {
             let mut f = flat_feed(0.0, 1.0);
             f.post_bins = (0..24)
@@ -241,7 +240,23 @@ fn incremental_replan_matches_a_fresh_solve() {
                 .collect();
             f
         })
-        .collect();
+        .collect()
+}
+
+/// A replanned plan costs what a fresh solve of the same feeds costs.
+fn assert_same_cost(replanned: &super::planner::Plan, fresh: &super::planner::Plan) {
+    assert!(
+        (replanned.expected_cost - fresh.expected_cost).abs() <= 1e-9 * fresh.expected_cost,
+        "{} vs {}",
+        replanned.expected_cost,
+        fresh.expected_cost
+    );
+}
+
+#[test]
+fn incremental_replan_matches_a_fresh_solve() {
+    use super::planner::{replan, solve_optimal_with_state};
+    let mut feeds = shaped_feeds();
     let cfg = config(Metric::Delay, Policy::Optimal, 160.0);
     let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
     // Four feeds become much busier at different hours.
@@ -254,12 +269,7 @@ fn incremental_replan_matches_a_fresh_solve() {
     replan(&feeds, &cfg, &mut state, &changed).unwrap();
     let fresh = solve(&feeds, &cfg).unwrap();
     let inc = state.plan();
-    assert!(
-        (inc.expected_cost - fresh.expected_cost).abs() <= 1e-9 * fresh.expected_cost,
-        "{} vs {}",
-        inc.expected_cost,
-        fresh.expected_cost
-    );
+    assert_same_cost(inc, &fresh);
     assert_eq!(inc.fetches_per_period, 160.0);
     for &i in &changed {
         // The rescheduled feed fetches right after its burst hour (12 slots an hour).
@@ -283,15 +293,7 @@ fn a_replan_of_every_feed_matches_a_fresh_solve_and_keeps_its_times() {
     // Every feed marked changed, as after a step of the days' prices: no unchanged feed
     // tells the rate per unit of score, so each starts from its last level; the result
     // must still be the optimum, and times that are optimal stay where they were.
-    let feeds: Vec<FeedModel> = (0..40)
-        .map(|i| {
-            let mut f = flat_feed(0.0, 1.0);
-            f.post_bins = (0..24)
-                .map(|h| 0.05 + ((h * 5 + i * 7) % 24) as f32 * 0.02 * (1 + i % 3) as f32)
-                .collect();
-            f
-        })
-        .collect();
+    let feeds = shaped_feeds();
     let cfg = config(Metric::Delay, Policy::Optimal, 120.0);
     let mut state = solve_optimal_with_state(&feeds, &cfg).unwrap();
     let before = state.plan().feeds.clone();
@@ -301,12 +303,7 @@ fn a_replan_of_every_feed_matches_a_fresh_solve_and_keeps_its_times() {
     replan(&feeds, &cfg, &mut state, &every).unwrap();
     let fresh = solve(&feeds, &cfg).unwrap();
     let after = state.plan();
-    assert!(
-        (after.expected_cost - fresh.expected_cost).abs() <= 1e-9 * fresh.expected_cost,
-        "{} vs {}",
-        after.expected_cost,
-        fresh.expected_cost
-    );
+    assert_same_cost(after, &fresh);
     assert!(after.expected_cost.is_finite() && after.fetches_per_period == 120.0);
     for (i, (a, b)) in after.feeds.iter().zip(&before).enumerate() {
         assert_eq!((a.level, &a.slots), (b.level, &b.slots), "feed {i} moved");
