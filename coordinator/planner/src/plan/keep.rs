@@ -24,7 +24,7 @@ use super::planner::{table_for, FeedModel, FeedPlan, PlanConfig, Scratch};
 pub(super) const KEEP_WITHIN: f64 = 0.001;
 
 /// A dirty feed's previous plan, if it is at the same level and costs at most
-/// [`KEEP_WITHIN`] more than `new_cost` (the optimum) rotated as far as
+/// [`KEEP_WITHIN`] more than `new` (the curve's optimum at `level`) rotated as far as
 /// `jitter::WITHIN` allows, on the feed's current model.
 pub(super) fn keep_previous(
     old: &FeedPlan,
