@@ -74,6 +74,7 @@ fn plan_cfg(slots: usize, budget: f64) -> PlanConfig {
         host_caps: Default::default(),
         smoothing: Smoothing::Linear,
         day_prices: Default::default(),
+        slot_capacity: None,
     }
 }
 

@@ -202,6 +202,11 @@ pub(crate) struct Common {
     /// Cap on the summed fetches per day of the feeds of one host (feeds.csv `host` column).
     #[arg(long)]
     max_fetches_per_host_per_day: Option<f64>,
+    /// Most planned fetches the cluster starts in any one minute of the plan's clock: a
+    /// minute above it gives up the fetches that cost their feeds least to move, to nearby
+    /// minutes with room (a feed fetched every k days counts 1/k). Default: uncapped.
+    #[arg(long)]
+    max_fetches_per_minute: Option<f64>,
     /// Days at the start of the trace to learn from [default: 14; on a trace of 14 days or
     /// fewer, all of it for `plan` and its first half for `simulate`, which needs days left
     /// to score].
@@ -341,6 +346,11 @@ pub(crate) fn setup(c: &Common, held_out: bool) -> Result<Setup> {
             c.explore_share
         );
     }
+    if let Some(m) = c.max_fetches_per_minute {
+        if !(m > 0.0 && m.is_finite()) {
+            bail!("--max-fetches-per-minute must be a positive number, got {m}");
+        }
+    }
     if let Some(h) = c.max_fetches_per_host_per_day {
         if !(h > 0.0 && h.is_finite()) {
             bail!("--max-fetches-per-host-per-day must be a positive number, got {h}");
@@ -439,6 +449,9 @@ pub(crate) fn plan_config(c: &Common, s: &Setup, policy: Policy, budget: f64) ->
         ),
         smoothing: Smoothing::Linear,
         day_prices: Default::default(),
+        slot_capacity: c
+            .max_fetches_per_minute
+            .map(|m| m * s.period / c.slots as f64 / 60.0),
     }
 }
 
@@ -501,6 +514,7 @@ fn learner_settings(
         mixture_min_per_day: c.mixture_min_per_day,
         host_level: c.host_level,
         host_fetches_per_day: c.max_fetches_per_host_per_day,
+        max_fetches_per_minute: c.max_fetches_per_minute,
         calibrate_rates: !c.no_rate_calibration,
         rate_prior: !c.no_rate_prior,
         timer_peaks: !c.no_timer_peaks,
@@ -641,6 +655,22 @@ fn plan(a: PlanArgs) -> Result<()> {
             plan.stats.alloc.evaluations,
             plan.stats.alloc.exchanges,
             plan.stats.alloc.nonconvex_feeds
+        );
+    }
+    if let Some(c) = &plan.stats.crowding {
+        println!(
+            "per-minute cap        {:.3} fetches a slot: {} crowded slots, busiest {:.2} -> {:.2}, {} fetches moved, {:.2} left above{}",
+            c.capacity,
+            c.crowded_slots,
+            c.busiest_before,
+            c.busiest_after,
+            c.moved,
+            c.left_over,
+            if c.infeasible {
+                " (the budget needs more than the cap allows over the period: levelled to the even load)"
+            } else {
+                ""
+            }
         );
     }
     if plan.stats.search_fallbacks > 0 {

@@ -128,6 +128,11 @@ pub struct LivePlanArgs {
     /// `0s` leaves hosts uncapped. Default: 1s (the demo farm's loopback hosts: 5ms).
     #[arg(long)]
     pub host_gap: Option<humantime::Duration>,
+    /// Most planned fetches the cluster starts in any one minute of the plan's clock: a
+    /// minute above it gives up the fetches that cost their feeds least to move, to nearby
+    /// minutes with room (a feed fetched every k days counts 1/k). Default: uncapped.
+    #[arg(long)]
+    pub max_fetches_per_minute: Option<f64>,
     /// Plan over a week: feeds with two or more weeks of history learn day-of-week factors
     /// (shrunk toward everyone's, chosen per feed on held-out weeks) and schedules repeat
     /// weekly. Costs about seven times the solve time of a daily plan, and up to three more
@@ -202,6 +207,7 @@ impl LivePlanArgs {
             timer_peaks: !self.no_timer_peaks,
             lost_posting_hours: self.lost_posting_hours.0,
             host_fetches_per_day: host_fetches_per_day(host_gap, time_scale),
+            max_fetches_per_minute: self.max_fetches_per_minute,
             weekly: self.weekly,
             ..PlannerSettings::default()
         };

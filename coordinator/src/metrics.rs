@@ -98,6 +98,12 @@ declare! {
     /// Fetches the plan schedules in the busiest minute of the next hour.
     describe_gauge PLAN_FETCHES_BUSIEST_MINUTE = "kairos_plan_fetches_busiest_minute_next_hour",
         "Fetches the plan schedules in the busiest minute of the next hour: a pile of feeds due at once, which the hour's rate hides.";
+    /// Planned fetches the last round moved off minutes above `--max-fetches-per-minute`.
+    describe_gauge PLAN_CROWD_MOVED = "kairos_plan_crowded_fetches_moved",
+        "Planned fetches the last round moved off minutes above --max-fetches-per-minute to the nearby minutes that cost their feeds least (0 without the cap).";
+    /// Planned fetches still above the per-minute cap after the last round's levelling.
+    describe_gauge PLAN_CROWD_EXCESS = "kairos_plan_crowded_fetches_excess",
+        "Planned fetches per day still above --max-fetches-per-minute after the last round levelled the plan: the budget asks more than the cap allows over the day, or no nearby minute had room.";
     /// Sum of the live workers' declared capacity, fetches per second.
     describe_gauge WORKERS_CAPACITY = "kairos_workers_capacity_fetches_per_second",
         "Sum of the live workers' declared capacity (--capacity), fetches per second.";

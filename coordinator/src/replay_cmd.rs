@@ -139,6 +139,11 @@ pub struct ReplayArgs {
     /// allow.
     #[arg(long)]
     max_fetches_per_host_per_day: Option<f64>,
+    /// Most planned fetches the cluster starts in any one minute of the plan's clock: a
+    /// minute above it gives up the fetches that cost their feeds least to move, to nearby
+    /// minutes with room (a feed fetched every k days counts 1/k). Default: uncapped.
+    #[arg(long)]
+    max_fetches_per_minute: Option<f64>,
     /// Plan the offline references without documents, neither priced nor floored (the
     /// papers' setting, where a document holds every posting): they then lose the postings
     /// that scroll off between their fetches, counted in the `scrolled_off` figures.
@@ -341,6 +346,7 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         lost_posting_hours: a.lost_posting_hours.0,
         weekly: a.weekly,
         host_fetches_per_day: a.max_fetches_per_host_per_day,
+        max_fetches_per_minute: a.max_fetches_per_minute,
         explore_min_postings: a.explore_min_postings,
         explore_share: a.explore_share,
         window_days: a.window_days,
@@ -384,6 +390,10 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         host_caps: HostCaps::uniform(a.max_fetches_per_host_per_day),
         smoothing: Smoothing::Linear,
         day_prices: Default::default(),
+        // The references are held to the live run's cap too.
+        slot_capacity: a
+            .max_fetches_per_minute
+            .map(|m| m * DAY / a.slots as f64 / 60.0),
     };
     let floor_cfg = pc(Policy::Optimal);
     // As the live planner does, the document floors are dropped when together they need

@@ -42,6 +42,7 @@ fn one_fetch_a_day_with_a_weekly_floor_is_near_the_exact_allocation() {
         host_caps: Default::default(),
         smoothing: Smoothing::Linear,
         day_prices: Default::default(),
+        slot_capacity: None,
     };
     let plan = solve(&learned.models, &cfg).unwrap();
     assert!(plan.fetches_per_period <= n as f64 + 1e-6);

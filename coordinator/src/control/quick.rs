@@ -41,6 +41,9 @@ pub struct Basis {
     pub prices: Prices,
     /// The round's planning settings (slots, period, metric).
     pub cfg: PlanConfig,
+    /// The round's planned fetches per slot, when a per-slot capacity is set
+    /// ([`crate::plan::crowd`]): what an update is fitted around.
+    pub occupancy: Option<Vec<f64>>,
 }
 
 /// `P(N ≥ k)` for `N` Poisson with mean `lambda`.
@@ -188,7 +191,7 @@ fn rate_per_day(level: Level, days_per_period: f64) -> f64 {
 
 /// A stable stand-in for the feed's position in a round (which spreads a flat model's
 /// times and a quiet feed's day in its cycle): FNV-1a of its id.
-fn index_of(id: &str) -> usize {
+pub(crate) fn index_of(id: &str) -> usize {
     id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     }) as usize

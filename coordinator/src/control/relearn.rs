@@ -75,6 +75,8 @@ pub struct PlanOutcome {
     pub fresh: bool,
     /// Budget the hosts could not carry, if their caps bound.
     pub host_limited: HostLimited,
+    /// What levelling against the per-slot capacity did (`None` without one).
+    pub crowding: Option<crate::plan::crowd::CrowdStats>,
     /// The days' prices the plan was solved at (none for a daily plan): stored with it, so
     /// that a next leader plans at them from its first round ([`Replanner::resume_day_prices`]).
     pub day_prices: DayPricing,
@@ -150,6 +152,8 @@ struct Last {
     budget: f64,
     /// The days' prices it was planned at (none for a daily plan).
     day_prices: DayPricing,
+    /// The per-slot capacity it was levelled to.
+    slot_capacity: Option<f64>,
 }
 
 /// Plans round after round, re-solving only what changed under the optimal policy.
@@ -366,10 +370,15 @@ impl Replanner {
         if self.settings.policy != Policy::Optimal || last.state.prices().budget.is_none() {
             return None;
         }
+        let cfg = self.settings.plan_config(last.ids.len());
+        let occupancy = cfg
+            .slot_capacity
+            .map(|_| crate::plan::crowd::occupancy(&last.state.plan().feeds, cfg.slots));
         Some(super::quick::Basis {
             population: self.population.clone()?,
             prices: last.state.prices().clone(),
-            cfg: self.settings.plan_config(last.ids.len()),
+            cfg,
+            occupancy,
         })
     }
 
@@ -439,7 +448,8 @@ impl Replanner {
                 Some(mut last)
                     if last.ids == ids
                         && last.caps == host_caps
-                        && last.day_prices == cfg.day_prices =>
+                        && last.day_prices == cfg.day_prices
+                        && last.slot_capacity == cfg.slot_capacity =>
                 {
                     let changed: Vec<usize> = (0..models.len())
                         .filter(|&i| !same_model(&models[i], &last.models[i]))
@@ -465,6 +475,7 @@ impl Replanner {
                         caps: host_caps,
                         budget: cfg.budget,
                         day_prices: cfg.day_prices.clone(),
+                        slot_capacity: cfg.slot_capacity,
                     });
                     (plan, n, false)
                 }
@@ -478,6 +489,7 @@ impl Replanner {
                         caps: host_caps,
                         budget: cfg.budget,
                         day_prices: cfg.day_prices.clone(),
+                        slot_capacity: cfg.slot_capacity,
                     });
                     (plan, feeds.len(), true)
                 }
@@ -559,6 +571,7 @@ impl Replanner {
             resolved,
             fresh,
             host_limited,
+            crowding: plan.stats.crowding.clone(),
             day_prices: cfg.day_prices,
         })
     }
@@ -570,7 +583,9 @@ impl Replanner {
 pub(crate) fn fetch_times(id: &str, p: &FeedPlan, flat: bool, cfg: &PlanConfig) -> (Vec<f64>, f64) {
     let slot = cfg.period_seconds / cfg.slots as f64;
     let base = p.phase_period as f64 * cfg.period_seconds;
-    let turn = if flat {
+    // A plan levelled against a per-slot capacity already placed every fetch, flat ones
+    // spread by the rotation; turning them here would undo the levelling.
+    let turn = if flat && cfg.slot_capacity.is_none() {
         spread_turn(id, p.slots.len(), cfg.slots)
     } else {
         0

@@ -87,6 +87,11 @@ pub struct PlannerSettings {
     /// `None` leaves hosts uncapped. A constraint of the allocation: budget that no host
     /// can carry is left unspent and reported ([`super::relearn::PlanOutcome::host_limited`]).
     pub host_fetches_per_day: Option<f64>,
+    /// Most planned fetches the cluster starts in any one minute of the plan's clock
+    /// (`--max-fetches-per-minute`); `None` leaves minutes uncapped. A constraint on the
+    /// fetch times ([`crate::plan::crowd`]): a minute above it gives up the fetches that
+    /// cost least to move.
+    pub max_fetches_per_minute: Option<f64>,
     /// Base shapes of the mixture each feed's hours are shrunk toward
     /// ([`super::shapes`]): feeds with similar days, at any shift, share strength. 0: one
     /// pooled shape for every feed. [`DEFAULT_SHAPE_MIXTURE`] by default.
@@ -215,6 +220,7 @@ impl Default for PlannerSettings {
             quick_updates: true,
             lost_posting_hours: Some(DEFAULT_LOST_POSTING_HOURS),
             host_fetches_per_day: None,
+            max_fetches_per_minute: None,
             weekly: false,
         }
     }
@@ -317,6 +323,11 @@ impl PlannerSettings {
                 ));
             }
         }
+        if let Some(m) = self.max_fetches_per_minute {
+            if !(m > 0.0 && m.is_finite()) {
+                return Err("the fetches per minute must be a positive number".into());
+            }
+        }
         if let Some(m) = self.max_fetches_per_day {
             if !(m > 0.0 && m.is_finite()) {
                 return Err("the maximum fetches per day must be a positive number".into());
@@ -379,6 +390,10 @@ impl PlannerSettings {
             host_caps: HostCaps::uniform(self.host_fetches_per_day.map(|h| h * d)),
             smoothing: Smoothing::Linear,
             day_prices: Default::default(),
+            // Per slot: the minute's cap times the slot's minutes.
+            slot_capacity: self
+                .max_fetches_per_minute
+                .map(|m| m * 86_400.0 * d / self.period_slots() as f64 / 60.0),
         }
     }
 }

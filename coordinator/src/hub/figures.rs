@@ -209,6 +209,35 @@ pub struct PlanFigures {
     pub day_budget_shares: (f64, f64),
 }
 
+/// Exports what levelling against `--max-fetches-per-minute` did, and says at each replan
+/// when the cap could not be held: the budget needs more minutes than the day has at the
+/// cap (the plan is levelled to the even load instead), or fetches found no room within
+/// their feed's reach.
+pub(super) fn record_crowding(o: &PlanOutcome) {
+    let Some(c) = &o.crowding else {
+        metrics::gauge!(m::PLAN_CROWD_MOVED).set(0.0);
+        metrics::gauge!(m::PLAN_CROWD_EXCESS).set(0.0);
+        return;
+    };
+    metrics::gauge!(m::PLAN_CROWD_MOVED).set(c.moved as f64);
+    metrics::gauge!(m::PLAN_CROWD_EXCESS).set(c.left_over);
+    if c.infeasible {
+        tracing::warn!(
+            capacity_per_slot = c.capacity,
+            busiest_slot = c.busiest_after,
+            "the plan's fetches exceed --max-fetches-per-minute over the whole day: levelled \
+             to the even load instead (a higher cap, more workers or a smaller budget)"
+        );
+    } else if c.left_over > 0.0 {
+        tracing::warn!(
+            excess = c.left_over,
+            capacity_per_slot = c.capacity,
+            "some minutes stay above --max-fetches-per-minute: their fetches found no room \
+             between their feeds' neighbouring fetches"
+        );
+    }
+}
+
 /// Says at each replan when the plan leaves budget unplaced, and why: an operator who set a
 /// budget the hosts cannot carry sees it at once instead of a delay that mysteriously lags.
 pub(super) fn warn_unspent(f: &PlanFigures, o: &PlanOutcome) {

@@ -10,7 +10,9 @@ use super::actor::State;
 use super::Hub;
 use crate::control::feedstate::FeedState;
 use crate::control::quick::{self, Basis, Update};
+use crate::control::relearn::{fetch_times, flat};
 use crate::metrics as m;
+use crate::plan::crowd;
 use crate::plan::planner::{FeedModel, FeedPlan};
 use crate::store::KvBackend;
 use std::collections::HashMap;
@@ -29,6 +31,9 @@ pub(super) struct Quick {
     pub overrides: HashMap<String, Override>,
     /// Fetches a day the overrides add to the round's plan.
     pub extra_per_day: f64,
+    /// Planned fetches per slot, the round's with the overrides in place of the plans they
+    /// replace, when a per-slot capacity is set: what each update is fitted around.
+    pub occupancy: Option<Vec<f64>>,
     /// The snapshot times (the hub's clock, Unix ms) of the last two rounds: their gap is
     /// when the next round is expected.
     pub rounds_ms: (Option<i64>, Option<i64>),
@@ -114,7 +119,8 @@ impl State {
         let room = quick::QUICK_SHARE * self.budget_per_day.unwrap_or(0.0);
         let next_round = self.quick.next_round_ms();
         let mut times = Vec::with_capacity(updates.len());
-        for (feed, update) in updates {
+        for (feed, mut update) in updates {
+            self.fit_quick(&feed, &mut update);
             let next = quick::next_fetch_ms(&update.offsets_seconds, update.period_seconds, now_ms);
             if let (Some(round), Some(next)) = (next_round, next) {
                 if next >= round {
@@ -151,6 +157,13 @@ impl State {
                 "fetch surprised the feed's model: re-solved before the next round"
             );
             self.quick.extra_per_day = extra;
+            let old = self.model_of(&feed).map(|(_, p)| p.clone());
+            if let Some(occ) = self.quick.occupancy.as_mut() {
+                if let Some(old) = &old {
+                    add_shares(occ, old, -1.0);
+                }
+                add_shares(occ, &update.plan, 1.0);
+            }
             times.push((
                 feed.clone(),
                 update.offsets_seconds.clone(),
@@ -172,9 +185,18 @@ impl State {
     /// next updates: overrides older than the snapshot go (the round learned from the same
     /// state); later ones are applied again over the round's plan.
     pub(super) fn after_round(&mut self, round_ms: i64, basis: Option<Basis>) {
+        self.quick.occupancy = basis.as_ref().and_then(|b| b.occupancy.clone());
         self.quick.basis = basis.map(Arc::new);
         self.quick.rounds_ms = (self.quick.rounds_ms.1, Some(round_ms));
         self.quick.overrides.retain(|_, o| o.at_ms > round_ms);
+        if let Some(occ) = self.quick.occupancy.as_mut() {
+            for (id, o) in &self.quick.overrides {
+                if let Some((_, round)) = self.plan_view.get(id) {
+                    add_shares(occ, round, -1.0);
+                }
+                add_shares(occ, &o.update.plan, 1.0);
+            }
+        }
         self.quick.extra_per_day = self
             .quick
             .overrides
@@ -197,6 +219,54 @@ impl State {
             self.cluster.update_times(&times);
         }
         metrics::gauge!(m::PLAN_QUICK_EXTRA_PER_DAY).set(self.quick.extra_per_day);
+    }
+}
+
+impl State {
+    /// Moves an update's fetches out of slots the other feeds already fill to the
+    /// per-slot capacity ([`crate::plan::crowd::fit_one`]), and its times with them.
+    fn fit_quick(&mut self, feed: &str, update: &mut Update) {
+        let Some(basis) = self.quick.basis.clone() else {
+            return;
+        };
+        let Some(cap) = basis.cfg.slot_capacity else {
+            return;
+        };
+        let old = self.model_of(feed).map(|(_, p)| p.clone());
+        let Some(occ) = self.quick.occupancy.as_mut() else {
+            return;
+        };
+        // Around every feed but this one: its plan in force is what the update replaces.
+        if let Some(old) = &old {
+            add_shares(occ, old, -1.0);
+        }
+        let moved = crowd::fit_one(
+            &mut update.plan,
+            &update.model,
+            quick::index_of(feed),
+            &basis.cfg,
+            occ,
+            cap,
+        );
+        if let Some(old) = &old {
+            add_shares(occ, old, 1.0);
+        }
+        if moved > 0 {
+            let flat_model = flat(&update.model, basis.cfg.metric);
+            let (offsets, period) = fetch_times(feed, &update.plan, flat_model, &basis.cfg);
+            update.offsets_seconds = offsets;
+            update.period_seconds = period;
+        }
+    }
+}
+
+/// Adds `sign` times `plan`'s fetches to the slots' counts (a `k`-period feed's as `1/k`).
+fn add_shares(occ: &mut [f64], plan: &FeedPlan, sign: f64) {
+    let share = sign / f64::from(plan.period_multiple.max(1));
+    for &x in &plan.slots {
+        if let Some(o) = occ.get_mut(x as usize) {
+            *o += share;
+        }
     }
 }
 

@@ -575,6 +575,7 @@ impl State {
         figures.record();
         m::gauge_plan_from_store(false);
         warn_unspent(&figures, &outcome);
+        super::figures::record_crowding(&outcome);
         let overdue_before = self
             .totals
             .last_plan

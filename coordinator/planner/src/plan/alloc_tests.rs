@@ -158,6 +158,7 @@ fn config(metric: Metric, policy: Policy, budget: f64) -> PlanConfig {
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
         day_prices: Default::default(),
+        slot_capacity: None,
     }
 }
 

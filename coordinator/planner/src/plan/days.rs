@@ -330,6 +330,7 @@ mod tests {
             host_caps: Default::default(),
             smoothing: Smoothing::Step,
             day_prices: Default::default(),
+            slot_capacity: None,
         }
     }
 

@@ -152,6 +152,7 @@ mod tests {
             host_caps: HostCaps::uniform(None),
             smoothing,
             day_prices: Default::default(),
+            slot_capacity: None,
         }
     }
 

@@ -7,6 +7,7 @@
 //! * [`days`] — a weekly plan's fetches spread evenly over its days by a price per day;
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
+//! * [`crowd`] — no slot holds more fetches than the cluster can start in it;
 //! * `jitter` — which of nearly equal minutes each feed is fetched at;
 //! * `keep` — which of a re-planned feed's previous times are kept;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
@@ -17,6 +18,7 @@
 pub mod alloc;
 pub mod brute;
 pub mod cost;
+pub mod crowd;
 pub mod days;
 pub mod exact;
 pub mod exchange;

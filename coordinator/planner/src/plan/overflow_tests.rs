@@ -23,6 +23,7 @@ fn cfg(budget: f64) -> PlanConfig {
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
         day_prices: Default::default(),
+        slot_capacity: None,
     }
 }
 

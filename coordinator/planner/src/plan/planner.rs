@@ -137,6 +137,9 @@ pub struct PlanConfig {
     /// a weekly plan's fetches evenly over its days ([`super::days`]). Schedules are placed
     /// at these prices; the allocation and every reported cost leave them out.
     pub day_prices: DayPricing,
+    /// Most planned fetches one slot of the period may hold, over all feeds (a feed
+    /// fetched every `k` periods counts `1/k`); `None` for no cap ([`super::crowd`]).
+    pub slot_capacity: Option<f64>,
 }
 
 /// Prices of a fetch by day of the period, in weighted cost per period (see
@@ -192,6 +195,8 @@ pub struct PlanStats {
     pub alloc: AllocStats,
     /// Feeds where the papers' search closed no plan and the exact solver was used.
     pub search_fallbacks: usize,
+    /// What levelling against the per-slot capacity did (`None` without a capacity).
+    pub crowding: Option<super::crowd::CrowdStats>,
 }
 
 /// A complete plan.
@@ -747,6 +752,7 @@ fn assemble(
     let mut stats = PlanStats {
         alloc,
         search_fallbacks: 0,
+        crowding: None,
     };
     let mut plans = Vec::with_capacity(results.len());
     for (p, fell_back) in results {
@@ -766,6 +772,9 @@ fn assemble(
         }
     }
     super::phases::balance(&mut plans);
+    if let Some(cap) = cfg.slot_capacity {
+        stats.crowding = Some(super::crowd::level(&mut plans, feeds, cfg, cap));
+    }
     let expected_cost = plans.iter().map(|p| p.expected_cost).sum();
     let fetches_per_period = plans.iter().map(|p| level_rate(p.level)).sum();
     Plan {

@@ -106,6 +106,7 @@ mod tests {
             host_caps: HostCaps::uniform(None),
             smoothing: Smoothing::Linear,
             day_prices: Default::default(),
+            slot_capacity: None,
         }
     }
 

@@ -476,6 +476,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
             host_caps: Default::default(),
             smoothing: Smoothing::Step,
             day_prices: Default::default(),
+            slot_capacity: None,
         };
         let level = document_level(&feed, &cfg, items, true);
         let (mut p, mut q) = (Vec::new(), Vec::new());
@@ -526,6 +527,7 @@ fn document_level_is_the_fewest_fetches_whose_optimal_schedule_holds_the_documen
         host_caps: Default::default(),
         smoothing: Smoothing::Step,
         day_prices: Default::default(),
+        slot_capacity: None,
     };
     assert_eq!(
         level_period_multiple(document_level(&quiet, &cfg, 10.0, true)),
@@ -662,6 +664,7 @@ fn a_peak_draws_the_fetch_to_the_end_of_its_window() {
         host_caps: Default::default(),
         smoothing: Smoothing::Linear,
         day_prices: Default::default(),
+        slot_capacity: None,
     };
     let peak = Peak {
         start: (4.25 / 24.0) as f32,
