@@ -705,6 +705,12 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
         }
     );
     print::print_day_shares(&log.day_budget_shares);
+    print::print_minutes(
+        &log.fetches,
+        scored_from,
+        scored_end,
+        a.max_fetches_per_minute,
+    );
     print_windows(
         &trace,
         &rows,

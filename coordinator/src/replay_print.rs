@@ -335,3 +335,33 @@ pub(super) fn print_day_shares(shares: &[(f64, f64)]) {
         shares.len()
     );
 }
+
+/// The live run's fetches per minute over `[from, to)` (seconds): the busiest minute against
+/// the mean, and with a cap (`--max-fetches-per-minute`) the minutes above it. First-sight
+/// fetches, catch-ups and updates between rounds are counted with the planned ones: this is
+/// what the workers would have started.
+pub(super) fn print_minutes(fetches: &[Vec<f64>], from: f64, to: f64, cap: Option<f64>) {
+    let minutes = ((to - from) / 60.0).ceil().max(0.0) as usize;
+    if minutes == 0 {
+        return;
+    }
+    let mut per = vec![0u32; minutes];
+    for &t in fetches.iter().flatten() {
+        if (from..to).contains(&t) {
+            per[((t - from) / 60.0) as usize] += 1;
+        }
+    }
+    let total: u64 = per.iter().map(|&c| u64::from(c)).sum();
+    let busiest = per.iter().copied().max().unwrap_or(0);
+    let above = match cap {
+        Some(c) => format!(
+            "; minutes above the cap of {c}: {}",
+            per.iter().filter(|&&n| f64::from(n) > c + 1e-9).count()
+        ),
+        None => String::new(),
+    };
+    println!(
+        "fetches per minute on the scored days: busiest {busiest}, mean {:.2}{above}",
+        total as f64 / minutes as f64
+    );
+}

@@ -648,3 +648,72 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
         "{said}"
     );
 }
+
+/// Sixty feeds on one timer all want the minute after its window; with
+/// `--max-fetches-per-minute` no minute of the schedule holds more than the cap, the plan
+/// says what it moved, and a cap that is not a positive number is refused.
+#[test]
+fn a_per_minute_cap_spreads_a_pile_of_feeds_on_one_timer() {
+    let dir = TempDir::new("minute-cap");
+    let mut feeds = String::from("feed_id,weight\n");
+    let mut postings = String::from("feed_id,ts\n");
+    for f in 0..60 {
+        feeds.push_str(&format!("t{f},1\n"));
+        for day in 0..14u64 {
+            postings.push_str(&format!(
+                "t{f},{}\n",
+                day * 86_400 + 9 * 3600 + (f as u64 % 5) * 60
+            ));
+        }
+    }
+    dir.write("feeds.csv", &feeds);
+    dir.write("postings.csv", &postings);
+    dir.write("users.csv", "user_id,weight\nu,1\n");
+    dir.write("subscriptions.csv", "user_id,feed_id\nu,t0\n");
+    dir.write("accesses.csv", "user_id,feed_id,ts\n");
+    let busiest = |extra: &[&str]| -> (f64, String) {
+        let out = dir.path().join("s.csv");
+        let mut args = vec![
+            "plan",
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--fetches-per-feed-per-day",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = coordinator(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        let mut minutes: HashMap<i64, f64> = HashMap::new();
+        for l in text.lines().skip(1) {
+            let f: Vec<&str> = l.split(',').collect();
+            let (offset, period): (f64, f64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+            // A fetch every k days counts 1/k in its minute of the day.
+            let minute = ((offset % 86_400.0) / 60.0).floor() as i64;
+            *minutes.entry(minute).or_default() += 86_400.0 / period;
+        }
+        let top = minutes.values().copied().fold(0.0, f64::max);
+        (top, stdout(&o))
+    };
+    let (free, said) = busiest(&[]);
+    assert!(free > 10.0, "the timer piles its feeds: {free}\n{said}");
+    assert!(!said.contains("per-minute cap"), "{said}");
+    let (capped, said) = busiest(&["--max-fetches-per-minute", "4"]);
+    assert!(capped <= 4.0 + 1e-9, "busiest minute {capped}\n{said}");
+    assert!(
+        said.contains("per-minute cap") && said.contains("0.00 left above"),
+        "{said}"
+    );
+    for bad in ["0", "-3", "NaN"] {
+        let flag = format!("--max-fetches-per-minute={bad}");
+        let o = plan_on(&dir, &[&flag]);
+        assert!(!o.status.success(), "{bad} accepted");
+        assert!(
+            stderr(&o).contains("--max-fetches-per-minute must be a positive number"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}

@@ -43,7 +43,7 @@ pub struct Basis {
     pub cfg: PlanConfig,
     /// The round's planned fetches per slot, when a per-slot capacity is set
     /// ([`crate::plan::crowd`]): what an update is fitted around.
-    pub occupancy: Option<Vec<f64>>,
+    pub occupancy: Option<crate::plan::occupancy::Occupancy>,
 }
 
 /// `P(N ≥ k)` for `N` Poisson with mean `lambda`.

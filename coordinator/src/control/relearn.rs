@@ -373,7 +373,7 @@ impl Replanner {
         let cfg = self.settings.plan_config(last.ids.len());
         let occupancy = cfg
             .slot_capacity
-            .map(|_| crate::plan::crowd::occupancy(&last.state.plan().feeds, cfg.slots));
+            .map(|_| crate::plan::occupancy::Occupancy::of(&last.state.plan().feeds, cfg.slots));
         Some(super::quick::Basis {
             population: self.population.clone()?,
             prices: last.state.prices().clone(),

@@ -33,7 +33,7 @@ pub(super) struct Quick {
     pub extra_per_day: f64,
     /// Planned fetches per slot, the round's with the overrides in place of the plans they
     /// replace, when a per-slot capacity is set: what each update is fitted around.
-    pub occupancy: Option<Vec<f64>>,
+    pub occupancy: Option<crate::plan::occupancy::Occupancy>,
     /// The snapshot times (the hub's clock, Unix ms) of the last two rounds: their gap is
     /// when the next round is expected.
     pub rounds_ms: (Option<i64>, Option<i64>),
@@ -160,9 +160,9 @@ impl State {
             let old = self.model_of(&feed).map(|(_, p)| p.clone());
             if let Some(occ) = self.quick.occupancy.as_mut() {
                 if let Some(old) = &old {
-                    add_shares(occ, old, -1.0);
+                    occ.add_plan(old, -1.0);
                 }
-                add_shares(occ, &update.plan, 1.0);
+                occ.add_plan(&update.plan, 1.0);
             }
             times.push((
                 feed.clone(),
@@ -192,9 +192,9 @@ impl State {
         if let Some(occ) = self.quick.occupancy.as_mut() {
             for (id, o) in &self.quick.overrides {
                 if let Some((_, round)) = self.plan_view.get(id) {
-                    add_shares(occ, round, -1.0);
+                    occ.add_plan(round, -1.0);
                 }
-                add_shares(occ, &o.update.plan, 1.0);
+                occ.add_plan(&o.update.plan, 1.0);
             }
         }
         self.quick.extra_per_day = self
@@ -238,7 +238,7 @@ impl State {
         };
         // Around every feed but this one: its plan in force is what the update replaces.
         if let Some(old) = &old {
-            add_shares(occ, old, -1.0);
+            occ.add_plan(old, -1.0);
         }
         let moved = crowd::fit_one(
             &mut update.plan,
@@ -249,23 +249,13 @@ impl State {
             cap,
         );
         if let Some(old) = &old {
-            add_shares(occ, old, 1.0);
+            occ.add_plan(old, 1.0);
         }
         if moved > 0 {
             let flat_model = flat(&update.model, basis.cfg.metric);
             let (offsets, period) = fetch_times(feed, &update.plan, flat_model, &basis.cfg);
             update.offsets_seconds = offsets;
             update.period_seconds = period;
-        }
-    }
-}
-
-/// Adds `sign` times `plan`'s fetches to the slots' counts (a `k`-period feed's as `1/k`).
-fn add_shares(occ: &mut [f64], plan: &FeedPlan, sign: f64) {
-    let share = sign / f64::from(plan.period_multiple.max(1));
-    for &x in &plan.slots {
-        if let Some(o) = occ.get_mut(x as usize) {
-            *o += share;
         }
     }
 }

@@ -16,9 +16,10 @@
 //! finds the optimum in most cases and at worst adds under twice the optimum's cost,
 //! because a fetch moves alone where the optimum would shift its feed's other fetches too.
 //!
-//! A fetch of a feed fetched once every `k` periods counts `1/k` in its slot: the phases
-//! (`phases`) spread such feeds evenly over the days of their cycle, so a day's count
-//! in a slot is that mean up to a few fetches, not the sum of every phase.
+//! A slot's count is taken day by day ([`super::occupancy`]): a feed fetched once every
+//! `k` days is counted on the days of its cycle it is fetched, so feeds of one cycle that
+//! share a minute and a phase are seen as the pile they are on that day, not as a `k`-th
+//! of it.
 //!
 //! Reach: a fetch moves only between its feed's neighbouring fetches (the schedule's
 //! order and level stay), and at most half a period either way. Moves only go to slots
@@ -27,6 +28,7 @@
 //! there is no placement within it: the plan is levelled to the even load instead and
 //! the shortfall reported, so the caller can refuse or show it.
 
+use super::occupancy::Occupancy;
 use super::planner::{table_for, FeedModel, FeedPlan, PlanConfig, Scratch};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -42,15 +44,16 @@ pub struct CrowdStats {
     pub capacity: f64,
     /// Slots above the capacity before the pass.
     pub crowded_slots: usize,
-    /// The most fetches any slot held before and after (a `k`-period feed's counts `1/k`).
+    /// The most fetches any slot held on any day, before and after.
     pub busiest_before: f64,
     /// See `busiest_before`.
     pub busiest_after: f64,
     /// Fetches moved to another slot.
     pub moved: usize,
-    /// Fetches still above the capacity after the pass (none can move within reach).
+    /// Fetches still above the capacity after the pass, summed over the slots' busiest
+    /// days (none could move within reach).
     pub left_over: f64,
-    /// Whether the plan holds more fetches per period than the capacity times the slots.
+    /// Whether the plan holds more fetches a day than the capacity times the slots.
     pub infeasible: bool,
     /// Weighted expected cost the moves added, per period.
     pub added_cost: f64,
@@ -61,13 +64,14 @@ pub struct CrowdStats {
 struct Entry {
     feed: usize,
     slot: u32,
-    /// Its weight in a slot's count (`1/k`).
-    share: f64,
+    /// Its cycle (`k`) and the day of it the fetch is made.
+    k: u32,
+    phase: u32,
     /// Best moves `(weighted added cost, target slot)`, cheapest first.
     moves: Vec<(f64, u32)>,
 }
 
-/// Each slot's planned fetches, a `k`-period feed's counting `1/k`.
+/// Each slot's planned fetches, a `k`-period feed's counting `1/k`: the mean over days.
 pub fn occupancy(plans: &[FeedPlan], n: usize) -> Vec<f64> {
     let mut occ = vec![0.0; n];
     for p in plans {
@@ -81,9 +85,17 @@ pub fn occupancy(plans: &[FeedPlan], n: usize) -> Vec<f64> {
     occ
 }
 
-/// Levels `plans` so that no slot holds more than `capacity` fetches, moving the fetches
-/// that cost least; their expected costs are updated (without the days' prices, as the
-/// plan reports them).
+/// Slack for sums of counts.
+const EPS: f64 = 1e-6;
+
+/// Whether slot `t` has room, on every day it is made, for a fetch of cycle `k` at `phase`.
+fn room(occ: &Occupancy, t: u32, k: u32, phase: u32, cap: f64) -> bool {
+    occ.on_days(t as usize, k, phase) + 1.0 <= cap + EPS
+}
+
+/// Levels `plans` so that no slot holds more than `capacity` fetches on any day, moving the
+/// fetches that cost least; their expected costs are updated (without the days' prices, as
+/// the plan reports them).
 pub(super) fn level(
     plans: &mut [FeedPlan],
     feeds: &[FeedModel],
@@ -91,14 +103,13 @@ pub(super) fn level(
     capacity: f64,
 ) -> CrowdStats {
     let n = cfg.slots;
-    let mut occ = occupancy(plans, n);
-    let total: f64 = occ.iter().sum();
-    let busiest_before = occ.iter().copied().fold(0.0, f64::max);
-    // Slack for the sums of shares (1/3 + 1/3 + 1/3 is not exactly 1).
-    const EPS: f64 = 1e-9;
-    let infeasible = total > capacity * n as f64 + EPS;
+    let mut occ = Occupancy::of(plans, n);
+    let busiest_before = occ.busiest_slot();
+    let mean = occ.mean_per_day();
+    let infeasible = mean > capacity * n as f64 + EPS;
+    // The even load in whole fetches: a fraction of a fetch cannot be placed.
     let cap = if infeasible {
-        total / n as f64
+        (mean / n as f64 - EPS).ceil()
     } else {
         capacity
     };
@@ -109,13 +120,13 @@ pub(super) fn level(
         infeasible,
         ..Default::default()
     };
-    let mut crowded: Vec<usize> = (0..n).filter(|&x| occ[x] > cap + EPS).collect();
+    let mut crowded: Vec<usize> = (0..n).filter(|&x| occ.busiest(x) > cap + EPS).collect();
     stats.crowded_slots = crowded.len();
     if crowded.is_empty() || n < 2 {
         return stats;
     }
     // Most crowded first; ties by slot.
-    crowded.sort_by(|&a, &b| occ[b].total_cmp(&occ[a]).then(a.cmp(&b)));
+    crowded.sort_by(|&a, &b| occ.busiest(b).total_cmp(&occ.busiest(a)).then(a.cmp(&b)));
     let mut at: HashMap<u32, Vec<usize>> = crowded.iter().map(|&x| (x as u32, vec![])).collect();
     for (i, p) in plans.iter().enumerate() {
         for &x in &p.slots {
@@ -125,6 +136,7 @@ pub(super) fn level(
         }
     }
     let mut moved_feeds = Vec::new();
+    let mut scratch = Scratch::default();
     for &slot in &crowded {
         let s = slot as u32;
         let feeds_here = at.remove(&s).unwrap_or_default();
@@ -132,59 +144,75 @@ pub(super) fn level(
         let mut entries: Vec<Entry> = feeds_here
             .par_iter()
             .map_init(Scratch::default, |scratch, &i| {
-                let share = 1.0 / f64::from(plans[i].period_multiple.max(1));
+                let (k, phase) = (plans[i].period_multiple.max(1), plans[i].phase_period);
                 let moves = best_moves(&plans[i], &feeds[i], i, s, cfg, scratch, |t| {
-                    snapshot[t as usize] + share <= cap + EPS
+                    room(snapshot, t, k, phase, cap)
                 });
                 Entry {
                     feed: i,
                     slot: s,
-                    share,
+                    k,
+                    phase,
                     moves,
                 }
             })
             .collect();
-        // Who moves: the fetches whose best move costs least per unit of room, until
-        // what they free brings the slot within capacity.
-        let key = |en: &Entry| en.moves.first().map_or(f64::INFINITY, |m| m.0 / en.share);
+        // Who moves: the fetches whose best move costs least per unit of room (a fetch
+        // every k days frees a k-th of what a daily one does), each only while it is made
+        // on a day the slot is over, until the slot is within capacity on every day.
+        let key = |en: &Entry| {
+            en.moves
+                .first()
+                .map_or(f64::INFINITY, |m| m.0 * f64::from(en.k))
+        };
         let mut order: Vec<usize> = (0..entries.len()).collect();
         order.sort_by(|&a, &b| {
             key(&entries[a])
                 .total_cmp(&key(&entries[b]))
                 .then(entries[a].feed.cmp(&entries[b].feed))
         });
-        let (mut freed, mut take) = (0.0, 0);
-        while take < order.len() && occ[slot] - freed > cap + EPS {
-            freed += entries[order[take]].share;
-            take += 1;
+        let over = |occ: &Occupancy, en: &Entry| occ.on_days(slot, en.k, en.phase) > cap + EPS;
+        let mut movers = Vec::new();
+        let mut next = 0;
+        while next < order.len() && occ.busiest(slot) > cap + EPS {
+            let en = &entries[order[next]];
+            next += 1;
+            if over(&occ, en) {
+                occ.add(slot, en.k, en.phase, -1.0);
+                movers.push(order[next - 1]);
+            }
+        }
+        for &e in &movers {
+            occ.add(slot, entries[e].k, entries[e].phase, 1.0);
         }
         // Where: the mover that costs most to move chooses first. Cheapest first would
         // hand the best free slot to the fetch that needs it least (two feeds of one
         // model, one heavy and one light, would go the heavy one far and the light one
         // near). A mover that finds no room stays, and the next cheapest is taken.
-        let mut movers: Vec<usize> = order[..take].to_vec();
         movers.reverse();
         let mut queue: std::collections::VecDeque<usize> = movers.into();
-        let mut scratch = Scratch::default();
-        while occ[slot] > cap + EPS {
+        while occ.busiest(slot) > cap + EPS {
             let e = match queue.pop_front() {
                 Some(e) => e,
-                None if take < order.len() => {
-                    take += 1;
-                    order[take - 1]
+                None if next < order.len() => {
+                    next += 1;
+                    order[next - 1]
                 }
                 None => break,
             };
             let en = &mut entries[e];
+            if !over(&occ, en) {
+                continue;
+            }
             let mut target = en
                 .moves
                 .iter()
-                .find(|&&(_, t)| occ[t as usize] + en.share <= cap + EPS)
+                .find(|&&(_, t)| room(&occ, t, en.k, en.phase, cap))
                 .map(|&(_, t)| t);
             if target.is_none() {
                 // Every kept candidate filled since: scan the reach again.
                 let snapshot = &occ;
-                let share = en.share;
+                let (k, phase) = (en.k, en.phase);
                 en.moves = best_moves(
                     &plans[en.feed],
                     &feeds[en.feed],
@@ -192,7 +220,7 @@ pub(super) fn level(
                     en.slot,
                     cfg,
                     &mut scratch,
-                    |t| snapshot[t as usize] + share <= cap + EPS,
+                    |t| room(snapshot, t, k, phase, cap),
                 );
                 target = en.moves.first().map(|&(_, t)| t);
             }
@@ -202,23 +230,22 @@ pub(super) fn level(
                 *x = t;
             }
             p.slots.sort_unstable();
-            occ[slot] -= en.share;
-            occ[t as usize] += en.share;
+            occ.add(slot, en.k, en.phase, -1.0);
+            occ.add(t as usize, en.k, en.phase, 1.0);
             stats.moved += 1;
             moved_feeds.push(en.feed);
         }
-        stats.left_over += (occ[slot] - cap).max(0.0);
+        stats.left_over += (occ.busiest(slot) - cap).max(0.0);
     }
     moved_feeds.sort_unstable();
     moved_feeds.dedup();
-    let mut scratch = Scratch::default();
     for i in moved_feeds {
         let before = plans[i].expected_cost;
         let after = unpriced_cost(&plans[i], &feeds[i], i, cfg, &mut scratch);
         plans[i].expected_cost = after;
         stats.added_cost += after - before;
     }
-    stats.busiest_after = occ.iter().copied().fold(0.0, f64::max);
+    stats.busiest_after = occ.busiest_slot();
     stats
 }
 
@@ -231,22 +258,21 @@ pub fn fit_one(
     feed: &FeedModel,
     index: usize,
     cfg: &PlanConfig,
-    occupancy: &[f64],
+    occupancy: &Occupancy,
     capacity: f64,
 ) -> usize {
-    const EPS: f64 = 1e-9;
-    if occupancy.len() != cfg.slots || cfg.slots < 2 {
+    if occupancy.slots() != cfg.slots || cfg.slots < 2 {
         return 0;
     }
-    let share = 1.0 / f64::from(plan.period_multiple.max(1));
+    let (k, phase) = (plan.period_multiple.max(1), plan.phase_period);
     let mut s = Scratch::default();
     let mut moved = 0;
     for x in plan.slots.clone() {
-        if occupancy[x as usize] + share <= capacity + EPS {
+        if room(occupancy, x, k, phase, capacity) {
             continue;
         }
         let moves = best_moves(plan, feed, index, x, cfg, &mut s, |t| {
-            occupancy[t as usize] + share <= capacity + EPS
+            room(occupancy, t, k, phase, capacity)
         });
         if let Some(&(_, t)) = moves.first() {
             if let Some(v) = plan.slots.iter_mut().find(|v| **v == x) {
@@ -629,25 +655,45 @@ mod tests {
     }
 
     #[test]
-    fn quiet_feeds_count_a_share_and_move_as_one_fetch() {
+    fn quiet_feeds_are_counted_on_the_days_they_are_fetched() {
         let cfg = cfg(96, None);
-        // 30 feeds fetched every 3 days at one time: 10 fetches a day at that slot.
+        // 30 feeds fetched every 3 days at one time, on the three days of the cycle in
+        // turn: 10 fetches a day at that slot, 6 of each day's to move for a cap of 4.
         let feeds: Vec<FeedModel> = (0..30).map(|i| peaked(9, 1.0 + (i % 3) as f64)).collect();
+        let spread = |i: usize, mut p: FeedPlan| {
+            p.phase_period = (i % 3) as u32;
+            p
+        };
         let mut plans: Vec<FeedPlan> = feeds
             .iter()
             .enumerate()
-            .map(|(i, f)| best(f, i, &cfg, -3))
+            .map(|(i, f)| spread(i, best(f, i, &cfg, -3)))
             .collect();
-        assert!((occupancy(&plans, 96).into_iter().fold(0.0, f64::max) - 10.0).abs() < 1e-9);
+        let mean = occupancy(&plans, 96).into_iter().fold(0.0, f64::max);
+        assert!((mean - 10.0).abs() < 1e-9);
+        assert_eq!(Occupancy::of(&plans, 96).busiest_slot(), 10.0);
         let stats = level(&mut plans, &feeds, &cfg, 4.0);
         assert!(
-            occupancy(&plans, 96).iter().all(|&o| o <= 4.0 + 1e-9),
+            Occupancy::of(&plans, 96).busiest_slot() <= 4.0 + 1e-9,
             "{stats:?}"
         );
         assert!(plans
             .iter()
             .all(|p| p.slots.len() == 1 && p.period_multiple == 3));
         assert_eq!(stats.moved, 18);
+        // On one day of the cycle all 30 are fetched: 26 move, though the mean is 10.
+        let mut same: Vec<FeedPlan> = feeds
+            .iter()
+            .enumerate()
+            .map(|(i, f)| best(f, i, &cfg, -3))
+            .collect();
+        let stats = level(&mut same, &feeds, &cfg, 4.0);
+        assert_eq!(stats.busiest_before, 30.0);
+        assert!(
+            Occupancy::of(&same, 96).busiest_slot() <= 4.0 + 1e-9,
+            "{stats:?}"
+        );
+        assert_eq!(stats.moved, 26);
     }
 
     #[test]
@@ -685,16 +731,20 @@ mod tests {
         let mut plan = best(&f, 0, &cfg, 2);
         let free = plan.clone();
         // Every other feed fills the slots this feed wants and their neighbours but two.
-        let mut occ = vec![1.0; 96];
+        let mut occ = Occupancy::of(&[], 96);
+        for x in 0..96 {
+            occ.add(x, 1, 0, 1.0);
+        }
         for &x in &free.slots {
             for d in -2i64..=2 {
-                occ[(x as i64 + d).rem_euclid(96) as usize] = 3.0;
+                let at = (x as i64 + d).rem_euclid(96) as usize;
+                occ.add(at, 1, 0, 2.0);
             }
         }
         let moved = fit_one(&mut plan, &f, 0, &cfg, &occ, 3.0);
         assert_eq!(moved, 2);
         for (&a, &b) in plan.slots.iter().zip(&free.slots) {
-            assert!(occ[a as usize] + 1.0 <= 3.0 + 1e-9);
+            assert!(occ.busiest(a as usize) + 1.0 <= 3.0 + 1e-9);
             // The nearest room is three slots away, on the side that costs less.
             assert_eq!((a as i64 - b as i64).abs(), 3, "{a} from {b}");
         }
@@ -703,7 +753,11 @@ mod tests {
         assert!(plan.expected_cost > free.expected_cost);
         // With room where it wants to be, nothing moves.
         let mut again = free.clone();
-        assert_eq!(fit_one(&mut again, &f, 0, &cfg, &vec![1.0; 96], 3.0), 0);
+        let mut ones = Occupancy::of(&[], 96);
+        for x in 0..96 {
+            ones.add(x, 1, 0, 1.0);
+        }
+        assert_eq!(fit_one(&mut again, &f, 0, &cfg, &ones, 3.0), 0);
         assert_eq!(again, free);
     }
 }

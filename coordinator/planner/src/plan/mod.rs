@@ -8,6 +8,7 @@
 //! * [`overflow`] — postings that scroll off a document between fetches, priced;
 //! * [`floor`] — the fewest fetches whose optimal schedule holds a feed's document;
 //! * [`crowd`] — no slot holds more fetches than the cluster can start in it;
+//! * [`occupancy`] — planned fetches per slot, day by day;
 //! * `jitter` — which of nearly equal minutes each feed is fetched at;
 //! * `keep` — which of a re-planned feed's previous times are kept;
 //! * [`phases`] — which day of its cycle a feed fetched every few days is fetched on;
@@ -25,6 +26,7 @@ pub mod exchange;
 pub mod floor;
 mod jitter;
 mod keep;
+pub mod occupancy;
 pub mod overflow;
 pub mod pattern;
 pub mod phases;
