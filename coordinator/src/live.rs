@@ -130,7 +130,9 @@ pub struct LivePlanArgs {
     pub host_gap: Option<humantime::Duration>,
     /// Most planned fetches the cluster starts in any one minute of the plan's clock: a
     /// minute above it gives up the fetches that cost their feeds least to move, to nearby
-    /// minutes with room (a feed fetched every k days counts 1/k). Default: uncapped.
+    /// minutes with room (counted day by day: a feed fetched every k days where it is
+    /// fetched). Planned fetches only: catch-ups and other fetches the workers add are not
+    /// held. Default: uncapped.
     #[arg(long)]
     pub max_fetches_per_minute: Option<f64>,
     /// Plan over a week: feeds with two or more weeks of history learn day-of-week factors
