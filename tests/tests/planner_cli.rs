@@ -569,6 +569,38 @@ fn a_weekly_plan_is_scored_on_the_days_it_learned() {
     );
 }
 
+/// Writes a trace of `feeds` and `postings` (CSV bodies) read by one user subscribed to
+/// `subscribed`, with no accesses.
+fn one_reader_trace(dir: &TempDir, feeds: &str, postings: &str, subscribed: &str) {
+    dir.write("feeds.csv", feeds);
+    dir.write("postings.csv", postings);
+    dir.write("users.csv", "user_id,weight\nu,1\n");
+    dir.write(
+        "subscriptions.csv",
+        &format!("user_id,feed_id\nu,{subscribed}\n"),
+    );
+    dir.write("accesses.csv", "user_id,feed_id,ts\n");
+}
+
+/// `plan` of the trace in `dir` at `per_day` fetches per feed per day with `extra` flags,
+/// which must succeed: the schedule written and what it printed.
+fn schedule_of(dir: &TempDir, per_day: &str, extra: &[&str]) -> (String, String) {
+    let out = dir.path().join("s.csv");
+    let mut args = vec![
+        "plan",
+        "--trace",
+        dir.path().to_str().unwrap(),
+        "--fetches-per-feed-per-day",
+        per_day,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = coordinator(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (std::fs::read_to_string(&out).unwrap(), stdout(&o))
+}
+
 /// A feed on a timer (postings between 04:15 and 04:24 every day, among feeds posting at
 /// all hours) is fetched within minutes after its window, not an hour or two later where
 /// its hourly bin's smoothed mass puts the fetch with `--no-timer-peaks`; `plan` counts it.
@@ -599,32 +631,15 @@ fn a_feed_on_a_timer_is_fetched_just_after_its_window() {
             }
         }
     }
-    dir.write("feeds.csv", &feeds);
-    dir.write("postings.csv", &postings);
-    dir.write("users.csv", "user_id,weight\nu,1\n");
-    dir.write("subscriptions.csv", "user_id,feed_id\nu,timer\n");
-    dir.write("accesses.csv", "user_id,feed_id,ts\n");
+    one_reader_trace(&dir, &feeds, &postings, "timer");
     let offsets = |extra: &[&str]| -> (Vec<f64>, String) {
-        let out = dir.path().join("s.csv");
-        let mut args = vec![
-            "plan",
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--fetches-per-feed-per-day",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        let o = coordinator(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let text = std::fs::read_to_string(&out).unwrap();
+        let (text, said) = schedule_of(&dir, "1", extra);
         let at = text
             .lines()
             .filter(|l| l.starts_with("timer,"))
             .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
             .collect();
-        (at, String::from_utf8_lossy(&o.stdout).into_owned())
+        (at, said)
     };
     let (lo, hi) = (4.0 * 3600.0 + 24.0 * 60.0, 4.0 * 3600.0 + 40.0 * 60.0);
     let (with, said) = offsets(&[]);
@@ -666,26 +681,9 @@ fn a_per_minute_cap_spreads_a_pile_of_feeds_on_one_timer() {
             ));
         }
     }
-    dir.write("feeds.csv", &feeds);
-    dir.write("postings.csv", &postings);
-    dir.write("users.csv", "user_id,weight\nu,1\n");
-    dir.write("subscriptions.csv", "user_id,feed_id\nu,t0\n");
-    dir.write("accesses.csv", "user_id,feed_id,ts\n");
+    one_reader_trace(&dir, &feeds, &postings, "t0");
     let busiest = |extra: &[&str]| -> (f64, String) {
-        let out = dir.path().join("s.csv");
-        let mut args = vec![
-            "plan",
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--fetches-per-feed-per-day",
-            "2",
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        let o = coordinator(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let text = std::fs::read_to_string(&out).unwrap();
+        let (text, said) = schedule_of(&dir, "2", extra);
         let mut minutes: HashMap<i64, f64> = HashMap::new();
         for l in text.lines().skip(1) {
             let f: Vec<&str> = l.split(',').collect();
@@ -695,7 +693,7 @@ fn a_per_minute_cap_spreads_a_pile_of_feeds_on_one_timer() {
             *minutes.entry(minute).or_default() += 86_400.0 / period;
         }
         let top = minutes.values().copied().fold(0.0, f64::max);
-        (top, stdout(&o))
+        (top, said)
     };
     let (free, said) = busiest(&[]);
     assert!(free > 10.0, "the timer piles its feeds: {free}\n{said}");

@@ -380,39 +380,22 @@ fn best_moves(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::alloc::{HostCaps, Level};
-    use crate::plan::cost::Metric;
+    use crate::plan::alloc::Level;
+    use crate::plan::fixtures::{delay_cfg, hourly_feed};
     use crate::plan::pattern::Smoothing;
-    use crate::plan::planner::{replan, solve_optimal_with_state, Policy, Scheduler};
+    use crate::plan::planner::{replan, solve_optimal_with_state};
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
     fn cfg(slots: usize, capacity: Option<f64>) -> PlanConfig {
         PlanConfig {
-            metric: Metric::Delay,
-            policy: Policy::Optimal,
-            scheduler: Scheduler::Exact,
-            slots,
-            period_seconds: 86_400.0,
-            budget: 100.0,
-            host_caps: HostCaps::uniform(None),
-            smoothing: Smoothing::Step,
-            day_prices: Default::default(),
             slot_capacity: capacity,
+            ..delay_cfg(slots, Smoothing::Step)
         }
     }
 
     fn feed(bins: Vec<f32>, weight: f64) -> FeedModel {
-        FeedModel {
-            weight,
-            post_bins: bins,
-            peaks: Vec::new(),
-            access_bins: vec![0.0; 24],
-            min_level: 1,
-            max_level: 96,
-            host: None,
-            document: None,
-        }
+        hourly_feed(bins, weight)
     }
 
     /// A busy hour at `hour` over a quiet day.
@@ -448,6 +431,15 @@ mod tests {
         }
     }
 
+    /// Every feed's optimal schedule of `m` fetches a period (or one every `-m`).
+    fn best_all(feeds: &[FeedModel], cfg: &PlanConfig, m: Level) -> Vec<FeedPlan> {
+        feeds
+            .iter()
+            .enumerate()
+            .map(|(i, f)| best(f, i, cfg, m))
+            .collect()
+    }
+
     fn cost_of(plans: &[FeedPlan], feeds: &[FeedModel], cfg: &PlanConfig) -> f64 {
         let mut s = Scratch::default();
         plans
@@ -463,11 +455,7 @@ mod tests {
         // 300 feeds of one sharp model (all due right after the busy hour), 40 flat ones.
         let mut feeds: Vec<FeedModel> = (0..300).map(|i| peaked(9, 1.0 + (i % 7) as f64)).collect();
         feeds.extend((0..40).map(|_| feed(vec![1.0; 24], 1.0)));
-        let mut plans: Vec<FeedPlan> = feeds
-            .iter()
-            .enumerate()
-            .map(|(i, f)| best(f, i, &cfg, 2))
-            .collect();
+        let mut plans = best_all(&feeds, &cfg, 2);
         let before = cost_of(&plans, &feeds, &cfg);
         let pile = occupancy(&plans, cfg.slots).into_iter().fold(0.0, f64::max);
         assert!(pile >= 300.0, "{pile}");
@@ -499,11 +487,7 @@ mod tests {
         // next best, and so on; any other order costs more.
         let cfg = cfg(24, None);
         let feeds: Vec<FeedModel> = (0..6).map(|i| peaked(9, 1.0 + i as f64)).collect();
-        let mut plans: Vec<FeedPlan> = feeds
-            .iter()
-            .enumerate()
-            .map(|(i, f)| best(f, i, &cfg, 1))
-            .collect();
+        let mut plans = best_all(&feeds, &cfg, 1);
         level(&mut plans, &feeds, &cfg, 1.0);
         let got = cost_of(&plans, &feeds, &cfg);
         let opt = brute_force(&feeds, &cfg, 1.0, &[1; 6]);
@@ -642,11 +626,7 @@ mod tests {
     fn more_fetches_than_the_period_holds_are_evened_and_reported() {
         let cfg = cfg(12, None);
         let feeds: Vec<FeedModel> = (0..12).map(|i| peaked(9, 1.0 + i as f64)).collect();
-        let mut plans: Vec<FeedPlan> = feeds
-            .iter()
-            .enumerate()
-            .map(|(i, f)| best(f, i, &cfg, 2))
-            .collect();
+        let mut plans = best_all(&feeds, &cfg, 2);
         // 24 fetches on 12 slots at one a slot cannot be placed: two a slot can.
         let stats = level(&mut plans, &feeds, &cfg, 1.0);
         assert!(stats.infeasible);
@@ -682,11 +662,7 @@ mod tests {
             .all(|p| p.slots.len() == 1 && p.period_multiple == 3));
         assert_eq!(stats.moved, 18);
         // On one day of the cycle all 30 are fetched: 26 move, though the mean is 10.
-        let mut same: Vec<FeedPlan> = feeds
-            .iter()
-            .enumerate()
-            .map(|(i, f)| best(f, i, &cfg, -3))
-            .collect();
+        let mut same = best_all(&feeds, &cfg, -3);
         let stats = level(&mut same, &feeds, &cfg, 4.0);
         assert_eq!(stats.busiest_before, 30.0);
         assert!(

@@ -136,37 +136,16 @@ fn shifted(mut plan: FeedPlan, r: i64, n: usize, cost: Option<f64>) -> FeedPlan 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::alloc::{HostCaps, Level};
-    use crate::plan::cost::Metric;
+    use crate::plan::alloc::Level;
+    use crate::plan::fixtures::{delay_cfg, hourly_feed};
     use crate::plan::pattern::Smoothing;
-    use crate::plan::planner::{Policy, Scheduler};
 
     fn cfg(smoothing: Smoothing) -> PlanConfig {
-        PlanConfig {
-            metric: Metric::Delay,
-            policy: Policy::Optimal,
-            scheduler: Scheduler::Exact,
-            slots: 288,
-            period_seconds: 86_400.0,
-            budget: 100.0,
-            host_caps: HostCaps::uniform(None),
-            smoothing,
-            day_prices: Default::default(),
-            slot_capacity: None,
-        }
+        delay_cfg(288, smoothing)
     }
 
     fn feed(bins: Vec<f32>) -> FeedModel {
-        FeedModel {
-            weight: 1.0,
-            post_bins: bins,
-            peaks: Vec::new(),
-            access_bins: vec![0.0; 24],
-            min_level: 1,
-            max_level: 96,
-            host: None,
-            document: None,
-        }
+        hourly_feed(bins, 1.0)
     }
 
     fn best_plan(f: &FeedModel, cfg: &PlanConfig, m: usize, s: &mut Scratch) -> FeedPlan {

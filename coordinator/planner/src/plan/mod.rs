@@ -42,6 +42,8 @@ pub use price::Prices;
 #[cfg(test)]
 mod alloc_tests;
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod overflow_tests;
 #[cfg(test)]
 mod tests;
