@@ -42,7 +42,8 @@ pub struct Basis {
     /// The round's planning settings (slots, period, metric).
     pub cfg: PlanConfig,
     /// The round's planned fetches per slot, when a per-slot capacity is set
-    /// ([`crate::plan::crowd`]): what an update is fitted around.
+    /// ([`crate::plan::crowd`]): the hub takes them when it installs the round and keeps
+    /// them current as updates apply, to fit each update around.
     pub occupancy: Option<crate::plan::occupancy::Occupancy>,
 }
 

@@ -184,8 +184,9 @@ impl State {
     /// After a round made from a snapshot at `round_ms` is installed, with `basis` for the
     /// next updates: overrides older than the snapshot go (the round learned from the same
     /// state); later ones are applied again over the round's plan.
-    pub(super) fn after_round(&mut self, round_ms: i64, basis: Option<Basis>) {
-        self.quick.occupancy = basis.as_ref().and_then(|b| b.occupancy.clone());
+    pub(super) fn after_round(&mut self, round_ms: i64, mut basis: Option<Basis>) {
+        // The round's counts move here: the updates keep them, the basis needs them no more.
+        self.quick.occupancy = basis.as_mut().and_then(|b| b.occupancy.take());
         self.quick.basis = basis.map(Arc::new);
         self.quick.rounds_ms = (self.quick.rounds_ms.1, Some(round_ms));
         self.quick.overrides.retain(|_, o| o.at_ms > round_ms);
@@ -220,9 +221,7 @@ impl State {
         }
         metrics::gauge!(m::PLAN_QUICK_EXTRA_PER_DAY).set(self.quick.extra_per_day);
     }
-}
 
-impl State {
     /// Moves an update's fetches out of slots the other feeds already fill to the
     /// per-slot capacity ([`crate::plan::crowd::fit_one`]), and its times with them.
     fn fit_quick(&mut self, feed: &str, update: &mut Update) {

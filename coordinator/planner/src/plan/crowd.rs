@@ -71,20 +71,6 @@ struct Entry {
     moves: Vec<(f64, u32)>,
 }
 
-/// Each slot's planned fetches, a `k`-period feed's counting `1/k`: the mean over days.
-pub fn occupancy(plans: &[FeedPlan], n: usize) -> Vec<f64> {
-    let mut occ = vec![0.0; n];
-    for p in plans {
-        let share = 1.0 / f64::from(p.period_multiple.max(1));
-        for &x in &p.slots {
-            if let Some(o) = occ.get_mut(x as usize) {
-                *o += share;
-            }
-        }
-    }
-    occ
-}
-
 /// Slack for sums of counts.
 const EPS: f64 = 1e-6;
 
@@ -429,6 +415,20 @@ mod tests {
                 expected_cost: f.weight * c,
             }
         }
+    }
+
+    /// Each slot's planned fetches, a `k`-period feed's counting `1/k`: the mean over days.
+    fn occupancy(plans: &[FeedPlan], n: usize) -> Vec<f64> {
+        let mut occ = vec![0.0; n];
+        for p in plans {
+            let share = 1.0 / f64::from(p.period_multiple.max(1));
+            for &x in &p.slots {
+                if let Some(o) = occ.get_mut(x as usize) {
+                    *o += share;
+                }
+            }
+        }
+        occ
     }
 
     /// Every feed's optimal schedule of `m` fetches a period (or one every `-m`).

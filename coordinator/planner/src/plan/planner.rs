@@ -137,8 +137,9 @@ pub struct PlanConfig {
     /// a weekly plan's fetches evenly over its days ([`super::days`]). Schedules are placed
     /// at these prices; the allocation and every reported cost leave them out.
     pub day_prices: DayPricing,
-    /// Most planned fetches one slot of the period may hold, over all feeds (a feed
-    /// fetched every `k` periods counts `1/k`); `None` for no cap ([`super::crowd`]).
+    /// Most planned fetches one slot of the period may hold on any day, over all feeds (a
+    /// feed fetched every `k` periods counted on the days it is fetched); `None` for no
+    /// cap ([`super::crowd`]).
     pub slot_capacity: Option<f64>,
 }
 
