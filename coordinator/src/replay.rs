@@ -95,6 +95,13 @@ pub struct ReplayLog {
     /// From day 1 on, each round's plan's quietest and busiest of its next seven days over
     /// the day's budget ([`kairos_coordinator::hub::PlanFigures::day_budget_shares`]).
     pub day_budget_shares: Vec<(f64, f64)>,
+    /// Fetches besides the plan the worker's share of the per-minute cap held to a later
+    /// minute (one held twice counts twice).
+    pub deferred_by_minute_cap: u64,
+    /// When the fetches besides the plan's times started (trace seconds), every feed's,
+    /// and how long each waited past its time (seconds; a share of the per-minute cap holds
+    /// them to minutes with room).
+    pub besides_plan: Vec<(f64, f64)>,
 }
 
 /// The fetch times the hub assigned a feed, as the worker's schedule holds them.
@@ -369,6 +376,10 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
             }
             log.reports += 1;
             log.fetches[f].push(t as f64 / 1000.0);
+            if due.besides_plan {
+                let waited = (now - due.planned_ms).max(0) as f64 / 1000.0;
+                log.besides_plan.push((t as f64 / 1000.0, waited));
+            }
             // A fetch that surprised the feed's model re-solves it at once: its new times
             // reach the worker now, as an assignment delta would.
             let spec = hub.feed_specs(vec![ids[f].clone()]).await.pop().flatten();
@@ -399,6 +410,7 @@ pub async fn run(trace: &Trace, cfg: &ReplayConfig) -> anyhow::Result<ReplayLog>
         .zip(&expected_lost)
         .map(|(&(_, n), &sum)| if n > 0 { sum / n as f64 } else { f64::NAN })
         .collect();
+    log.deferred_by_minute_cap = schedule.minutes().deferred_total();
     Ok(log)
 }
 

@@ -709,9 +709,11 @@ pub fn replay_cmd(a: ReplayArgs) -> Result<()> {
     print::print_day_shares(&log.day_budget_shares);
     print::print_minutes(
         &log.fetches,
+        &log.besides_plan,
         scored_from,
         scored_end,
         a.max_fetches_per_minute,
+        log.deferred_by_minute_cap,
     );
     print_windows(
         &trace,

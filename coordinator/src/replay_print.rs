@@ -340,24 +340,61 @@ pub(super) fn print_day_shares(shares: &[(f64, f64)]) {
 /// the mean, and with a cap (`--max-fetches-per-minute`) the minutes above it. First-sight
 /// fetches, catch-ups and updates between rounds are counted with the planned ones: this is
 /// what the workers would have started.
-pub(super) fn print_minutes(fetches: &[Vec<f64>], from: f64, to: f64, cap: Option<f64>) {
+pub(super) fn print_minutes(
+    fetches: &[Vec<f64>],
+    besides_plan: &[(f64, f64)],
+    from: f64,
+    to: f64,
+    cap: Option<f64>,
+    deferred: u64,
+) {
     let minutes = ((to - from) / 60.0).ceil().max(0.0) as usize;
     if minutes == 0 {
         return;
     }
-    let mut per = vec![0u32; minutes];
-    for &t in fetches.iter().flatten() {
-        if (from..to).contains(&t) {
-            per[((t - from) / 60.0) as usize] += 1;
+    let count = |times: &mut dyn Iterator<Item = f64>| -> Vec<u32> {
+        let mut per = vec![0u32; minutes];
+        for t in times {
+            if (from..to).contains(&t) {
+                per[((t - from) / 60.0) as usize] += 1;
+            }
         }
-    }
+        per
+    };
+    let per = count(&mut fetches.iter().flatten().copied());
+    let extra = count(&mut besides_plan.iter().map(|&(t, _)| t));
     let total: u64 = per.iter().map(|&c| u64::from(c)).sum();
     let busiest = per.iter().copied().max().unwrap_or(0);
     let above = match cap {
-        Some(c) => format!(
-            "; minutes above the cap of {c}: {}",
-            per.iter().filter(|&&n| f64::from(n) > c + 1e-9).count()
-        ),
+        Some(c) => {
+            // Of the fetches above the cap, those the plan's own times put there (the
+            // minute's planned fetches alone above it) and those the fetches besides the
+            // plan added.
+            let (mut minutes_over, mut by_plan, mut by_extra) = (0, 0.0, 0.0);
+            for (&n, &e) in per.iter().zip(&extra) {
+                let over = f64::from(n) - c;
+                if over > 1e-9 {
+                    minutes_over += 1;
+                    let plan = (f64::from(n - e) - c).max(0.0);
+                    by_plan += plan;
+                    by_extra += over - plan;
+                }
+            }
+            let scored: Vec<f64> = besides_plan
+                .iter()
+                .filter(|(t, _)| (from..to).contains(t))
+                .map(|&(_, w)| w)
+                .collect();
+            let waited = scored.iter().sum::<f64>() / scored.len().max(1) as f64 / 60.0;
+            format!(
+                "; minutes above the cap of {c}: {minutes_over}, fetches above it {:.0} \
+                 ({by_plan:.0} on the plan's times, {by_extra:.0} besides them); fetches \
+                 besides the plan held to a later minute: {deferred} (the {} besides the \
+                 plan on these days waited {waited:.1} min on average)",
+                by_plan + by_extra,
+                scored.len()
+            )
+        }
         None => String::new(),
     };
     println!(

@@ -72,6 +72,7 @@ mod tests {
                 fetches: 5_000,
                 later_days: 4_800,
                 counted: 1_234,
+                per_minute: 40,
             }),
         };
         let bytes = update.encode_to_vec();

@@ -40,6 +40,9 @@ pub struct Allowance {
     pub later_days: u64,
     /// Fetches the coordinator has counted for this worker's name on `day`.
     pub counted: u64,
+    /// The worker's share of the cluster's per-minute cap: the most fetches a minute, the
+    /// plan's and those besides it together ([`crate::minute_gate`]); `None`: no cap.
+    pub per_minute: Option<u64>,
 }
 
 /// A worker's count of the fetches it started today, against its allowance.
@@ -174,6 +177,7 @@ mod tests {
             fetches: 2,
             later_days: 2,
             counted: 0,
+            per_minute: None,
         };
         g.set(a, t);
         assert_eq!(g.admit(t), Ok(()));
@@ -213,6 +217,7 @@ mod tests {
                 fetches: 5,
                 later_days: 2,
                 counted: 0,
+                per_minute: None,
             },
             t,
         );
@@ -244,6 +249,7 @@ mod tests {
                 fetches: 0,
                 later_days: 0,
                 counted: 0,
+                per_minute: None,
             },
             t,
         );
@@ -260,6 +266,7 @@ mod tests {
             fetches: 4,
             later_days: 4,
             counted: 3,
+            per_minute: None,
         };
         g.set(a, t);
         assert_eq!(g.started_today(), 3);
@@ -276,6 +283,7 @@ mod tests {
                 fetches: 0,
                 later_days: 1,
                 counted: 7,
+                per_minute: None,
             },
             t,
         );

@@ -11,6 +11,8 @@
 //! * [`feed_times`] — one feed's assigned fetch times (offsets in a period);
 //! * [`schedule`] — which feed to fetch when, from a versioned assignment (the worker's timer
 //!   heap, which the coordinator's `replay` drives on a virtual clock);
+//! * [`minute_gate`] — a worker's share of the cluster's per-minute fetch cap, which holds
+//!   its fetches besides the plan;
 //! * [`listener`] — accepting connections under limits (pools, silence, accept errors);
 //! * [`process`] — logging set-up, shutdown signals, periodic reloads;
 //! * [`telemetry`] — the `/metrics` endpoint both binaries serve.
@@ -22,6 +24,7 @@ pub mod clock;
 pub mod credentials;
 pub mod feed_times;
 pub mod listener;
+pub mod minute_gate;
 pub mod process;
 pub mod schedule;
 pub mod telemetry;

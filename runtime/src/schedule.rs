@@ -13,10 +13,14 @@
 //! what they cannot take to fetches besides the plan, half-way through feeds' gaps. A
 //! fetch whose time has passed when a plan or the sweep reaches it starts at its feed's
 //! own phase in the next few minutes ([`catch_up_at`]), not with every other such fetch
-//! at that instant. Time is an input (simulated Unix ms), so tests drive it directly.
+//! at that instant. With a share of the cluster's per-minute cap ([`crate::minute_gate`]),
+//! every fetch besides the plan's (a catch-up, a held fetch, a first sight, a sweep's extra)
+//! starts only in a minute with room. Time is an input (simulated Unix ms), so tests drive
+//! it directly.
 
 use crate::allowance::{Allowance, DayGate, DAY_MS};
 pub use crate::feed_times::FeedTimes;
+use crate::minute_gate::MinuteGate;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -65,6 +69,9 @@ pub struct Due {
     pub feed_id: String,
     /// When the plan wanted it (ms).
     pub planned_ms: i64,
+    /// A fetch besides the plan's times (a catch-up, a fetch held from an earlier day, a
+    /// first sight, a sweep's extra): what a share of the per-minute cap holds back.
+    pub besides_plan: bool,
 }
 
 /// Why an assignment update was not applied.
@@ -110,6 +117,8 @@ pub struct Schedule {
     /// Fetches besides the plan's, from the end-of-day sweep (`fill`): (due, the end of the
     /// day it is for, feed). A feed's queued plan time stays as it is.
     extras: BinaryHeap<Reverse<(i64, i64, String)>>,
+    /// The minute's fetches against this worker's share of the per-minute cap.
+    minutes: MinuteGate,
 }
 
 impl Schedule {
@@ -208,6 +217,7 @@ impl Schedule {
             self.last_out.remove(id);
             self.first_seen.remove(id);
             self.held.remove(id);
+            self.minutes.forget(id);
         }
         self.insert_all(upserts, now_ms);
         self.applied = version;
@@ -436,12 +446,14 @@ impl Schedule {
         match allowance {
             Some(a) => {
                 self.gate.set(a, now_ms);
+                self.minutes.set_share(a.per_minute);
                 if self.sweep_at.is_none() {
                     self.sweep_at = Some(next_sweep(now_ms));
                 }
             }
             None => {
                 self.gate.clear();
+                self.minutes.set_share(None);
                 self.sweep_at = None;
             }
         }
@@ -450,6 +462,43 @@ impl Schedule {
     /// The day's allowance and the fetches started against it.
     pub fn gate(&self) -> &DayGate {
         &self.gate
+    }
+
+    /// The minute's fetches against the share of the per-minute cap.
+    pub fn minutes(&self) -> &MinuteGate {
+        &self.minutes
+    }
+
+    /// Whether `id`'s fetch queued at `due` for the time `planned` is one besides the
+    /// plan's times: a catch-up, a fetch held from an earlier day, a first sight, or a plan
+    /// fetch moved off its time (brought forward by the end-of-day sweep, or moved to half a
+    /// gap after a first sight). The coordinator levelled the plan's times only.
+    fn besides_plan(&self, id: &str, due: i64, planned: i64) -> bool {
+        self.off_plan.contains(id)
+            || self.held.contains(id)
+            || self.expedited.contains_key(id)
+            || due < planned
+            || self
+                .feeds
+                .get(id)
+                .is_none_or(|(times, _)| times.next_after(planned - 1) != Some(planned))
+    }
+
+    /// Whether a fetch besides the plan's may start at `now_ms` under the share of the
+    /// per-minute cap: the minute's fetches, and the plan's still queued for the rest of
+    /// it, leave room ([`MinuteGate::extra_room`]).
+    fn extra_may_start(&mut self, now_ms: i64) -> bool {
+        if let Some(end) = self.minutes.unreserved(now_ms) {
+            let pending = self
+                .heap
+                .iter()
+                .filter(|Reverse((due, g, planned, id))| {
+                    *due < end && self.is_live(*g, id) && !self.besides_plan(id, *due, *planned)
+                })
+                .count() as u64;
+            self.minutes.reserve(pending);
+        }
+        self.minutes.extra_room(now_ms)
     }
 
     /// Gives the allowance back a fetch handed out at `admitted_ms` that was not made
@@ -487,26 +536,38 @@ impl Schedule {
                 break;
             }
             self.extras.pop();
-            let Some((times, _)) = self.feeds.get(&id) else {
+            let Some(host) = self.feeds.get(&id).map(|(times, _)| times.host.clone()) else {
                 continue;
             };
             if now_ms >= deadline || self.gate.room(now_ms) == Some(0) {
                 continue;
             }
-            let free = self.host_free(&times.host);
+            let free = self.host_free(&host);
             if free > now_ms {
                 self.extras.push(Reverse((free, deadline, id)));
                 continue;
             }
+            if !self.extra_may_start(now_ms) {
+                // A later minute of the same day, or not at all.
+                let at = self.minutes.defer(&id, now_ms);
+                if at < deadline {
+                    self.extras.push(Reverse((at, deadline, id)));
+                } else {
+                    self.minutes.forget(&id);
+                }
+                continue;
+            }
             // Room was checked: this counts the fetch.
             let _ = self.gate.admit(now_ms);
+            self.minutes.started(now_ms, false, &id);
             self.host_free_at
-                .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
+                .insert(host, now_ms + self.min_host_gap_ms);
             self.last_out.insert(id.clone(), now_ms);
             self.first_seen.remove(&id);
             out.push(Due {
                 feed_id: id,
                 planned_ms: due,
+                besides_plan: true,
             });
         }
     }
@@ -527,18 +588,44 @@ impl Schedule {
                 break;
             }
             self.heap.pop();
-            let Some((times, current)) = self.feeds.get(&id) else {
-                continue;
+            let free = match self.feeds.get(&id) {
+                Some((times, current)) if *current == generation => self.host_free(&times.host),
+                _ => continue,
             };
-            if *current != generation {
-                continue;
-            }
-            let free = self.host_free(&times.host);
             if free > now_ms {
                 // Host used too recently: retry when it is free, keeping the planned time.
                 self.heap.push(Reverse((free, generation, planned, id)));
                 continue;
             }
+            let extra = self.besides_plan(&id, due, planned);
+            if extra && !self.extra_may_start(now_ms) {
+                // Besides the plan, in a minute without room: the feed's own second of the
+                // next minute, to try again; or, when the feed's plan has a time before
+                // then, that time instead, as a plan fetch. A feed has one queued fetch, so
+                // an extra that waited past its plan's times kept them from starting, and
+                // they all started at once behind it (on `real-commits` at four a day with
+                // a cap of five, one feed four times in one second).
+                let at = self.minutes.defer(&id, now_ms);
+                let next = self
+                    .feeds
+                    .get(&id)
+                    .and_then(|(times, _)| times.next_after(now_ms - 1))
+                    .filter(|&n| n <= at);
+                match next {
+                    Some(n) => {
+                        self.off_plan.remove(&id);
+                        self.held.remove(&id);
+                        self.expedited.remove(&id);
+                        self.minutes.forget(&id);
+                        self.heap.push(Reverse((n, generation, n, id)));
+                    }
+                    None => self.heap.push(Reverse((at, generation, planned, id))),
+                }
+                continue;
+            }
+            let Some((times, _)) = self.feeds.get(&id) else {
+                continue;
+            };
             if let Err(release_ms) = self.gate.admit(now_ms) {
                 // Today's allowance is spent: the fetch waits for the next day, where it
                 // stands as that day's first time, at its place in the day's paced start
@@ -548,11 +635,15 @@ impl Schedule {
                     .push(Reverse((release_ms, generation, release_ms, id)));
                 continue;
             }
+            self.minutes.started(now_ms, !extra, &id);
             self.host_free_at
                 .insert(times.host.clone(), now_ms + self.min_host_gap_ms);
             let first_sight = self.expedited.remove(&id).is_some();
             self.last_out.insert(id.clone(), now_ms);
-            let mut next = times.next_after(planned);
+            // The plan's times that passed while a fetch besides the plan waited for a
+            // minute with room (queued again past its time) are served by it.
+            let waited = extra && due > planned;
+            let mut next = times.next_after(if waited { planned.max(now_ms) } else { planned });
             if first_sight {
                 self.first_seen.insert(id.clone());
                 // Paced besides the plan: its next time within half a gap moves to half a
@@ -596,6 +687,7 @@ impl Schedule {
             out.push(Due {
                 feed_id: id,
                 planned_ms: planned,
+                besides_plan: extra,
             });
         }
         out

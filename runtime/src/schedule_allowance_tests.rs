@@ -23,6 +23,7 @@ fn a_spent_allowance_holds_fetches_to_the_next_day_once_each() {
             fetches: 5,
             later_days: 12,
             counted: 0,
+            per_minute: None,
         }),
         0,
     );
@@ -72,6 +73,7 @@ fn a_held_backlog_drains_on_days_without_slack() {
             fetches: 2,
             later_days: 4,
             counted: 0,
+            per_minute: None,
         }),
         0,
     );
@@ -96,6 +98,7 @@ fn a_catch_up_goes_ahead_only_while_the_day_has_room_beyond_the_feeds_due() {
         fetches,
         later_days: 6,
         counted: 0,
+        per_minute: None,
     };
     // Two feeds fetched once a day at 01:00, four fetched once a day at 20:00.
     let daily = |id: &str, at: i64| feed(id, id, &[at * hour], DAY_MS);
@@ -161,6 +164,7 @@ fn a_replan_never_moves_an_overdue_feeds_queued_fetch_later() {
                 fetches,
                 later_days: 2,
                 counted: 0,
+                per_minute: None,
             }),
             0,
         );
@@ -215,6 +219,7 @@ fn a_snapshot_s_catch_ups_are_gated_by_the_allowance_it_comes_with() {
             fetches: 1,
             later_days: 3,
             counted: 0,
+            per_minute: None,
         }),
         10 * hour,
     );
@@ -255,6 +260,7 @@ fn a_days_room_takes_the_next_days_earliest_fetches_and_nothing_more() {
         fetches,
         later_days: fetches,
         counted: 0,
+        per_minute: None,
     };
     // Four daily feeds due at 00:05; a six-hourly one at 00:10, 06:10, ...
     let daily = |id: &str| feed(id, id, &[5 * 60_000], DAY_MS);
@@ -479,6 +485,7 @@ fn a_late_sweep_spreads_what_it_moves_over_what_is_left_of_the_day() {
             fetches: 40,
             later_days: 40,
             counted: 0,
+            per_minute: None,
         }),
         0,
     );
@@ -516,6 +523,7 @@ fn a_loan_from_the_next_day_that_outgrows_its_first_hours_is_topped_up_besides_t
             fetches: 10,
             later_days: 10,
             counted: 0,
+            per_minute: None,
         }),
         0,
     );
@@ -549,4 +557,61 @@ fn a_loan_from_the_next_day_that_outgrows_its_first_hours_is_topped_up_besides_t
     };
     assert!(besides(0).is_empty() && besides(1).is_empty(), "{days:?}");
     assert_eq!((besides(2).len(), besides(3).len()), (2, 2), "{days:?}");
+}
+
+#[test]
+fn fetches_the_sweep_brings_forward_wait_for_minutes_with_room_under_a_minute_share() {
+    use crate::allowance::DAY_MS;
+    let hour = DAY_MS / 24;
+    // Four daily feeds due at 00:05 and a six-hourly one at 00:10: day 0's plan has 8 of
+    // its 12 fetches, and at 23:00 the sweep brings day 1's four 00:05 fetches to 23:05.
+    // With a share of two a minute, two start at 23:05 and two wait for 23:06 or later,
+    // still on day 0. The plan's own four at 00:05 start together: the coordinator levels
+    // the plan, the worker holds only what it adds.
+    let daily = |id: &str| feed(id, id, &[5 * 60_000], DAY_MS);
+    let busy = feed("busy", "busy", &[10 * 60_000], 6 * hour);
+    let mut s = Schedule::new(0);
+    s.apply_snapshot(
+        1,
+        vec![daily("a"), daily("b"), daily("c"), daily("d"), busy],
+        0,
+    )
+    .unwrap();
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 12,
+            later_days: 12,
+            counted: 0,
+            per_minute: Some(2),
+        }),
+        0,
+    );
+    let mut per_minute: HashMap<i64, Vec<(String, bool)>> = HashMap::new();
+    let mut t = 0;
+    while t < DAY_MS + hour {
+        for d in s.pop_due(t) {
+            per_minute
+                .entry(t / 60_000)
+                .or_default()
+                .push((d.feed_id, d.besides_plan));
+        }
+        t += 1000;
+    }
+    let day0: usize = per_minute
+        .iter()
+        .filter(|(m, _)| **m < DAY_MS / 60_000)
+        .map(|(_, v)| v.len())
+        .sum();
+    assert_eq!(day0, 12, "the sweep still fills day 0: {per_minute:?}");
+    assert_eq!(per_minute[&5].len(), 4, "the plan's own minute");
+    assert!(per_minute[&5].iter().all(|(_, extra)| !extra));
+    let late: Vec<(i64, usize)> = per_minute
+        .iter()
+        .filter(|(m, _)| (23 * 60..24 * 60).contains(*m))
+        .map(|(m, v)| (*m, v.len()))
+        .collect();
+    assert_eq!(late.iter().map(|(_, n)| n).sum::<usize>(), 4, "{late:?}");
+    assert!(late.iter().all(|(_, n)| *n <= 2), "{late:?}");
+    assert_eq!(s.minutes().deferred_total(), 2);
 }

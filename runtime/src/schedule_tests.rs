@@ -170,6 +170,116 @@ fn feeds_a_replan_finds_overdue_start_spread_over_minutes_not_at_its_instant() {
 }
 
 #[test]
+fn extras_wait_for_minutes_with_room_under_a_share_of_the_minute_cap() {
+    use crate::allowance::Allowance;
+    let hour = DAY_MS / 24;
+    let min = 60_000;
+    // 300 daily feeds a replan at midnight finds a whole gap overdue (catch-ups, besides
+    // the plan), and 10 whose plan puts a fetch in the fourth minute, a second apart.
+    let overdue: Vec<String> = (0..300).map(|i| format!("late-{i}")).collect();
+    let planned_ids: Vec<String> = (0..10).map(|i| format!("plan-{i}")).collect();
+    let run = |share: Option<u64>| -> (HashMap<i64, (usize, usize)>, HashMap<String, i64>) {
+        let mut s = Schedule::new(0);
+        let mut feeds: Vec<FeedTimes> = overdue
+            .iter()
+            .map(|id| feed(id, id, &[20 * hour], DAY_MS))
+            .collect();
+        for (i, id) in planned_ids.iter().enumerate() {
+            feeds.push(feed(id, id, &[3 * min + i as i64 * 1000], DAY_MS));
+        }
+        for id in &overdue {
+            s.note_last_fetch(id, DAY_MS - 30 * hour, false);
+        }
+        s.set_allowance(
+            Some(Allowance {
+                day: 1,
+                fetches: 10_000,
+                later_days: 10_000,
+                counted: 0,
+                per_minute: share,
+            }),
+            DAY_MS,
+        );
+        s.apply_snapshot(1, feeds, DAY_MS).unwrap();
+        // Per minute: (plan fetches, extras); when each feed started.
+        let mut minutes: HashMap<i64, (usize, usize)> = HashMap::new();
+        let mut at = HashMap::new();
+        for t in (DAY_MS..DAY_MS + 2 * hour).step_by(1000) {
+            for d in s.pop_due(t) {
+                let m = minutes.entry((t - DAY_MS) / min).or_default();
+                if d.feed_id.starts_with("plan-") {
+                    assert_eq!(d.planned_ms, t, "a plan fetch starts at its time");
+                    m.0 += 1;
+                } else {
+                    m.1 += 1;
+                }
+                assert!(at.insert(d.feed_id, t).is_none(), "fetched once");
+            }
+        }
+        (minutes, at)
+    };
+    let (minutes, at) = run(Some(8));
+    assert_eq!(at.len(), 310, "every feed fetched within two hours");
+    for (m, &(plan, extra)) in &minutes {
+        if *m == 3 {
+            // The plan's ten go, above the share: the plan was levelled by the coordinator.
+            assert_eq!((plan, extra), (10, 0), "minute 3");
+        } else {
+            assert!(plan + extra <= 8, "minute {m}: {plan} + {extra}");
+        }
+    }
+    // 300 catch-ups at eight a minute, minute 3 skipped: done within 40 minutes.
+    assert!(at.values().all(|&t| t < DAY_MS + 40 * min));
+    // Without the share the catch-ups pile into the replan's first minutes.
+    let (free, at) = run(None);
+    assert_eq!(at.len(), 310);
+    let busiest = free.values().map(|(p, e)| p + e).max().unwrap_or(0);
+    assert!(busiest > 20, "busiest minute without a share: {busiest}");
+}
+
+#[test]
+fn an_extra_that_would_wait_past_its_feeds_plan_time_becomes_that_time() {
+    use crate::allowance::Allowance;
+    let min = 60_000;
+    // A share of one a minute, which a feed planned every minute fills; a feed fetched every
+    // ten minutes (at :05) is a whole gap overdue when its plan lands at 0. Its catch-up
+    // waits minute after minute and, when waiting longer would pass its plan's time at 5:00,
+    // is that plan fetch instead: one fetch, on the plan's time, none lost or doubled.
+    let mut s = Schedule::new(0);
+    s.set_allowance(
+        Some(Allowance {
+            day: 0,
+            fetches: 100_000,
+            later_days: 100_000,
+            counted: 0,
+            per_minute: Some(1),
+        }),
+        0,
+    );
+    s.note_last_fetch("x", -25 * min, false);
+    let feeds = vec![
+        feed("busy", "hb", &[0], min),
+        feed("x", "hx", &[5 * min], 10 * min),
+    ];
+    s.apply_snapshot(1, feeds, 0).unwrap();
+    let mut x = Vec::new();
+    let mut busy = 0;
+    for t in (0..12 * min).step_by(1000) {
+        for d in s.pop_due(t) {
+            if d.feed_id == "x" {
+                x.push((t, d.besides_plan));
+            } else {
+                busy += 1;
+                assert!(!d.besides_plan);
+            }
+        }
+    }
+    assert_eq!(busy, 12, "the plan's fetches all start");
+    assert_eq!(x, vec![(5 * min, false)]);
+    assert_eq!(s.minutes().deferred_total(), 1, "one fetch, counted once");
+}
+
+#[test]
 fn a_timer_feed_waits_for_its_time_rather_than_catch_up_just_before_it() {
     // Fetched at 100; at 450 a replan moves the earlier time to 150 and the next to 610
     // (its gap 460): a catch-up is due at 560, 50 before the plan's time. An ordinary

@@ -351,6 +351,67 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
     assert!((fetches / 240.0 - 1.0).abs() < 0.1, "{fetches}\n{stdout}");
 }
 
+/// With `--max-fetches-per-minute` the worker holds its own fetches besides the plan
+/// (catch-ups after a replan, first sights, fetches held from a spent day) to its share of
+/// the cap, not only the plan's: on half timer feeds with bursts and feeds that start and
+/// stop, at a cap of two a minute, the fetches besides the plan put 11 fetches in 10
+/// minutes above the cap when the worker was dealt no share (checked by dealing none).
+#[test]
+fn a_minute_cap_holds_the_workers_own_fetches_too() {
+    let dir = TempDir::new("replay-minute-cap");
+    let trace = synth(
+        &dir,
+        &[
+            "--feeds",
+            "120",
+            "--users",
+            "40",
+            "--days",
+            "4",
+            "--seed",
+            "5",
+            "--timer-share",
+            "0.5",
+            "--start-stop",
+            "0.3",
+            "--bursts-per-week",
+            "2",
+        ],
+    );
+    let o = coordinator(&[
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--fetches-per-feed-per-day",
+        "2",
+        "--peers",
+        "none",
+        "--max-fetches-per-minute",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("fetches per minute on the scored days"))
+        .unwrap_or_else(|| panic!("no minutes line:\n{stdout}"));
+    // The number after `key` in the line.
+    let after = |key: &str| -> f64 {
+        let rest = &line[line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len()..];
+        let n: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        n.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
+    };
+    assert_eq!(after("busiest "), 2.0, "{line}");
+    assert_eq!(after("minutes above the cap of 2: "), 0.0, "{line}");
+    assert_eq!(after("on the plan's times, "), 0.0, "{line}");
+    // Some were held, and not for long.
+    assert!(after("held to a later minute: ") >= 20.0, "{line}");
+    assert!(after("waited ") < 30.0, "{line}");
+}
+
 /// The plans' days against the day's budget, as `replay` reports them, on feeds that post a
 /// tenth as much at weekends: the daily plan asks each day its budget, and so, by its day
 /// prices, does the weekly one. Without them it asked up to 1.35 of a weekday's budget, a

@@ -591,11 +591,16 @@ async fn fetch_loop(
         let (due, next) = {
             let mut st = shared.state.lock().expect("worker state");
             let held = st.schedule.gate().held_total();
+            let deferred = st.schedule.minutes().deferred_total();
             let due = st.schedule.pop_due(now);
             let gate = st.schedule.gate();
             if gate.held_total() > held {
                 metrics::counter!(telemetry::FETCHES_HELD_TOTAL)
                     .increment(gate.held_total() - held);
+            }
+            let more = st.schedule.minutes().deferred_total() - deferred;
+            if more > 0 {
+                metrics::counter!(telemetry::FETCHES_DEFERRED_TOTAL).increment(more);
             }
             metrics::gauge!(telemetry::DAY_FETCHES).set(gate.started_today() as f64);
             (due, st.schedule.next_due())

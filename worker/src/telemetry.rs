@@ -51,6 +51,11 @@ pub const FETCHES_HELD_TOTAL: &str = "kairos_worker_fetches_held_total";
 pub const DAY_ALLOWANCE: &str = "kairos_worker_day_allowance";
 /// Fetches started today (UTC) against the allowance.
 pub const DAY_FETCHES: &str = "kairos_worker_day_fetches";
+/// Fetches besides the plan held to a later minute by the worker's share of the per-minute
+/// cap.
+pub const FETCHES_DEFERRED_TOTAL: &str = "kairos_worker_fetches_deferred_total";
+/// The worker's share of the cluster's per-minute cap (-1: no cap).
+pub const MINUTE_SHARE: &str = "kairos_worker_minute_share";
 
 /// Buckets of fetch durations: 5 ms to 60 s.
 const DURATION_BUCKETS: &[f64] = &[
@@ -127,6 +132,14 @@ pub fn describe() {
         "The most fetches this worker may start today (UTC), as the coordinator dealt it; -1 when none was given."
     );
     describe_gauge!(DAY_FETCHES, "Fetches started today (UTC).");
+    describe_counter!(
+        FETCHES_DEFERRED_TOTAL,
+        "Fetches besides the plan (catch-ups, held fetches, first sights, sweep extras) held to a later minute by this worker's share of the per-minute cap; one held twice counts twice."
+    );
+    describe_gauge!(
+        MINUTE_SHARE,
+        "The most fetches this worker may start in a minute, its share of --max-fetches-per-minute as the coordinator dealt it; -1 when there is no cap."
+    );
     for g in [
         FETCHES_IN_FLIGHT,
         FETCHES_DUE_WAITING,
@@ -138,6 +151,8 @@ pub fn describe() {
         gauge!(g).set(0.0);
     }
     gauge!(DAY_ALLOWANCE).set(-1.0);
+    gauge!(MINUTE_SHARE).set(-1.0);
+    counter!(FETCHES_DEFERRED_TOTAL).absolute(0);
     counter!(FETCH_BYTES_TOTAL).absolute(0);
     counter!(FETCHES_HELD_TOTAL).absolute(0);
     for read in ["none", "partly"] {

@@ -252,6 +252,7 @@ impl<B: KvBackend> WorkerControl for WorkerControlService<B> {
                                         fetches: a.fetches,
                                         later_days: a.later_days,
                                         counted: a.counted,
+                                        per_minute: a.per_minute.unwrap_or(0),
                                     }
                                 }),
                             };

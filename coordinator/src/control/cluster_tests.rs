@@ -82,6 +82,7 @@ fn an_allowance_that_changes_is_a_new_version_and_set_feeds_keeps_it() {
                         fetches: n,
                         later_days: n,
                         counted: 0,
+                        per_minute: None,
                     },
                 )
             })

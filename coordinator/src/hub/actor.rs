@@ -100,6 +100,7 @@ impl State {
             today: self.totals.ledger.today(now_ms),
             counted: &counted,
             first_sights: &self.first_sights,
+            per_minute: self.settings.1.max_fetches_per_minute,
         };
         self.cluster.deal(&|w| super::allowances::deal(&budget, w));
     }

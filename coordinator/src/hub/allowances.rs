@@ -7,7 +7,8 @@
 //! included). The allowances add up to at most the day's budget less the fetches of
 //! workers gone since, so the day cannot spend more than its budget whatever replans,
 //! catch-ups or first sights ask. Later days get the budget in proportion to a whole day
-//! of each worker's plan, until the next round deals again.
+//! of each worker's plan, until the next round deals again. A cap on fetches a minute is
+//! dealt the same way, at least one a minute each (`kairos_runtime::minute_gate`).
 
 use crate::control::capacity::fetches_between;
 use crate::control::cluster::name_of;
@@ -28,6 +29,8 @@ pub struct DayBudget<'a> {
     pub counted: &'a BTreeMap<String, u64>,
     /// First-fetch times of feeds not yet fetched (those due today count for their worker).
     pub first_sights: &'a HashMap<String, i64>,
+    /// The cluster's cap on fetches a minute (`--max-fetches-per-minute`), if any.
+    pub per_minute: Option<f64>,
 }
 
 /// The allowance of every session in `workers` (session id, its feeds).
@@ -74,6 +77,16 @@ pub fn deal(
     };
     let today = apportion(left, &weights(&rest));
     let later = apportion(per_day, &weights(&whole));
+    // The cap dealt like a whole day, at least one a minute each: a worker with no share
+    // would hold every catch-up and first sight for good.
+    let minutes = b.per_minute.map(|cap| {
+        let cap = if cap.is_finite() {
+            cap.max(0.0) as u64
+        } else {
+            u64::MAX / 4
+        };
+        apportion(cap, &weights(&whole))
+    });
     workers
         .iter()
         .enumerate()
@@ -84,6 +97,7 @@ pub fn deal(
                 fetches: counted + today[i],
                 later_days: later[i],
                 counted,
+                per_minute: minutes.as_ref().map(|m| m[i].max(1)),
             };
             (session.to_string(), a)
         })
@@ -181,6 +195,7 @@ mod tests {
             today: 100,
             counted: &counted,
             first_sights: &first,
+            per_minute: None,
         };
         let out = deal(&budget, &[("wa#1", &a), ("wb#7", &b)]);
         let (wa, wb) = (out["wa#1"], out["wb#7"]);
@@ -198,6 +213,39 @@ mod tests {
         let out = deal(&spent, &[("wa#1", &a), ("wb#7", &b)]);
         assert_eq!(out["wa#1"].fetches, 50);
         assert_eq!(out["wb#7"].fetches, 30);
+    }
+
+    #[test]
+    fn the_minute_cap_is_dealt_like_a_whole_day_at_least_one_each() {
+        let a = feeds("a", 30, 6.0); // 120 a day
+        let b = feeds("b", 10, 6.0); // 40 a day
+        let c = feeds("c", 1, 24.0); // 1 a day
+        let counted = BTreeMap::new();
+        let first = HashMap::new();
+        let budget = DayBudget {
+            now_ms: 2 * DAY_MS,
+            per_day: 161.0,
+            today: 0,
+            counted: &counted,
+            first_sights: &first,
+            per_minute: Some(8.5),
+        };
+        let out = deal(&budget, &[("wa#1", &a), ("wb#2", &b), ("wc#3", &c)]);
+        // 8 a minute split 120:40:1 is 5.96, 1.99, 0.05: 6 and 2, and the small worker
+        // one all the same.
+        let shares: Vec<_> = ["wa#1", "wb#2", "wc#3"]
+            .iter()
+            .map(|w| out[*w].per_minute)
+            .collect();
+        assert_eq!(shares, vec![Some(6), Some(2), Some(1)]);
+        let none = deal(
+            &DayBudget {
+                per_minute: None,
+                ..budget
+            },
+            &[("wa#1", &a)],
+        );
+        assert_eq!(none["wa#1"].per_minute, None);
     }
 
     #[test]
@@ -238,6 +286,7 @@ mod tests {
             today: 0,
             counted: &counted,
             first_sights: &first,
+            per_minute: None,
         };
         let out = deal(&budget, &[("wa#1", &a), ("wb#2", &b)]);
         assert_eq!(out["wa#1"].fetches + out["wb#2"].fetches, 41);
@@ -258,6 +307,7 @@ mod tests {
             today: 0,
             counted: &counted,
             first_sights: &none,
+            per_minute: None,
         };
         let out = deal(&budget, &[("wa#1", &a), ("wb#2", &b)]);
         assert_eq!((out["wa#1"].fetches, out["wb#2"].fetches), (10, 30));

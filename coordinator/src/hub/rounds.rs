@@ -283,6 +283,7 @@ impl<B: KvBackend> Hub<B> {
                     today: ledger.today(now),
                     counted: &counted,
                     first_sights: &paced.first_sights,
+                    per_minute: r.settings().max_fetches_per_minute,
                 };
                 let desired =
                     shard.prepare(outcome.specs.clone(), &|w| allowances::deal(&budget, w));

@@ -156,6 +156,7 @@ pub(super) async fn assignments(
             fetches: a.fetches,
             later_days: a.later_days,
             counted: a.counted,
+            per_minute: (a.per_minute > 0).then_some(a.per_minute),
         });
         let mut st = shared.state.lock().expect("worker state");
         let st = &mut *st;
@@ -194,6 +195,11 @@ pub(super) async fn assignments(
             Ok(()) => {
                 // The day's allowance comes with every update (none: no cap beyond the
                 // plan, as from a coordinator that deals none); set above.
+                metrics::gauge!(telemetry::MINUTE_SHARE).set(
+                    allowance
+                        .and_then(|a| a.per_minute)
+                        .map_or(-1.0, |m| m as f64),
+                );
                 metrics::gauge!(telemetry::DAY_ALLOWANCE).set(allowance.map_or(-1.0, |a| {
                     if a.day == now.div_euclid(kairos_runtime::allowance::DAY_MS) {
                         a.fetches as f64
