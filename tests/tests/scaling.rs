@@ -95,6 +95,10 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
         "24",
         "--min-fetches-per-day",
         "2",
+        // Far above the plan's 0.6 a minute: it moves nothing, and each worker's share of
+        // it comes with its allowance.
+        "--max-fetches-per-minute",
+        "60",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -180,8 +184,13 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
     assert_eq!(stats.fetches_same_slot, 0);
 
     // The workers' own metrics, and their observed state as the coordinator shows it.
+    let mut shares = Vec::new();
     for (_, addr) in &running {
         let m = scrape(addr);
+        // The cap dealt over the workers with their allowances, at least one a minute each.
+        let share = sample(&m, "kairos_worker_minute_share").unwrap_or(-1.0);
+        assert!((1.0..=60.0).contains(&share), "share {share}:\n{m}");
+        shares.push(share);
         let ok = sample(&m, "kairos_worker_fetches_total{outcome=\"ok\"}").unwrap_or(0.0);
         assert!(ok > 0.0, "a worker counts its fetches:\n{m}");
         assert!(
@@ -197,6 +206,11 @@ async fn three_to_five_to_two_workers_lose_nothing_and_fetch_no_slot_twice() {
         assert!(sample(&m, "kairos_worker_assignment_version").unwrap_or(0.0) >= 1.0);
         assert!(sample(&m, "kairos_worker_feeds").unwrap_or(0.0) >= 1.0);
     }
+    let dealt: f64 = shares.iter().sum();
+    assert!(
+        (60.0..=60.0 + shares.len() as f64).contains(&dealt),
+        "the shares add up to the cap: {shares:?}"
+    );
     let views = wait_for(
         "every worker at its desired assignment",
         Duration::from_secs(10),
