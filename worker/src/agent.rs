@@ -583,9 +583,10 @@ async fn fetch_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(max_in_flight));
-    // At zero from the start, so a dashboard and an alert see "none held" rather than
-    // nothing at all.
+    // At zero from the start, so a dashboard and an alert see "none held" (or deferred)
+    // rather than nothing at all.
     metrics::counter!(telemetry::FETCHES_HELD_TOTAL).increment(0);
+    metrics::counter!(telemetry::FETCHES_DEFERRED_TOTAL).increment(0);
     loop {
         let now = shared.clock.now_ms();
         let (due, next) = {
