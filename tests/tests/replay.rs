@@ -25,6 +25,30 @@ fn small(dir: &TempDir) -> PathBuf {
     )
 }
 
+/// The line of `replay ARGS`' report that starts with `prefix` (the run must succeed).
+fn report_line(args: &[&str], prefix: &str) -> String {
+    let o = coordinator(args);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stdout
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line `{prefix}`:\n{stdout}"))
+        .to_string()
+}
+
+/// The number right after `key` in `line`.
+fn number_after(line: &str, key: &str) -> f64 {
+    let at = line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len();
+    let n: String = line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    n.trim_end_matches('.')
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: {line}"))
+}
+
 #[test]
 fn the_live_system_learns_a_trace_from_an_empty_store() {
     let dir = TempDir::new("replay");
@@ -359,51 +383,19 @@ fn a_frozen_replay_stops_replanning_and_keeps_fetching_its_last_plan() {
 #[test]
 fn a_minute_cap_holds_the_workers_own_fetches_too() {
     let dir = TempDir::new("replay-minute-cap");
-    let trace = synth(
-        &dir,
-        &[
-            "--feeds",
-            "120",
-            "--users",
-            "40",
-            "--days",
-            "4",
-            "--seed",
-            "5",
-            "--timer-share",
-            "0.5",
-            "--start-stop",
-            "0.3",
-            "--bursts-per-week",
-            "2",
-        ],
+    let flags = "--feeds 120 --users 40 --days 4 --seed 5 --timer-share 0.5 --start-stop 0.3 \
+                 --bursts-per-week 2";
+    let trace = synth(&dir, &flags.split_whitespace().collect::<Vec<_>>());
+    let trace = trace.to_str().unwrap();
+    let args = format!(
+        "replay --trace {trace} --fetches-per-feed-per-day 2 --peers none \
+         --max-fetches-per-minute 2"
     );
-    let o = coordinator(&[
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--fetches-per-feed-per-day",
-        "2",
-        "--peers",
-        "none",
-        "--max-fetches-per-minute",
-        "2",
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("fetches per minute on the scored days"))
-        .unwrap_or_else(|| panic!("no minutes line:\n{stdout}"));
-    // The number after `key` in the line.
-    let after = |key: &str| -> f64 {
-        let rest = &line[line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len()..];
-        let n: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        n.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
-    };
+    let line = report_line(
+        &args.split_whitespace().collect::<Vec<_>>(),
+        "fetches per minute on the scored days",
+    );
+    let after = |key: &str| number_after(&line, key);
     assert_eq!(after("busiest "), 2.0, "{line}");
     assert_eq!(after("minutes above the cap of 2: "), 0.0, "{line}");
     assert_eq!(after("on the plan's times, "), 0.0, "{line}");
@@ -449,19 +441,8 @@ fn a_weekly_plans_days_are_priced_even() {
         if weekly {
             args.push("--weekly");
         }
-        let o = coordinator(&args);
-        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with("plans' days against the day's budget"))
-            .unwrap_or_else(|| panic!("no days line:\n{stdout}"));
-        let after = |key: &str| -> f64 {
-            let rest =
-                &line[line.find(key).unwrap_or_else(|| panic!("{key}: {line}")) + key.len()..];
-            let word = rest.split([' ', ';', ',']).find(|w| !w.is_empty()).unwrap();
-            word.parse().unwrap_or_else(|_| panic!("{key}: {line}"))
-        };
+        let line = report_line(&args, "plans' days against the day's budget");
+        let after = |key: &str| number_after(&line, key);
         let over = after("rounds with a day over 1.05: ") as usize;
         (
             after("quietest day lowest "),
