@@ -62,11 +62,6 @@ impl MinuteGate {
         self.share = share;
     }
 
-    /// The share in force.
-    pub fn share(&self) -> Option<u64> {
-        self.share
-    }
-
     fn roll(&mut self, now_ms: i64) {
         let minute = now_ms.div_euclid(MINUTE_MS);
         if minute != self.minute {

@@ -80,11 +80,8 @@ pub fn deal(
     // The cap dealt like a whole day, at least one a minute each: a worker with no share
     // would hold every catch-up and first sight for good.
     let minutes = b.per_minute.map(|cap| {
-        let cap = if cap.is_finite() {
-            cap.max(0.0) as u64
-        } else {
-            u64::MAX / 4
-        };
+        // Held well below u64::MAX, so the parts' sum cannot overflow.
+        let cap = cap.max(0.0).min((u64::MAX / 4) as f64) as u64;
         apportion(cap, &weights(&whole))
     });
     workers
@@ -246,6 +243,24 @@ mod tests {
             &[("wa#1", &a)],
         );
         assert_eq!(none["wa#1"].per_minute, None);
+        // Extreme caps deal finite shares and no overflow.
+        for cap in [1e308, f64::INFINITY, 0.0] {
+            let out = deal(
+                &DayBudget {
+                    per_minute: Some(cap),
+                    ..budget.clone()
+                },
+                &[("wa#1", &a), ("wb#2", &b)],
+            );
+            let (x, y) = (
+                out["wa#1"].per_minute.unwrap(),
+                out["wb#2"].per_minute.unwrap(),
+            );
+            assert!(
+                x >= 1 && y >= 1 && x.checked_add(y).is_some(),
+                "{cap}: {x} {y}"
+            );
+        }
     }
 
     #[test]
